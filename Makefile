@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+# rswap: remote memory over RDMA as a swap block device.
+#
+#   make                 build rswap.ko for Debian's stock 7.3 kernel (in the trixie build root)
+#   make KERNEL=debug    ... for rswap's debug kernel (KASAN, lockdep)
+#   make KDIR=/path      ... against a Rust-enabled kernel build tree of your own, on this host
+#   make check           build what is missing, run every test, print "N passed, N failed"
+#   make demo            boot a guest, create rxe0, load rswap and show what it found
+#   make bench           benchmarks (see Documentation/benchmarks.md)
+#   make fmt | fmtcheck  rustfmt with the kernel's settings
+#   make CLIPPY=1        build with clippy
+#   make clean
+#
+# Inside the kernel build (Kbuild includes this file too) only the Kbuild file matters.
+ifneq ($(KERNELRELEASE),)
+include $(src)/Kbuild
+else
+
+KERNEL ?= stock
+export KERNEL
+V ?= 0
+CLIPPY ?=
+kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1)
+
+.PHONY: all modules check demo bench fmt fmtcheck clean server
+
+all: modules
+
+ifneq ($(KDIR),)
+# A kernel tree of the user's own, built with Rust support (see Documentation/building.md).
+modules:
+	$(MAKE) -C $(KDIR) $(kbuild_args) modules
+else
+modules:
+	bash scripts/build-module.sh $(kbuild_args) modules
+endif
+
+check:
+	bash scripts/check.sh
+
+demo:
+	bash scripts/demo.sh
+
+bench:
+	bash scripts/bench.sh $(BENCH_ARGS)
+
+fmt:
+	bash scripts/rustfmt.sh
+
+fmtcheck:
+	bash scripts/rustfmt.sh --check
+
+server:
+	bash scripts/build-server.sh
+
+clean:
+	rm -f rswap.ko rswap.o rswap.mod rswap.mod.c rswap.mod.o modules.order Module.symvers
+	find src samples -name '*.o' -o -name '*.cmd' -o -name '*.d' -o -name '*.rmeta' \
+		-o -name 'bindings_generated.rs' -o -name '*.mod' -o -name '*.mod.c' 2>/dev/null | xargs rm -f
+	find . -name '.*.cmd' -not -path './.git/*' | xargs rm -f
+
+endif

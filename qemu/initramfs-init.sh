@@ -1,0 +1,20 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0
+# /init of rswap's tiny initramfs: load the root-disk and 9p modules, mount the root
+# image and the 9p shares, and hand over to the guest init from the work tree.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m 2>/dev/null; done
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 0.2; done
+mount -t ext4 /dev/vda /newroot || { echo "initramfs: cannot mount /dev/vda"; poweroff -f; }
+for tag in rswap out kmod; do
+	if grep -q "rswap.share.$tag" /proc/cmdline; then
+		mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "$tag" "/newroot/mnt/$tag" \
+			|| echo "initramfs: cannot mount 9p share $tag"
+	fi
+done
+umount /proc /sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /bin/bash /mnt/rswap/qemu/guest-init.sh

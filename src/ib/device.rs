@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RDMA device as the IB core hands it to its clients.
+
+use kernel::{prelude::*, str::CStr, types::Opaque};
+
+use super::bindings;
+
+/// An RDMA device (`struct ib_device`).
+///
+/// Only borrowed: the IB core owns devices, and hands a client a device from its `add`
+/// callback until its `remove` callback has returned.
+///
+/// # Invariants
+///
+/// The wrapped `ib_device` is valid for as long as a reference to this type exists.
+#[repr(transparent)]
+pub(crate) struct Device(Opaque<bindings::ib_device>);
+
+impl Device {
+    /// Borrows the device behind `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a valid `ib_device` that stays valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `Device` is a transparent wrapper of `ib_device`; the caller guarantees
+        // the pointer is valid for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The raw pointer, for the other wrappers of this layer.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0.get()
+    }
+
+    /// The device's name, e.g. `rxe0`.
+    ///
+    /// A rename can free the string; use it right away (for messages), do not keep it.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: by the type invariant the device is valid, and `dev_name` of a
+        // registered device is a NUL-terminated string.
+        unsafe { CStr::from_char_ptr(bindings::rswap_ib_device_name(self.as_raw())) }
+    }
+
+    /// The largest completion queue the device supports.
+    pub(crate) fn max_cqe(&self) -> u32 {
+        // SAFETY: by the type invariant the device is valid; `attrs` is filled in before
+        // the device is registered and does not change afterwards.
+        let max = unsafe { (*self.as_raw()).attrs.max_cqe };
+        u32::try_from(max).unwrap_or(0)
+    }
+
+    /// How many completion vectors (interrupts) the device has.
+    pub(crate) fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: as in `max_cqe`; `num_comp_vectors` is set before registration.
+        let n = unsafe { (*self.as_raw()).num_comp_vectors };
+        u32::try_from(n).unwrap_or(1).max(1)
+    }
+}

@@ -1,0 +1,8 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest itself works: kernel, rxe, the shares.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+ktap_plan 2
+ktap_check "guest: out share is writable" touch "$RSWAP_OUT/.probe"
+ktap_check "guest: soft-RoCE rxe0 comes up on eth0" rxe_up
+ktap_finish

@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rswap.ko loads into the running kernel, follows RDMA devices through its IB client
+# (devices present at load, added after it, removed while loaded, removed by unload),
+# holds exactly one PD and one CQ per device, and releases them.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+KO=$RSWAP_TOP/rswap.ko
+LOOPS=${RSWAP_LOAD_LOOPS:-20}
+
+# Kernel PDs / CQs owned by rswap, as the RDMA core accounts them.
+res_count() { rdma resource show "$1" 2>/dev/null | grep -c 'comm \[rswap\]'; }
+# Wait for a dmesg line (fixed string) after the last mark.
+dmesg_has() {
+	local i
+	for i in $(seq 50); do
+		dmesg | awk '/rswap-test-mark:/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' \
+			| grep -qF "$1" && return 0
+		sleep 0.1
+	done
+	echo "dmesg has no line with: $1"; return 1
+}
+loaded() { grep -q '^rswap ' /proc/modules; }
+
+ktap_plan 12
+if [ ! -f "$KO" ]; then
+	for i in $(seq 12); do ktap_skip "module test $i" "rswap.ko not built"; done
+	ktap_finish
+fi
+modprobe ib_core; modprobe rdma_rxe
+rdma link delete rxe0 2>/dev/null
+
+dmesg_mark "load without devices"
+ktap_check "module: insmod with no RDMA device" insmod "$KO"
+ktap_check "module: vermagic matches the running kernel" \
+	bash -c "[ \"\$(modinfo -F vermagic $KO | cut -d' ' -f1)\" = \"\$(uname -r)\" ]"
+
+dmesg_mark "add rxe0"
+rxe_up >/dev/null
+ktap_check "client: rdma link add is seen by the add callback" dmesg_has 'rxe0: device added, PD allocated'
+ktap_check "client: one PD and one CQ held on rxe0" \
+	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 1 ] && [ \$(rdma resource show cq | grep -c 'comm \[rswap\]') = 1 ]"
+
+dmesg_mark "delete rxe0"
+rdma link delete rxe0
+ktap_check "client: rdma link delete is seen by the remove callback" dmesg_has 'rxe0: device removed, CQ and PD released'
+ktap_check "module: rmmod with no device" rmmod rswap
+
+dmesg_mark "load with rxe0 present"
+rxe_up >/dev/null
+insmod "$KO"
+ktap_check "client: a device present before insmod is seen at load" dmesg_has 'rxe0: device added, PD allocated'
+dmesg_mark "unload with rxe0 present"
+rmmod rswap
+ktap_check "client: rmmod removes the device from the client" dmesg_has 'rxe0: device removed, CQ and PD released'
+ktap_check "client: no PD or CQ left after unload" \
+	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 0 ] && [ \$(rdma resource show cq | grep -c 'comm \[rswap\]') = 0 ]"
+
+dmesg_mark "load/unload loop"
+slab_before=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
+fails=0
+for i in $(seq "$LOOPS"); do
+	insmod "$KO" || fails=$((fails + 1))
+	[ "$(res_count pd)" = 1 ] || fails=$((fails + 1))
+	rmmod rswap || fails=$((fails + 1))
+done
+slab_after=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
+ktap_diag "slab before/after $LOOPS load/unload cycles: ${slab_before} kB / ${slab_after} kB"
+if [ "$fails" = 0 ] && [ "$(res_count pd)" = 0 ] && [ "$(res_count cq)" = 0 ] && ! loaded; then
+	ktap_pass "module: $LOOPS load/unload cycles with rxe0 present, each holding one PD, none left"
+else
+	ktap_fail "module: $LOOPS load/unload cycles with rxe0 present" "failures: $fails, pd left: $(res_count pd)"
+fi
+ktap_check "module: a second device gets its own PD" bash -c "
+	insmod $KO && ip link add dummy0 type dummy 2>/dev/null; ip link set dummy0 up 2>/dev/null
+	rdma link add rxe1 type rxe netdev dummy0 || exit 1
+	n=\$(rdma resource show pd | grep -c 'comm \[rswap\]'); rdma link delete rxe1; rmmod rswap; ip link del dummy0
+	[ \"\$n\" = 2 ] || { echo \"expected 2 PDs, saw \$n\"; exit 1; }"
+rxe_down
+ktap_check "dmesg: no BUG/WARNING/Oops during the module tests" dmesg_clean_since_mark_all
+ktap_finish

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for scripts that run inside an rswap test guest (source, do not run).
+# The work tree is at $RSWAP_TOP (/mnt/rswap, read-only); $RSWAP_OUT is writable and
+# comes back to the host. eth0 has $RSWAP_GUEST_IP; two-guest runs set $RSWAP_PEER_IP.
+
+. "$RSWAP_TOP/tests/lib/ktap.sh"
+
+# Create the soft-RoCE device rxe0 on eth0 (idempotent) and load the userspace verbs
+# and rdma_cm character devices. Returns non-zero with a message when rxe is unusable.
+rxe_up() {
+	modprobe rdma_rxe || { echo "modprobe rdma_rxe failed"; return 1; }
+	modprobe ib_uverbs 2>/dev/null; modprobe rdma_ucm 2>/dev/null
+	rdma link show | grep -q '^link rxe0/' || rdma link add rxe0 type rxe netdev eth0 || return 1
+	for _ in $(seq 200); do
+		rdma link show | grep -q '^link rxe0/.* state ACTIVE' && return 0
+		sleep 0.1
+	done
+	echo "rxe0 did not become ACTIVE"; rdma link show; return 1
+}
+
+rxe_down() { rdma link delete rxe0 2>/dev/null; true; }
+
+# Lines in dmesg that mean the kernel is unhappy since the marker was set.
+DMESG_BAD='BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|possible circular locking|lockdep|Call Trace:|kernel BUG|refcount_t:|list_add corruption|list_del corruption'
+dmesg_mark() { echo "rswap-test-mark: $1" > /dev/kmsg; }
+# Print bad lines logged after the last mark; succeed when there are none.
+dmesg_clean() {
+	local bad
+	bad=$(dmesg | awk '/rswap-test-mark:/ { buf = ""; next } { buf = buf $0 "\n" } END { printf "%s", buf }' \
+		| grep -E "$DMESG_BAD" || true)
+	[ -z "$bad" ] || { echo "$bad"; return 1; }
+}
+
+# Bad lines anywhere in this boot's kernel log; succeed when there are none.
+dmesg_clean_since_mark_all() {
+	local bad
+	bad=$(dmesg | grep -E "$DMESG_BAD" || true)
+	[ -z "$bad" ] || { echo "$bad"; return 1; }
+}
