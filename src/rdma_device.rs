@@ -8,7 +8,10 @@
 
 use kernel::prelude::*;
 
-use crate::ib::{self, cq::PollContext, ClientCell, ClientDriver};
+use crate::{
+    ib::{self, cq::PollContext, ClientCell, ClientDriver},
+    registry,
+};
 
 /// How many completions the per-device CQ holds.
 const DEVICE_CQ_ENTRIES: u32 = 128;
@@ -41,9 +44,10 @@ impl ClientDriver for RswapClient {
         let pd = ib::Pd::alloc(dev).inspect_err(|e| {
             pr_err!("{}: cannot allocate a PD: {:?}\n", dev.name(), e);
         })?;
-        let cq = ib::Cq::alloc(dev, DEVICE_CQ_ENTRIES, 0, PollContext::Softirq).inspect_err(|e| {
-            pr_err!("{}: cannot allocate a CQ: {:?}\n", dev.name(), e);
-        })?;
+        let cq =
+            ib::Cq::alloc(dev, DEVICE_CQ_ENTRIES, 0, PollContext::Softirq).inspect_err(|e| {
+                pr_err!("{}: cannot allocate a CQ: {:?}\n", dev.name(), e);
+            })?;
         pr_info!(
             "{}: device added, PD allocated (local_dma_lkey {:#x}), CQ allocated ({} entries)\n",
             dev.name(),
@@ -54,6 +58,17 @@ impl ClientDriver for RswapClient {
     }
 
     fn remove(&self, dev: &ib::Device, data: KBox<RdmaDevice>) {
+        // rswap's client was registered after rdma_cm's, so this runs before rdma_cm's own
+        // removal: tear down every queue on the device (flushing its I/O with errors)
+        // while its cm_ids are still ours to destroy.
+        let queues = registry::shut_down_device(dev);
+        if queues > 0 {
+            pr_warn!(
+                "{}: device removed under {} queue(s): their I/O now fails\n",
+                dev.name(),
+                queues
+            );
+        }
         drop(data);
         pr_info!("{}: device removed, CQ and PD released\n", dev.name());
     }

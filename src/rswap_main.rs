@@ -5,10 +5,20 @@
 //! The crate root: the module declaration and the registrations it holds. See
 //! `Documentation/` for the design; the layers are
 //! - [`ib`]: safe wrappers over RDMA verbs and rdma_cm (the only code with RDMA FFI),
-//! - [`rdma_device`]: the IB client following RDMA devices.
+//! - [`blk`]: the blk-mq pieces the kernel crate lacks,
+//! - [`transport`]: the wire format, queues and sessions to a memory server (no FFI),
+//! - [`remote_disk`]: the block device, requests to RDMA work requests,
+//! - [`configfs`]: configuration, and [`rdma_device`]: the IB client following devices.
 
+mod blk;
+mod config_parse;
+mod configfs;
 mod ib;
+mod kernel_ext;
 mod rdma_device;
+mod registry;
+mod remote_disk;
+mod transport;
 
 use kernel::prelude::*;
 
@@ -22,8 +32,13 @@ module! {
 
 /// The loaded module. Dropping it (at `rmmod`) unregisters the IB client, which removes
 /// every device first.
+///
+/// Fields are dropped in declaration order: configfs first (no target directory can exist
+/// then, since each pins the module), then the IB client.
 #[pin_data(PinnedDrop)]
 struct RswapModule {
+    #[pin]
+    configfs: kernel::configfs::Subsystem<configfs::Root>,
     #[pin]
     client: ib::Registration<rdma_device::RswapClient>,
 }
@@ -31,8 +46,10 @@ struct RswapModule {
 impl kernel::InPlaceModule for RswapModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("loading\n");
+        registry::init();
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_device::RswapClient),
+            configfs <- configfs::subsystem(),
         })
     }
 }

@@ -25,8 +25,11 @@
     reason = "generated code; these lints say nothing about it"
 )]
 
-use kernel::ffi;
-#[allow(unused_imports, reason = "the generated code uses whichever kernel types it needs")]
+#[allow(
+    unused_imports,
+    reason = "the generated code uses whichever kernel types it needs"
+)]
 pub(crate) use kernel::bindings::*;
+use kernel::ffi;
 
 include!("bindings_generated.rs");

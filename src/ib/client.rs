@@ -138,7 +138,9 @@ impl<T: ClientDriver> PinnedDrop for Registration<T> {
         // every device that `add` took and waits for callbacks in flight.
         unsafe { bindings::ib_unregister_client(self.client.get()) };
         // INVARIANT: no callback runs any more, so the cell may forget this registration.
-        T::cell().registration.store(ptr::null_mut(), Ordering::Release);
+        T::cell()
+            .registration
+            .store(ptr::null_mut(), Ordering::Release);
     }
 }
 

@@ -47,8 +47,21 @@ impl Device {
     pub(crate) fn max_cqe(&self) -> u32 {
         // SAFETY: by the type invariant the device is valid; `attrs` is filled in before
         // the device is registered and does not change afterwards.
-        let max = unsafe { (*self.as_raw()).attrs.max_cqe };
-        u32::try_from(max).unwrap_or(0)
+        unsafe { (*self.as_raw()).attrs.max_cqe }
+    }
+
+    /// The most SGEs one send work request may carry.
+    pub(crate) fn max_send_sge(&self) -> u32 {
+        // SAFETY: as in `max_cqe`.
+        let n = unsafe { (*self.as_raw()).attrs.max_send_sge };
+        u32::try_from(n).unwrap_or(1).max(1)
+    }
+
+    /// The most RDMA READs one QP may have outstanding as initiator.
+    pub(crate) fn max_qp_init_rd_atom(&self) -> u32 {
+        // SAFETY: as in `max_cqe`.
+        let n = unsafe { (*self.as_raw()).attrs.max_qp_init_rd_atom };
+        u32::try_from(n).unwrap_or(1).max(1)
     }
 
     /// How many completion vectors (interrupts) the device has.

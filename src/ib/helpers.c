@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Forwarders for the `static inline` RDMA functions and macros; see helpers.h. */
 #include <linux/device.h>
+#include <linux/in.h>
+#include <net/net_namespace.h>
 #include "helpers.h"
 
 const char *rswap_ib_device_name(struct ib_device *dev)
@@ -23,4 +25,100 @@ struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *private, int nr_cqe
 				int comp_vector, enum ib_poll_context poll_ctx)
 {
 	return ib_alloc_cq(dev, private, nr_cqe, comp_vector, poll_ctx);
+}
+
+int rswap_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			    enum dma_data_direction dir, u64 *addr)
+{
+	u64 a = ib_dma_map_single(dev, cpu_addr, size, dir);
+
+	if (ib_dma_mapping_error(dev, a))
+		return -ENOMEM;
+	*addr = a;
+	return 0;
+}
+
+void rswap_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir)
+{
+	ib_dma_unmap_single(dev, addr, size, dir);
+}
+
+int rswap_ib_dma_map_sg_sges(struct ib_device *dev, struct scatterlist *sgl, int nents,
+			     enum dma_data_direction dir, struct ib_sge *sges, u32 lkey)
+{
+	struct scatterlist *sg;
+	int i, n;
+
+	n = ib_dma_map_sg(dev, sgl, nents, dir);
+	if (n <= 0)
+		return 0;
+	for_each_sg(sgl, sg, n, i) {
+		sges[i].addr = sg_dma_address(sg);
+		sges[i].length = sg_dma_len(sg);
+		sges[i].lkey = lkey;
+	}
+	return n;
+}
+
+void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int nents,
+			   enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sgl, nents, dir);
+}
+
+int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
+		       int nsges, u64 remote_addr, u32 rkey)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = cqe,
+			.sg_list = sges,
+			.num_sge = nsges,
+			.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.remote_addr = remote_addr,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge)
+{
+	struct ib_recv_wr wr = {
+		.wr_cqe = cqe,
+		.sg_list = sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *context)
+{
+	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+int rswap_rdma_resolve_addr_in(struct rdma_cm_id *id, __be32 ip_be, u16 port, unsigned long timeout_ms)
+{
+	struct sockaddr_in in = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = ip_be,
+		.sin_port = htons(port),
+	};
+
+	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&in, timeout_ms);
+}
+
+struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc)
+{
+	return wc->wr_cqe;
+}
+
+const void *rswap_cm_event_private_data(struct rdma_cm_event *ev, u8 *len)
+{
+	*len = ev->param.conn.private_data_len;
+	return ev->param.conn.private_data;
 }

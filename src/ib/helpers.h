@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C helpers for rswap's Rust RDMA layer: the RDMA API pieces that are `static inline`
- * functions or macros (using KBUILD_MODNAME) and so have no symbol Rust could call.
- * Each is a one-line forward; see helpers.c.
+ * functions or macros (some using KBUILD_MODNAME), and the two work requests rswap posts,
+ * built here so the Rust side never touches the unions inside `struct ib_send_wr`.
  */
 #ifndef RSWAP_IB_HELPERS_H
 #define RSWAP_IB_HELPERS_H
@@ -15,5 +15,34 @@ struct ib_pd *rswap_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
 void rswap_ib_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *private, int nr_cqe,
 				int comp_vector, enum ib_poll_context poll_ctx);
+
+/* DMA mapping of one kernel buffer. Returns 0 and sets *addr, or -ENOMEM. */
+int rswap_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			    enum dma_data_direction dir, u64 *addr);
+void rswap_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir);
+/*
+ * DMA-map a scatterlist and describe each mapped entry as an SGE with @lkey.
+ * Returns the number of SGEs (at most @nents) or 0 when mapping failed.
+ */
+int rswap_ib_dma_map_sg_sges(struct ib_device *dev, struct scatterlist *sgl, int nents,
+			     enum dma_data_direction dir, struct ib_sge *sges, u32 lkey);
+void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int nents,
+			   enum dma_data_direction dir);
+
+/* Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe. */
+int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
+		       int nsges, u64 remote_addr, u32 rkey);
+/* Post one RECV of @sge whose completion goes to @cqe. */
+int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge);
+
+/* An rdma_cm id in the initial network namespace, RDMA_PS_TCP, RC. */
+struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *context);
+/* rdma_resolve_addr to IPv4 @ip_be (network byte order) : @port. */
+int rswap_rdma_resolve_addr_in(struct rdma_cm_id *id, __be32 ip_be, u16 port, unsigned long timeout_ms);
+/* The completion entry of a work completion (the `wr_cqe` member of a union). */
+struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc);
+/* The private data of a connection event (REJECTED, ESTABLISHED); sets *len. */
+const void *rswap_cm_event_private_data(struct rdma_cm_event *ev, u8 *len);
 
 #endif

@@ -7,11 +7,17 @@
 
 pub(crate) mod bindings;
 pub(crate) mod client;
+pub(crate) mod cm;
 pub(crate) mod cq;
+pub(crate) mod cqe;
 pub(crate) mod device;
+pub(crate) mod dma;
 pub(crate) mod pd;
+pub(crate) mod qp;
+pub(crate) mod recv;
 
 pub(crate) use client::{ClientCell, ClientDriver, Registration};
 pub(crate) use cq::Cq;
 pub(crate) use device::Device;
 pub(crate) use pd::Pd;
+pub(crate) use qp::Qp;

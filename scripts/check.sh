@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make check`: build whatever is missing, run every test, print "N passed, N failed".
+#
+#   KERNEL=stock|debug   which guest kernel the in-guest suites run on (default stock)
+#   RSWAP_SUITES="tests/guest/10-module.sh ..."   only these in-guest suites
+#
+# Host checks (rustfmt, a warning-free clippy build, cargo tests) and the in-guest KTAP
+# suites (one guest boot for all single-guest suites) are tallied into one closing line.
+. "$(dirname "$0")/common.sh"
+export KERNEL=${KERNEL:-stock}
+start=$(date +%s)
+pass=0 fail=0 skip=0
+failed=()
+out=$RSWAP_TOP/results/check-$KERNEL
+rm -rf "$out"; mkdir -p "$out"
+
+result() { # ok|fail|skip name [detail]
+	case $1 in
+	ok) pass=$((pass + 1)); echo "ok - $2" ;;
+	skip) skip=$((skip + 1)); echo "ok - $2 # SKIP ${3:-}" ;;
+	*) fail=$((fail + 1)); failed+=("$2"); echo "not ok - $2"; [ -z "${3:-}" ] || sed 's/^/#   /' <<<"$3" ;;
+	esac
+}
+
+log "preparing the host, build root, kernel tree and guest image (cached after the first run)"
+bash "$RSWAP_TOP/scripts/setup-host.sh"
+bash "$RSWAP_TOP/scripts/buildroot.sh" >/dev/null
+bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null
+
+# --- host checks -------------------------------------------------------------------------
+if o=$(bash "$RSWAP_TOP/scripts/rustfmt.sh" --check 2>&1); then result ok "host: rustfmt --check"
+else result fail "host: rustfmt --check" "$o"; fi
+
+log "building rswap.ko for the $KERNEL kernel with clippy"
+make -s -C "$RSWAP_TOP" clean
+if o=$(make -C "$RSWAP_TOP" CLIPPY=1 2>&1); then
+	w=$(grep -E '^(warning|error)' <<<"$o" || true)
+	if [ -z "$w" ]; then result ok "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)"
+	else result fail "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)" "$(grep -E -A8 '^(warning|error)' <<<"$o" | head -60)"; fi
+else
+	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
+fi
+
+if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
+	log "memory server: cargo test and release build"
+	if o=$(cd "$RSWAP_TOP/tools/rswap-server" && cargo test --locked 2>&1); then
+		n=$(grep -Eo 'test result: ok\. [0-9]+ passed' <<<"$o" | awk '{ s += $4 } END { print s + 0 }')
+		result ok "host: rswap-server cargo test ($n unit tests)"
+	else
+		result fail "host: rswap-server cargo test" "$(grep -E 'panicked|FAILED|error' <<<"$o" | head -30)"
+	fi
+	if o=$(bash "$RSWAP_TOP/scripts/build-server.sh" 2>&1); then result ok "host: rswap-server release build"
+	else result fail "host: rswap-server release build" "$(tail -20 <<<"$o")"; fi
+fi
+
+# --- in-guest suites ---------------------------------------------------------------------
+# shellcheck disable=SC2206
+suites=(${RSWAP_SUITES:-$(cd "$RSWAP_TOP" && ls tests/guest/[0-9][0-9]-*.sh)})
+log "booting the $KERNEL guest for ${#suites[@]} suites: ${suites[*]}"
+RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel "$KERNEL" --out "$out/guest" \
+	--timeout "${RSWAP_GUEST_TIMEOUT:-3000}" tests/guest/run-all.sh "${suites[@]}"
+grc=$?
+console=$out/guest/console.log
+[ -f "$console" ] || : > "$console"
+for s in "${suites[@]}"; do
+	body=$(awk -v s="$s" '$0 == "# rswap-suite-begin: " s { on = 1; next }
+		on && index($0, "# rswap-suite-end: " s) == 1 { print; exit } on { print }' "$console")
+	echo "# $s"
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) result skip "$s: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
+		"ok "*) result ok "$s: ${line#ok * }" ;;
+		"not ok "*) result fail "$s: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
+		esac
+	done <<<"$body"
+	end=$(grep -F "# rswap-suite-end: $s " <<<"$body" || true)
+	plan=$(grep -Eo '^1\.\.[0-9]+' <<<"$body" | head -1 | cut -d. -f3)
+	ran=$(grep -cE '^(ok|not ok) ' <<<"$body" || true)
+	if [ -z "$end" ]; then
+		result fail "$s: finished (the guest died or timed out inside it; see $out/guest/serial.log)"
+	elif [ -n "$plan" ] && [ "$ran" != "$plan" ]; then
+		result fail "$s: ran its whole plan ($ran of $plan)"
+	elif ! grep -q 'exit=0 ' <<<"$end" && [ "$(grep -c '^not ok ' <<<"$body")" = 0 ]; then
+		result fail "$s: exited non-zero with no failing test ($end)"
+	fi
+done
+# Kernel lines only ("[  12.345678] ..."), so test names that mention these words don't count.
+kbad='^\[ *[0-9]+\.[0-9]+\] .*(BUG:|Oops|KASAN|WARNING:|possible circular locking|kernel BUG|general protection)'
+if grep -qE "$kbad" "$out/guest/serial.log" 2>/dev/null; then
+	result fail "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep" \
+		"$(grep -E -A3 "$kbad" "$out/guest/serial.log" | head -30)"
+else
+	result ok "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep"
+fi
+[ $grc = 0 ] || [ $grc = 1 ] || log "guest exit code $grc"
+
+# --- extra suites (two guests, benchmarks smoke test) -----------------------------------
+for extra in "$RSWAP_TOP"/tests/host/[0-9][0-9]-*.sh; do
+	[ -f "$extra" ] || continue
+	name=tests/host/$(basename "$extra")
+	log "running $name"
+	o=$(bash "$extra" --out "$out/$(basename "$extra" .sh)" 2>&1); r=$?
+	echo "$o" > "$out/$(basename "$extra" .sh).log"
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) result skip "$name: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
+		"ok "*) result ok "$name: ${line#ok * }" ;;
+		"not ok "*) result fail "$name: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
+		esac
+	done <<<"$(grep -E '^(ok|not ok) ' <<<"$o")"
+	[ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "$name: exited $r" "$(tail -20 <<<"$o")"
+done
+
+echo
+echo "# results in $out; kernel $KERNEL; $(( $(date +%s) - start )) s"
+[ ${#failed[@]} = 0 ] || printf '# failed: %s\n' "${failed[@]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]

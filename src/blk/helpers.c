@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Forwarders for the `static inline` blk-mq functions and macros; see helpers.h. */
+#include <linux/module.h>
+#include "helpers.h"
+
+sector_t rswap_blk_rq_pos(struct request *rq)
+{
+	return blk_rq_pos(rq);
+}
+
+unsigned int rswap_blk_rq_bytes(struct request *rq)
+{
+	return blk_rq_bytes(rq);
+}
+
+unsigned int rswap_blk_rq_op(struct request *rq)
+{
+	return req_op(rq);
+}
+
+void *rswap_blk_mq_rq_to_pdu(struct request *rq)
+{
+	return blk_mq_rq_to_pdu(rq);
+}
+
+struct request *rswap_blk_mq_rq_from_pdu(void *pdu)
+{
+	return blk_mq_rq_from_pdu(pdu);
+}
+
+int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max)
+{
+	sg_init_table(sgl, max);
+	return blk_rq_map_sg(rq, sgl);
+}
+
+struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+					void *queuedata)
+{
+	return blk_mq_alloc_disk(set, lim, queuedata);
+}
+
+/* The owner pins rswap.ko while the disk is open (swapon, an open file descriptor). */
+static const struct block_device_operations rswap_bdev_ops = {
+	.owner = THIS_MODULE,
+};
+
+void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors)
+{
+	disk->fops = &rswap_bdev_ops;
+	strscpy(disk->disk_name, name, DISK_NAME_LEN);
+	set_capacity(disk, sectors);
+}
+
+void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx)
+{
+	return hctx->driver_data;
+}
+
+void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data)
+{
+	hctx->driver_data = data;
+}
+
+unsigned int rswap_blk_hctx_index(struct blk_mq_hw_ctx *hctx)
+{
+	return hctx->queue_num;
+}
+
+struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd)
+{
+	return bd->rq;
+}
+
+struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq)
+{
+	return rq->mq_hctx;
+}
+
+/* 30 seconds, in jiffies. */
+unsigned int rswap_blk_default_timeout(void)
+{
+	return 30 * HZ;
+}
+
+unsigned int rswap_blk_disk_openers(struct gendisk *disk)
+{
+	return disk_openers(disk);
+}

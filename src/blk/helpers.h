@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C helpers for rswap's Rust blk-mq layer: `static inline` request accessors, the
+ * segment walk (a macro), disk allocation (a macro with a lock class key), and the
+ * block_device_operations whose owner is this module, so an open disk pins rswap.ko.
+ */
+#ifndef RSWAP_BLK_HELPERS_H
+#define RSWAP_BLK_HELPERS_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/scatterlist.h>
+
+sector_t rswap_blk_rq_pos(struct request *rq);
+unsigned int rswap_blk_rq_bytes(struct request *rq);
+unsigned int rswap_blk_rq_op(struct request *rq);
+void *rswap_blk_mq_rq_to_pdu(struct request *rq);
+struct request *rswap_blk_mq_rq_from_pdu(void *pdu);
+/* sg_init_table(@sgl, @max) + blk_rq_map_sg; returns the number of entries used. */
+int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max);
+struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+					void *queuedata);
+/* Set @disk's fops to rswap's (owner THIS_MODULE), its name and capacity. */
+void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors);
+void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx);
+void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
+unsigned int rswap_blk_hctx_index(struct blk_mq_hw_ctx *hctx);
+struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
+struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
+unsigned int rswap_blk_default_timeout(void);
+unsigned int rswap_blk_disk_openers(struct gendisk *disk);
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Parsing of configfs values. Pure logic (only `core`), shared with the host unit tests
+//! (`tests/unit`), so every rule below is tested without a kernel.
+
+/// Why a value was refused (the text goes into the kernel log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Invalid(pub(crate) &'static str);
+
+/// The value as text: UTF-8, one trailing newline allowed, not empty.
+pub(crate) fn text(page: &[u8]) -> Result<&str, Invalid> {
+    let s = core::str::from_utf8(page).map_err(|_| Invalid("not UTF-8 text"))?;
+    let s = s.strip_suffix('\n').unwrap_or(s).trim();
+    if s.is_empty() {
+        return Err(Invalid("empty value"));
+    }
+    Ok(s)
+}
+
+/// A dotted-quad IPv4 address, returned in host byte order.
+pub(crate) fn ipv4(s: &str) -> Result<u32, Invalid> {
+    let mut out = 0u32;
+    let mut parts = 0;
+    for part in s.split('.') {
+        parts += 1;
+        if parts > 4 || part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Invalid("not an IPv4 address (a.b.c.d)"));
+        }
+        let v: u32 = part.parse().map_err(|_| Invalid("not an IPv4 address (a.b.c.d)"))?;
+        if v > 255 {
+            return Err(Invalid("IPv4 address part above 255"));
+        }
+        out = (out << 8) | v;
+    }
+    if parts != 4 {
+        return Err(Invalid("not an IPv4 address (a.b.c.d)"));
+    }
+    if out == 0 || out == u32::MAX {
+        return Err(Invalid("0.0.0.0 and 255.255.255.255 are not server addresses"));
+    }
+    Ok(out)
+}
+
+/// An unsigned decimal number within `min..=max`.
+pub(crate) fn number(s: &str, min: u64, max: u64) -> Result<u64, Invalid> {
+    if !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Invalid("not a decimal number"));
+    }
+    let v: u64 = s.parse().map_err(|_| Invalid("number too large"))?;
+    if v < min || v > max {
+        return Err(Invalid("number out of range"));
+    }
+    Ok(v)
+}
+
+/// A client id: decimal, or hexadecimal with `0x`; not zero.
+pub(crate) fn client_id(s: &str) -> Result<u64, Invalid> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() && hex.len() <= 16 => {
+            u64::from_str_radix(hex, 16).map_err(|_| Invalid("not a hexadecimal number"))?
+        }
+        Some(_) => return Err(Invalid("not a hexadecimal number")),
+        None => number(s, 0, u64::MAX)?,
+    };
+    if v == 0 {
+        return Err(Invalid("client id 0 is reserved"));
+    }
+    Ok(v)
+}
+
+/// The smallest and largest remote size accepted.
+pub(crate) const MIN_SIZE: u64 = 1 << 20;
+/// See [`MIN_SIZE`].
+pub(crate) const MAX_SIZE: u64 = 1 << 40;
+
+/// A size in bytes with an optional binary suffix (K, M, G, T), a multiple of 4 KiB,
+/// between [`MIN_SIZE`] and [`MAX_SIZE`].
+pub(crate) fn size(s: &str) -> Result<u64, Invalid> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
+        Some(b't' | b'T') => (&s[..s.len() - 1], 40),
+        _ => (s, 0),
+    };
+    if digits.is_empty() {
+        return Err(Invalid("not a size (e.g. 512M)"));
+    }
+    let n = number(digits, 0, u64::MAX).map_err(|_| Invalid("not a size (e.g. 512M)"))?;
+    let bytes = n.checked_shl(shift).filter(|b| b >> shift == n).ok_or(Invalid("size too large"))?;
+    if bytes % 4096 != 0 {
+        return Err(Invalid("size must be a multiple of 4096"));
+    }
+    if !(MIN_SIZE..=MAX_SIZE).contains(&bytes) {
+        return Err(Invalid("size must be between 1M and 1T"));
+    }
+    Ok(bytes)
+}
+
+/// `0`/`1` (also `n`/`y`, `off`/`on`).
+pub(crate) fn boolean(s: &str) -> Result<bool, Invalid> {
+    match s {
+        "1" | "y" | "Y" | "on" | "yes" => Ok(true),
+        "0" | "n" | "N" | "off" | "no" => Ok(false),
+        _ => Err(Invalid("not a boolean (0 or 1)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_trims_one_newline() {
+        assert_eq!(text(b"abc\n"), Ok("abc"));
+        assert_eq!(text(b" 1 \n"), Ok("1"));
+        assert!(text(b"\n").is_err());
+        assert!(text(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn ipv4_good_and_bad() {
+        assert_eq!(ipv4("192.0.2.1"), Ok(0xc000_0201));
+        assert_eq!(ipv4("10.0.0.255"), Ok(0x0a00_00ff));
+        for bad in ["192.0.2", "192.0.2.1.5", "256.0.0.1", "a.b.c.d", "1..2.3", "", "0.0.0.0",
+                    "255.255.255.255", "1.2.3.-4", "1.2.3.0004", "+1.2.3.4"] {
+            assert!(ipv4(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number("128", 1, 1024), Ok(128));
+        assert!(number("0", 1, 1024).is_err());
+        assert!(number("1025", 1, 1024).is_err());
+        assert!(number("-1", 0, 10).is_err());
+        assert!(number("12a", 0, 100).is_err());
+        assert!(number("99999999999999999999999", 0, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn client_ids() {
+        assert_eq!(client_id("42"), Ok(42));
+        assert_eq!(client_id("0x2a"), Ok(42));
+        assert_eq!(client_id("0xFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+        assert!(client_id("0").is_err());
+        assert!(client_id("0x").is_err());
+        assert!(client_id("0x1ffffffffffffffff").is_err());
+        assert!(client_id("0xzz").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("1M"), Ok(1 << 20));
+        assert_eq!(size("512M"), Ok(512 << 20));
+        assert_eq!(size("8G"), Ok(8 << 30));
+        assert_eq!(size("1T"), Ok(1 << 40));
+        assert_eq!(size("1048576"), Ok(1 << 20));
+        assert_eq!(size("4096k"), Ok(4 << 20));
+        for bad in ["", "M", "1", "4095K", "1000000", "2T", "512Q", "-1M", "1.5G",
+                    "99999999999999999999G", "18014398509481984K"] {
+            assert!(size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn booleans() {
+        assert_eq!(boolean("1"), Ok(true));
+        assert_eq!(boolean("0"), Ok(false));
+        assert!(boolean("2").is_err());
+        assert!(boolean("true").is_err());
+    }
+}

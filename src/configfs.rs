@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Configuration through configfs, like nvmet and rnull:
+//!
+//! ```text
+//! mkdir /sys/kernel/config/rswap/NAME
+//! echo 192.0.2.2 > addr; echo 18515 > port; echo 256M > size
+//! echo 1 > enable          # connect and create /dev/rswapN
+//! cat state device         # what it is doing, which disk it made
+//! echo 0 > enable          # tear down (refused while the disk is open)
+//! ```
+//!
+//! Every attribute validates its value and refuses a bad one with `-EINVAL` and a message
+//! in the kernel log; attributes are read-only (`-EBUSY`) while enabled.
+
+use core::fmt::Write;
+use kernel::{
+    c_str, configfs, configfs_attrs, new_mutex,
+    page::PAGE_SIZE,
+    prelude::*,
+    str::{CString, Formatter},
+    sync::{Arc, Mutex},
+};
+
+use crate::{
+    blk::{Disk, DiskParams, MAX_SEGMENTS},
+    config_parse::{self as parse, Invalid},
+    kernel_ext, registry,
+    remote_disk::RemoteDisk,
+    transport::{queue::Target, session::Session},
+};
+
+/// Default port of `rswap-server`.
+const DEFAULT_PORT: u16 = 18515;
+/// Default work requests in flight per queue.
+const DEFAULT_DEPTH: u32 = 128;
+/// Default time each connection step may take.
+const DEFAULT_TIMEOUT_MS: u32 = 5000;
+
+/// The configfs subsystem `/sys/kernel/config/rswap`.
+pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
+    let item_type = configfs_attrs! {
+        container: configfs::Subsystem<Root>,
+        data: Root,
+        child: Target_,
+        attributes: [
+            version: 0,
+        ],
+    };
+    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root {}))
+}
+
+/// The subsystem's own data.
+#[pin_data]
+pub(crate) struct Root {}
+
+#[vtable]
+impl configfs::AttributeOperations<0> for Root {
+    type Data = Root;
+
+    fn show(_this: &Root, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let mut w = Formatter::new(page);
+        w.write_str("rswap 1 (wire format 1)\n")?;
+        Ok(w.bytes_written())
+    }
+}
+
+#[vtable]
+impl configfs::GroupOperations for Root {
+    type Child = Target_;
+
+    fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Target_>, Error>> {
+        let item_type = configfs_attrs! {
+            container: configfs::Group<Target_>,
+            data: Target_,
+            attributes: [
+                addr: 0,
+                port: 1,
+                size: 2,
+                queues: 3,
+                queue_depth: 4,
+                client_id: 5,
+                timeout_ms: 6,
+                enable: 7,
+                state: 8,
+                device: 9,
+            ],
+        };
+        let name = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
+        let queues = kernel_ext::nr_cpus().clamp(1, 64) as u16;
+        Ok(configfs::Group::new(
+            name.try_into()?,
+            item_type,
+            try_pin_init!(Target_ {
+                inner <- new_mutex!(Settings {
+                    addr: None,
+                    port: DEFAULT_PORT,
+                    size: None,
+                    queues,
+                    depth: DEFAULT_DEPTH,
+                    client_id: loop {
+                        let id = kernel_ext::random_u64();
+                        if id != 0 {
+                            break id;
+                        }
+                    },
+                    timeout_ms: DEFAULT_TIMEOUT_MS,
+                    enabled: None,
+                }),
+            }),
+        ))
+    }
+}
+
+/// One remote-memory target: a directory under `/sys/kernel/config/rswap`.
+#[pin_data]
+pub(crate) struct Target_ {
+    /// Serialises configuration changes, enable and disable.
+    #[pin]
+    inner: Mutex<Settings>,
+}
+
+struct Settings {
+    addr: Option<u32>,
+    port: u16,
+    size: Option<u64>,
+    queues: u16,
+    depth: u32,
+    client_id: u64,
+    timeout_ms: u32,
+    enabled: Option<Enabled>,
+}
+
+/// A connected target and its disk. Dropped in field order: the disk first (which waits
+/// for I/O in flight), then the driver and its session (which tear the queues down).
+struct Enabled {
+    disk: Pin<KBox<Disk<RemoteDisk>>>,
+    driver: Arc<RemoteDisk>,
+    minor: u32,
+}
+
+impl Drop for Enabled {
+    fn drop(&mut self) {
+        registry::remove_queues(self.driver.session().queues());
+        registry::put_minor(self.minor);
+    }
+}
+
+fn invalid(what: &str, e: Invalid) -> Error {
+    pr_err!("configfs: {}: {}\n", what, e.0);
+    EINVAL
+}
+
+/// Stores `value` into the settings unless the target is enabled.
+fn store_setting(this: &Target_, what: &str, f: impl FnOnce(&mut Settings)) -> Result {
+    let mut s = this.inner.lock();
+    if s.enabled.is_some() {
+        pr_err!("configfs: {}: read-only while enabled (write 0 to enable first)\n", what);
+        return Err(EBUSY);
+    }
+    f(&mut s);
+    Ok(())
+}
+
+fn show_with(page: &mut [u8; PAGE_SIZE], f: impl FnOnce(&mut Formatter<'_>) -> core::fmt::Result) -> Result<usize> {
+    let mut w = Formatter::new(page);
+    f(&mut w)?;
+    Ok(w.bytes_written())
+}
+
+fn enable(s: &mut Settings) -> Result {
+    let Some(ip) = s.addr else {
+        pr_err!("configfs: enable: set addr first\n");
+        return Err(EINVAL);
+    };
+    let Some(size) = s.size else {
+        pr_err!("configfs: enable: set size first\n");
+        return Err(EINVAL);
+    };
+    let target = Target {
+        ip,
+        port: s.port,
+        client_id: s.client_id,
+        size,
+        queue_count: s.queues,
+        depth: s.depth,
+        step_timeout_ms: s.timeout_ms,
+    };
+    let minor = registry::take_minor()?;
+    let result = (|| {
+        let session = Session::connect(&target)?;
+        registry::add_queues(session.queues())?;
+        let desc = *session.descriptor();
+        let driver = Arc::new(RemoteDisk::new(session), GFP_KERNEL)?;
+        let name = CString::try_from_fmt(fmt!("rswap{}", minor))?;
+        let disk = Disk::new(
+            &DiskParams {
+                name: &name,
+                capacity: size,
+                block_size: 4096,
+                hw_queues: u32::from(target.queue_count),
+                queue_depth: target.depth,
+                max_segments: MAX_SEGMENTS as u32,
+                max_request_bytes: (MAX_SEGMENTS * 4096) as u32,
+            },
+            driver.clone(),
+        )
+        .inspect_err(|_| registry::remove_queues(driver.session().queues()))?;
+        pr_info!(
+            "rswap{}: {} bytes of remote memory at {}.{}.{}.{}:{} (region {}, epoch {}{}), {} queues\n",
+            minor,
+            size,
+            ip >> 24,
+            (ip >> 16) & 0xff,
+            (ip >> 8) & 0xff,
+            ip & 0xff,
+            target.port,
+            desc.region_id,
+            desc.epoch,
+            if desc.reused() { ", reconnected" } else { "" },
+            target.queue_count
+        );
+        Ok(Enabled {
+            disk,
+            driver,
+            minor,
+        })
+    })();
+    match result {
+        Ok(e) => {
+            s.enabled = Some(e);
+            Ok(())
+        }
+        Err(e) => {
+            registry::put_minor(minor);
+            pr_err!("configfs: enable failed: {:?}\n", e);
+            Err(e)
+        }
+    }
+}
+
+macro_rules! setting_attr {
+    ($id:literal, $name:literal, |$s:ident, $w:ident| $show:expr, |$text:ident| $parse:expr, |$st:ident, $v:ident| $apply:expr) => {
+        #[vtable]
+        impl configfs::AttributeOperations<$id> for Target_ {
+            type Data = Target_;
+
+            fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+                let $s = this.inner.lock();
+                show_with(page, |$w| $show)
+            }
+
+            fn store(this: &Target_, page: &[u8]) -> Result {
+                let $text = parse::text(page).map_err(|e| invalid($name, e))?;
+                let $v = $parse.map_err(|e| invalid($name, e))?;
+                store_setting(this, $name, |$st| $apply)
+            }
+        }
+    };
+}
+
+setting_attr!(
+    0,
+    "addr",
+    |s, w| match s.addr {
+        Some(ip) => writeln!(w, "{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff),
+        None => writeln!(w, "(unset)"),
+    },
+    |t| parse::ipv4(t),
+    |s, v| s.addr = Some(v)
+);
+setting_attr!(
+    1,
+    "port",
+    |s, w| writeln!(w, "{}", s.port),
+    |t| parse::number(t, 1, 65535),
+    |s, v| s.port = v as u16
+);
+setting_attr!(
+    2,
+    "size",
+    |s, w| match s.size {
+        Some(b) => writeln!(w, "{}", b),
+        None => writeln!(w, "(unset)"),
+    },
+    |t| parse::size(t),
+    |s, v| s.size = Some(v)
+);
+setting_attr!(
+    3,
+    "queues",
+    |s, w| writeln!(w, "{}", s.queues),
+    |t| parse::number(t, 1, 64),
+    |s, v| s.queues = v as u16
+);
+setting_attr!(
+    4,
+    "queue_depth",
+    |s, w| writeln!(w, "{}", s.depth),
+    |t| parse::number(t, 1, 1024),
+    |s, v| s.depth = v as u32
+);
+setting_attr!(
+    5,
+    "client_id",
+    |s, w| writeln!(w, "{:#x}", s.client_id),
+    |t| parse::client_id(t),
+    |s, v| s.client_id = v
+);
+setting_attr!(
+    6,
+    "timeout_ms",
+    |s, w| writeln!(w, "{}", s.timeout_ms),
+    |t| parse::number(t, 100, 120_000),
+    |s, v| s.timeout_ms = v as u32
+);
+
+#[vtable]
+impl configfs::AttributeOperations<7> for Target_ {
+    type Data = Target_;
+
+    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let on = this.inner.lock().enabled.is_some();
+        show_with(page, |w| writeln!(w, "{}", u8::from(on)))
+    }
+
+    fn store(this: &Target_, page: &[u8]) -> Result {
+        let text = parse::text(page).map_err(|e| invalid("enable", e))?;
+        let on = parse::boolean(text).map_err(|e| invalid("enable", e))?;
+        let mut s = this.inner.lock();
+        match (on, s.enabled.is_some()) {
+            (true, false) => enable(&mut s),
+            (false, true) => {
+                if let Some(e) = &s.enabled {
+                    if e.disk.is_open() {
+                        pr_err!(
+                            "configfs: enable: rswap{} is open (swapon, mount or a process); close it first\n",
+                            e.minor
+                        );
+                        return Err(EBUSY);
+                    }
+                }
+                drop(s.enabled.take());
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[vtable]
+impl configfs::AttributeOperations<8> for Target_ {
+    type Data = Target_;
+
+    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let s = this.inner.lock();
+        show_with(page, |w| match &s.enabled {
+            None => writeln!(w, "disabled"),
+            Some(e) => {
+                let session = e.driver.session();
+                let total = session.queues().len();
+                let live = session.queues().iter().filter(|q| q.is_live()).count();
+                let d = session.descriptor();
+                writeln!(
+                    w,
+                    "{} queues={}/{} region={} epoch={} rkey={:#x} length={}",
+                    if live == total { "connected" } else if live == 0 { "dead" } else { "degraded" },
+                    live,
+                    total,
+                    d.region_id,
+                    d.epoch,
+                    d.rkey,
+                    session.region().len
+                )
+            }
+        })
+    }
+}
+
+#[vtable]
+impl configfs::AttributeOperations<9> for Target_ {
+    type Data = Target_;
+
+    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let s = this.inner.lock();
+        show_with(page, |w| match &s.enabled {
+            Some(e) => writeln!(w, "rswap{}", e.minor),
+            None => writeln!(w),
+        })
+    }
+}

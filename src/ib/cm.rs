@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rdma_cm connections: address and route resolution, connect, disconnect.
+
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::to_result, ffi, prelude::*, sync::Arc};
+
+use super::{bindings, Device};
+
+/// What the RDMA connection manager reports about a connection.
+#[derive(Debug)]
+pub(crate) enum CmEvent<'a> {
+    /// `rdma_resolve_addr` finished.
+    AddrResolved,
+    /// `rdma_resolve_route` finished.
+    RouteResolved,
+    /// The connection is up.
+    Established,
+    /// The peer refused the connection; `private_data` is what it said why.
+    Rejected {
+        /// The CM's reject status.
+        status: i32,
+        /// The peer's private data (may be empty).
+        private_data: &'a [u8],
+    },
+    /// The connection went down.
+    Disconnected,
+    /// The RDMA device under the connection is being removed.
+    DeviceRemoval,
+    /// Resolution or connection failed: `what` names the step, `status` is an errno.
+    Failed {
+        /// The failing step.
+        what: &'static str,
+        /// The status the CM reported.
+        status: i32,
+    },
+    /// Anything else (time-wait exit, address change, ...).
+    Other,
+}
+
+/// Receives the events of a [`CmId`]. Runs in process context (the CM's workqueue), with
+/// the CM's per-id handler lock held: it must not call back into the same `CmId`.
+pub(crate) trait CmHandler: Send + Sync + 'static {
+    /// One event.
+    fn event(&self, ev: CmEvent<'_>);
+}
+
+/// Connection parameters sent with a connect request.
+pub(crate) struct ConnectParams<'a> {
+    /// Private data for the peer (at most 56 bytes on InfiniBand and RoCE).
+    pub(crate) private_data: &'a [u8],
+    /// Outstanding RDMA READs this side may have in flight (initiator depth).
+    pub(crate) initiator_depth: u8,
+}
+
+/// An rdma_cm identifier (`struct rdma_cm_id`) with its event handler; destroyed on drop.
+///
+/// # Invariants
+///
+/// `id` came from `rdma_create_id` with `Arc::as_ptr(&handler)` as its context and has
+/// not been destroyed; `handler` lives at least as long as the id.
+pub(crate) struct CmId<H: CmHandler> {
+    id: NonNull<bindings::rdma_cm_id>,
+    handler: Arc<H>,
+    _not_sync: PhantomData<*mut ()>,
+}
+
+// SAFETY: rdma_cm ids may be used and destroyed from any thread.
+unsafe impl<H: CmHandler> Send for CmId<H> {}
+// SAFETY: the operations exposed through `&CmId` are thread safe in rdma_cm (they take the
+// id's own locks).
+unsafe impl<H: CmHandler> Sync for CmId<H> {}
+
+impl<H: CmHandler> CmId<H> {
+    /// Creates an id for an RC connection (port space TCP) whose events go to `handler`.
+    pub(crate) fn new(handler: Arc<H>) -> Result<Self> {
+        let ctx = Arc::as_ptr(&handler).cast_mut().cast::<ffi::c_void>();
+        // SAFETY: `cm_handler::<H>` matches `rdma_cm_event_handler`; `ctx` points to the
+        // handler, which the returned value keeps alive until after `rdma_destroy_id`.
+        let raw = unsafe { bindings::rswap_rdma_create_id(Some(cm_handler::<H>), ctx) };
+        let id = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
+        // INVARIANT: `id` is fresh and its context is the handler we keep.
+        Ok(Self {
+            id,
+            handler,
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// The raw pointer, for the other wrappers of this layer.
+    pub(crate) fn as_raw(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// The handler events go to.
+    pub(crate) fn handler(&self) -> &Arc<H> {
+        &self.handler
+    }
+
+    /// Starts resolving the IPv4 address `ip` (host byte order) and `port`;
+    /// `AddrResolved` or `Failed` follows.
+    pub(crate) fn resolve_addr(&self, ip: u32, port: u16, timeout_ms: u32) -> Result {
+        // SAFETY: the id is valid (type invariant); the helper builds the address on its
+        // stack and the CM copies it.
+        to_result(unsafe {
+            bindings::rswap_rdma_resolve_addr_in(self.as_raw(), ip.to_be(), port, timeout_ms as usize)
+        })
+    }
+
+    /// Starts resolving the route; `RouteResolved` or `Failed` follows.
+    pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
+        let timeout = timeout_ms as usize;
+        // SAFETY: the id is valid and its address is resolved (the caller waited for it).
+        to_result(unsafe { bindings::rdma_resolve_route(self.as_raw(), timeout) })
+    }
+
+    /// The device the resolved address lives on.
+    pub(crate) fn device(&self) -> Option<&Device> {
+        // SAFETY: the id is valid; `device` is set by address resolution and stays until
+        // the id is destroyed or the device is removed (rswap's IB client tears its
+        // connections down before a removal completes).
+        let dev = unsafe { (*self.as_raw()).device };
+        // SAFETY: a non-null device of a resolved id is valid while the id exists.
+        (!dev.is_null()).then(|| unsafe { Device::from_raw(dev) })
+    }
+
+    /// Starts connecting; `Established`, `Rejected` or `Failed` follows.
+    pub(crate) fn connect(&self, params: &ConnectParams<'_>) -> Result {
+        let len = u8::try_from(params.private_data.len()).map_err(|_| EINVAL)?;
+        let mut raw = bindings::rdma_conn_param {
+            private_data: params.private_data.as_ptr().cast(),
+            private_data_len: len,
+            responder_resources: 0,
+            initiator_depth: params.initiator_depth,
+            retry_count: 7,
+            rnr_retry_count: 7,
+            ..Default::default()
+        };
+        // SAFETY: the id is valid with a QP; `raw` and the private data it points to are
+        // valid for the call (the CM copies them).
+        to_result(unsafe { bindings::rdma_connect(self.as_raw(), &mut raw) })
+    }
+
+    /// Starts tearing the connection down; the QP moves to the error state, flushing
+    /// every posted work request. Harmless on an id that is not connected.
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: the id is valid; rdma_disconnect tolerates unconnected ids.
+        let _ = unsafe { bindings::rdma_disconnect(self.as_raw()) };
+    }
+}
+
+impl<H: CmHandler> Drop for CmId<H> {
+    fn drop(&mut self) {
+        // SAFETY: the id is valid and owned; its QP (if any) was destroyed before (the
+        // `Qp` borrows the id by construction order). After this returns no handler runs,
+        // so `handler` may be dropped.
+        unsafe { bindings::rdma_destroy_id(self.as_raw()) };
+    }
+}
+
+/// The CM's event callback.
+///
+/// # Safety
+///
+/// Called by the CM with a valid id whose context is an `H` kept alive by the `CmId`.
+unsafe extern "C" fn cm_handler<H: CmHandler>(
+    id: *mut bindings::rdma_cm_id,
+    event: *mut bindings::rdma_cm_event,
+) -> ffi::c_int {
+    // SAFETY: the context is the handler, alive while the id exists.
+    let handler = unsafe { &*(*id).context.cast::<H>() };
+    // SAFETY: the CM passes a valid event for the duration of the call.
+    let ev = unsafe { &*event };
+    let status = ev.status;
+    let kind = ev.event;
+    let event = match kind {
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => CmEvent::AddrResolved,
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established,
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
+            // SAFETY: for REJECTED the `conn` member of the parameter union is the valid
+            // one; its private data (if any) is valid for the duration of the call.
+            let private_data = unsafe {
+                let mut len = 0u8;
+                let data = bindings::rswap_cm_event_private_data(event, &mut len);
+                if data.is_null() {
+                    &[][..]
+                } else {
+                    core::slice::from_raw_parts(data.cast::<u8>(), usize::from(len))
+                }
+            };
+            CmEvent::Rejected {
+                status,
+                private_data,
+            }
+        }
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => CmEvent::DeviceRemoval,
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => CmEvent::Failed {
+            what: "address resolution",
+            status,
+        },
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => CmEvent::Failed {
+            what: "route resolution",
+            status,
+        },
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => CmEvent::Failed {
+            what: "connect",
+            status,
+        },
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => CmEvent::Failed {
+            what: "connect (unreachable)",
+            status,
+        },
+        _ => CmEvent::Other,
+    };
+    handler.event(event);
+    // Never ask the CM to destroy the id: the `CmId` owns it.
+    0
+}

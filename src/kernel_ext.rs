@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Two kernel functions the kernel crate does not wrap yet.
+
+/// A random 64-bit number (`get_random_u64`).
+pub(crate) fn random_u64() -> u64 {
+    // SAFETY: `get_random_u64` has no preconditions.
+    unsafe { kernel::bindings::get_random_u64() }
+}
+
+/// The number of possible CPU ids (an upper bound on online CPUs).
+pub(crate) fn nr_cpus() -> u32 {
+    kernel::cpu::nr_cpu_ids()
+}

@@ -1,0 +1,295 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rswap-server over soft-RoCE (rxe0 loopback in one guest), driven by rswap-testclient:
+# descriptors on every queue, one-sided write/read through different queues, a region
+# per client, rejects with their reasons, reconnect within and after the grace
+# period, --max-clients, clean shutdown on SIGTERM/SIGINT.
+# Needs the host-built binaries: bash scripts/build-server.sh
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+BIN=$RSWAP_TOP/tools/rswap-server/target/release
+SRV=$BIN/rswap-server
+CLI=$BIN/rswap-testclient
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+P1=7471 # server 1: 16M pool, 30 s grace
+P2=7472 # server 2: 8M pool, 1 s grace, one client at most
+P3=7473 # server 3: --hugepages
+OUT=$RSWAP_OUT/20-server
+mkdir -p "$OUT"
+MIB=$((1 << 20))
+
+NAMES=(
+	"server: bad option gives one line and exit 2"
+	"server: unbindable address gives one line and a non-zero exit"
+	"server: listens on the guest address"
+	"two queues: same descriptor on both, pattern written via queue 0 reads back via queue 1"
+	"reconnect within grace: same region, epoch 2, REUSED, earlier data intact"
+	"second client id gets a different region"
+	"too large an ask is rejected with TooLarge and max_size = pool left"
+	"queue_count disagreeing with live queues is rejected with QueueMismatch"
+	"unknown protocol version is rejected with BadVersion"
+	"size 0 is rejected with BadRequest"
+	"--max-clients 1: a second client is rejected with TooManyClients"
+	"after the grace period the region is freed: new region, epoch 1, data gone"
+	"SIGTERM: server 1 disconnects a live client, frees its region and exits 0"
+	"SIGINT: server 2 exits 0"
+	"--hugepages with no hugepages reserved: one clear line, non-zero exit"
+	"--hugepages: a hugepage-backed region takes a pattern and gives it back"
+	"no kernel warnings"
+)
+ktap_plan ${#NAMES[@]}
+
+skip_rest() {
+	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "${NAMES[$KTAP_N]}" "$1"; done
+	ktap_finish
+}
+name() { echo "${NAMES[$KTAP_N]}"; }
+
+SPID1= SPID2= SPID3= HOLD=
+cleanup() {
+	local p
+	for p in $HOLD $SPID1 $SPID2 $SPID3; do kill -KILL "$p" 2>/dev/null; done
+	true
+}
+trap cleanup EXIT
+
+# client PORT ARGS...: runs the test client; output (stdout+stderr) in $CO, status in $CS.
+CO= CS=
+client() {
+	local port=$1; shift
+	CO=$(timeout 180 "$CLI" --connect "$IP:$port" --timeout 60 "$@" 2>&1)
+	CS=$?
+	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
+}
+# field KEY [LINE-PATTERN]: value of KEY= in the first line of $CO matching the pattern.
+field() { printf '%s\n' "$CO" | grep -m1 -- "${2:-^queue=0 }" | sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
+# wait_log FILE PATTERN SECS
+wait_log() {
+	local i
+	for i in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+# wait_exit PID SECS: succeeds with the process's exit status once it ended.
+wait_exit() {
+	local i
+	for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1"; return; }; sleep 0.1; done
+	return 124
+}
+# fail_diag WHY: fail the current test with the last client output and server log tails.
+fail_diag() {
+	ktap_fail "$(name)" "$(printf '%s\n' "$1" "client (exit $CS):" "$CO" "server 1:" \
+		"$(tail -n 5 "$OUT/server1.log" 2>/dev/null)" "server 2:" "$(tail -n 5 "$OUT/server2.log" 2>/dev/null)")"
+}
+
+dmesg_mark 20-server
+if [ ! -x "$SRV" ] || [ ! -x "$CLI" ]; then
+	skip_rest "no $SRV (run scripts/build-server.sh on the host)"
+fi
+if ! why=$(rxe_up 2>&1); then
+	skip_rest "soft-RoCE unavailable: $why"
+fi
+
+# 1. bad option
+err=$("$SRV" --listen "$IP:$P1" --size 16M --frobnicate 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "exit $rc, stderr: $err"
+fi
+
+# 2. an address no interface has
+err=$(timeout 20 "$SRV" --listen 198.51.100.7:$P1 --size 16M 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
+	&& [[ $err == *"cannot listen on 198.51.100.7:$P1"* ]]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "exit $rc, stderr: $err"
+fi
+
+# 3. server 1 (and server 2 for the grace and --max-clients tests)
+"$SRV" --listen "$IP:$P1" --size 16M --grace 30 --log-level debug 2>"$OUT/server1.log" &
+SPID1=$!
+"$SRV" --listen "$IP:$P2" --size 8M --grace 1 --max-clients 1 2>"$OUT/server2.log" &
+SPID2=$!
+if wait_log "$OUT/server1.log" "event=listening addr=$IP:$P1" 20 \
+	&& wait_log "$OUT/server2.log" "event=listening addr=$IP:$P2" 20; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "$(cat "$OUT/server1.log" "$OUT/server2.log")"
+	skip_rest "the server did not start"
+fi
+
+# 4. client 1: two queues, write through queue 0, verify through queue 1
+client $P1 --client-id 1 --size 4M --queues 2 --print-descriptor --write-pattern 11 --verify-pattern 11
+A_REGION=$(field region_id) A_ADDR=$(field remote_addr) A_RKEY=$(field rkey)
+q1_region=$(field region_id '^queue=1 ') q1_addr=$(field remote_addr '^queue=1 ') q1_rkey=$(field rkey '^queue=1 ')
+if [ $CS -eq 0 ] && [ -n "$A_REGION" ] && [ "$q1_region" = "$A_REGION" ] && [ "$q1_addr" = "$A_ADDR" ] \
+	&& [ "$q1_rkey" = "$A_RKEY" ] && [ "$(field epoch)" = 1 ] && [ "$(field reused)" = 0 ] \
+	&& [ "$(field length)" = $((4 * MIB)) ] \
+	&& printf '%s\n' "$CO" | grep -q "^verify_pattern seed=11 bytes=$((4 * MIB)) queue=1 .*result=ok" \
+	&& [ "$(grep -c 'event=descriptor_posted client_id=1 ' "$OUT/server1.log")" -eq 2 ]; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected 2 equal descriptors (epoch 1), 2 descriptor SENDs and a clean verify"
+fi
+
+# 5. reconnect within the grace period (the server must have seen client 1 go idle)
+wait_log "$OUT/server1.log" "event=client_idle client_id=1 " 20
+client $P1 --client-id 1 --size 4M --queues 2 --print-descriptor --verify-pattern 11
+if [ $CS -eq 0 ] && [ "$(field region_id)" = "$A_REGION" ] && [ "$(field remote_addr)" = "$A_ADDR" ] \
+	&& [ "$(field epoch)" = 2 ] && [ "$(field reused)" = 1 ] && [ "$(field flags)" = 0x1 ] \
+	&& [ "$(field epoch '^queue=1 ')" = 2 ] && printf '%s\n' "$CO" | grep -q '^verify_pattern .*result=ok'; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected region $A_REGION at $A_ADDR back with epoch 2 and the data of seed 11"
+fi
+
+# 6. a second client
+client $P1 --client-id 2 --size 4M --print-descriptor
+if [ $CS -eq 0 ] && [ -n "$(field region_id)" ] && [ "$(field region_id)" != "$A_REGION" ] \
+	&& [ "$(field remote_addr)" != "$A_ADDR" ] && [ "$(field epoch)" = 1 ]; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected a region other than $A_REGION/$A_ADDR"
+fi
+
+# 7. clients 1 and 2 (live or in grace) hold 8M of the 16M pool
+client $P1 --client-id 3 --size 64M --expect-reject TooLarge
+if [ $CS -eq 0 ] && [ "$(field max_size '^reason=')" = $((8 * MIB)) ]; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected TooLarge with max_size=$((8 * MIB))"
+fi
+
+# 8. client 4 holds queue 0 of 2; a connect announcing 1 queue must be refused
+timeout 120 "$CLI" --connect "$IP:$P1" --client-id 4 --size 1M --queues 1 --queue-count 2 \
+	--print-descriptor --hold 30 >"$OUT/holder.out" 2>&1 &
+HOLD=$!
+if wait_log "$OUT/holder.out" '^queue=0 ' 60; then
+	client $P1 --client-id 4 --size 1M --queues 1 --expect-reject QueueMismatch
+	if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=QueueMismatch'; then
+		ktap_pass "$(name)"
+	else
+		fail_diag "expected QueueMismatch"
+	fi
+else
+	CO=$(cat "$OUT/holder.out") CS=-; fail_diag "the holding client did not connect"
+fi
+kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; HOLD=
+
+# 9. version 2 does not exist
+client $P1 --client-id 5 --size 1M --proto-version 2 --expect-reject BadVersion
+if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadVersion'; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected BadVersion"
+fi
+
+# 10. size 0
+client $P1 --client-id 6 --size 0 --expect-reject BadRequest
+if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadRequest'; then
+	ktap_pass "$(name)"
+else
+	fail_diag "expected BadRequest"
+fi
+
+# 11. server 2 allows one client: client 9 holds, client 10 is refused
+timeout 120 "$CLI" --connect "$IP:$P2" --client-id 9 --size 2M --print-descriptor --write-pattern 5 \
+	--hold 3 >"$OUT/holder.out" 2>&1 &
+HOLD=$!
+if wait_log "$OUT/holder.out" '^write_pattern seed=5 ' 60; then
+	client $P2 --client-id 10 --size 1M --expect-reject TooManyClients
+	if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=TooManyClients'; then
+		ktap_pass "$(name)"
+	else
+		fail_diag "expected TooManyClients"
+	fi
+else
+	CO=$(cat "$OUT/holder.out") CS=-; fail_diag "client 9 did not connect and write"
+fi
+wait_exit "$HOLD" 60; hold_rc=$?; HOLD=
+D_REGION=$(CO=$(cat "$OUT/holder.out"); field region_id)
+
+# 12. the grace period (1 s) ends: region freed; a reconnect gets a new, zeroed region
+if [ $hold_rc -eq 0 ] && wait_log "$OUT/server2.log" "event=region_freed client_id=9 .*why=\"grace period over\"" 20; then
+	client $P2 --client-id 9 --size 2M --print-descriptor --verify-pattern 5
+	if [ $CS -ne 0 ] && printf '%s\n' "$CO" | grep -q 'pattern mismatch at offset' \
+		&& [ "$(field epoch)" = 1 ] && [ "$(field reused)" = 0 ] \
+		&& [ -n "$(field region_id)" ] && [ "$(field region_id)" != "$D_REGION" ]; then
+		ktap_pass "$(name)"
+	else
+		fail_diag "expected a new region (not $D_REGION) with epoch 1 and no pattern"
+	fi
+else
+	CO=$(cat "$OUT/holder.out") CS=$hold_rc; fail_diag "client 9 failed or its region was not freed"
+fi
+
+# 13. SIGTERM with client 7 connected (and clients 1, 2, 4 in their grace period)
+timeout 120 "$CLI" --connect "$IP:$P1" --client-id 7 --size 1M --print-descriptor --hold 60 \
+	>"$OUT/holder.out" 2>&1 &
+HOLD=$!
+wait_log "$OUT/holder.out" '^queue=0 ' 60
+kill -TERM "$SPID1"
+wait_exit "$SPID1" 30; rc=$?
+wait_exit "$HOLD" 30; hold_rc=$?
+if [ $rc -eq 0 ] && grep -q 'event=stopped' "$OUT/server1.log" \
+	&& grep -q 'event=queue_closed client_id=7 .*why="server shutdown"' "$OUT/server1.log" \
+	&& grep -q 'event=region_freed client_id=7 .*why="server shutdown"' "$OUT/server1.log" \
+	&& [ $hold_rc -eq 1 ] && grep -q 'server disconnected a queue' "$OUT/holder.out" \
+	&& ! grep -q 'level=error' "$OUT/server1.log"; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "server exit $rc, client 7 exit $hold_rc: $(cat "$OUT/holder.out")
+$(tail -n 8 "$OUT/server1.log")"
+fi
+SPID1= HOLD=
+
+# 14. SIGINT
+kill -INT "$SPID2"
+wait_exit "$SPID2" 30; rc=$?
+if [ $rc -eq 0 ] && grep -q 'event=stopped' "$OUT/server2.log"; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "exit $rc; $(tail -n 8 "$OUT/server2.log")"
+fi
+SPID2=
+
+# 15. hugepages: none reserved -> refuse to start
+echo 0 >/proc/sys/vm/nr_hugepages
+err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
+	&& [[ $err == *"no hugepages are reserved"* ]]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "exit $rc, stderr: $err"
+fi
+
+# 16. hugepages: 4 x 2M reserved, a 2M region written and read back
+echo 4 >/proc/sys/vm/nr_hugepages
+if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -lt 1 ] \
+	|| [ "$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)" != 2048 ]; then
+	ktap_skip "$(name)" "could not reserve 2M hugepages"
+else
+	"$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>"$OUT/server3.log" &
+	SPID3=$!
+	wait_log "$OUT/server3.log" "event=listening addr=$IP:$P3" 20
+	free_before=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	client $P3 --client-id 12 --size 2M --print-descriptor --write-pattern 3 --verify-pattern 3
+	free_during=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	kill -TERM "$SPID3"; wait_exit "$SPID3" 30; rc=$?; SPID3=
+	if [ $CS -eq 0 ] && [ $rc -eq 0 ] && printf '%s\n' "$CO" | grep -q '^verify_pattern .*result=ok' \
+		&& [ "$free_during" -eq $((free_before - 1)) ] \
+		&& [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -eq "$free_before" ]; then
+		ktap_pass "$(name)"
+	else
+		fail_diag "server exit $rc; hugepages free before/during/after: $free_before/$free_during/$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+$(tail -n 5 "$OUT/server3.log")"
+	fi
+fi
+echo 0 >/proc/sys/vm/nr_hugepages
+
+# 17. the kernel stayed quiet
+if bad=$(dmesg_clean); then ktap_pass "$(name)"; else ktap_fail "$(name)" "$bad"; fi
+
+rxe_down
+ktap_finish

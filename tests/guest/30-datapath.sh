@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The data path over soft-RoCE in one guest: configfs, /dev/rswap0 backed by
+# rswap-server, data integrity (fio verify), bounds, the data really living on the server,
+# pinning while open, a server that is not there, enable/disable cycles, and removal of
+# the RDMA device under I/O.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORT=18515
+CFG=/sys/kernel/config/rswap
+T=$CFG/t0
+OUT=$RSWAP_OUT/30-datapath
+mkdir -p "$OUT"
+SIZE_MB=64
+DEV=/dev/rswap0
+
+NAMES=(
+	"configfs: the subsystem appears when rswap loads"
+	"configfs: bad values are rejected with EINVAL and a reason in dmesg"
+	"configfs: enable connects and creates /dev/rswap0 of the requested size"
+	"configfs: state shows the connection; settings are read-only while enabled"
+	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
+	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
+	"io: the last block reads and writes; I/O past the end is short or fails"
+	"io: data lives on the server: after disable and a reconnect it reads back"
+	"pinning: rmmod and disable are refused while /dev/rswap0 is open"
+	"connect: enable with no server listening fails within 20 s and leaves nothing"
+	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
+	"removal: rdma link delete under fio fails the I/O, no hang; disable and rmmod work"
+	"dmesg: no BUG/WARNING/Oops in the data-path tests"
+)
+ktap_plan ${#NAMES[@]}
+name() { echo "${NAMES[$KTAP_N]}"; }
+skip_rest() {
+	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(name)" "$1"; done
+	ktap_finish
+}
+SPID=
+cleanup() {
+	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
+	rmdir $T 2>/dev/null
+	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+[ -f "$KO" ] || skip_rest "rswap.ko not built"
+[ -x "$SRV" ] || skip_rest "rswap-server not built (scripts/build-server.sh)"
+rxe_up >/dev/null || skip_rest "soft-RoCE unavailable"
+dmesg_mark "30-datapath"
+
+start_server() {
+	"$SRV" --listen "$IP:$PORT" --size 192M --grace 120 >>"$OUT/server.log" 2>&1 &
+	SPID=$!
+	for _ in $(seq 100); do grep -q 'listening' "$OUT/server.log" && return 0; sleep 0.1; done
+	echo "server did not start"; cat "$OUT/server.log"; return 1
+}
+start_server || skip_rest "rswap-server does not start"
+
+insmod "$KO" && [ -d $CFG ]
+if [ $? = 0 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)"; skip_rest "module not loaded"; fi
+
+# --- bad values -----------------------------------------------------------------------
+mkdir $T
+bad=0 why=
+try_bad() { # attr value expected-dmesg-text
+	dmesg_mark "bad $1=$2"
+	if echo "$2" > "$T/$1" 2>/dev/null; then bad=1; why+="$1=$2 accepted; "; return; fi
+	dmesg | tail -5 | grep -q "configfs: $1: " || { bad=1; why+="$1=$2: no reason in dmesg; "; }
+}
+try_bad addr 1.2.3
+try_bad addr 300.1.1.1
+try_bad addr hello
+try_bad port 0
+try_bad port 70000
+try_bad size 5K
+try_bad size 4097
+try_bad size 2T
+try_bad size 12Q
+try_bad queues 0
+try_bad queues 65
+try_bad queue_depth 0
+try_bad queue_depth 99999
+try_bad client_id 0
+try_bad timeout_ms 5
+try_bad enable 2
+dmesg_mark "enable without addr"
+echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "; }
+if [ $bad = 0 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "$why"; fi
+dmesg_mark "configure"
+
+echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
+echo 0x1234 > $T/client_id; echo 32 > $T/queue_depth
+if echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
+	&& [ "$(cat $T/device)" = rswap0 ] && [ "$(blockdev --getss $DEV)" = 4096 ]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "$(ls -l /dev/rswap* 2>&1; cat $T/state; dmesg | tail -20)"
+	skip_rest "no device"
+fi
+ktap_diag "state: $(cat $T/state)"
+
+st=$(cat $T/state)
+if [[ $st == "connected queues=2/2 "* ]] && ! echo 8 > $T/queue_depth 2>/dev/null \
+	&& [ "$(cat $T/queue_depth)" = 32 ] && [ "$(cat $T/addr)" = "$IP" ]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "state: $st; depth $(cat $T/queue_depth)"
+fi
+
+head -c 8M /dev/urandom > /tmp/rand8
+if dd if=/tmp/rand8 of=$DEV bs=1M oflag=direct status=none \
+	&& dd if=$DEV of=/tmp/back8 bs=1M count=8 iflag=direct status=none && cmp /tmp/rand8 /tmp/back8; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)"
+fi
+
+fio --name=verify --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
+	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+	--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+	--output-format=json --output="$OUT/fio-verify.json" >"$OUT/fio-verify.log" 2>&1
+frc=$?
+errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-verify.json" | awk '{ s += $3 } END { print s + 0 }')
+if [ $frc = 0 ] && [ "$errs" = 0 ]; then
+	ktap_pass "$(name)"
+	ktap_diag "fio: $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-verify.json" | head -2 | tr '\n' ' ')"
+else
+	ktap_fail "$(name)" "fio exit $frc, errors $errs; $(tail -20 "$OUT/fio-verify.log")"
+fi
+
+# Bounds: the last 4 KiB block works; past the end reads nothing and writes fail.
+last=$((SIZE_MB * 256 - 1))
+ok=1
+dd if=/dev/urandom of=/tmp/blk bs=4k count=1 status=none
+dd if=/tmp/blk of=$DEV bs=4k seek=$last oflag=direct status=none || ok=0
+dd if=$DEV of=/tmp/blk2 bs=4k skip=$last count=1 iflag=direct status=none || ok=0
+cmp -s /tmp/blk /tmp/blk2 || ok=0
+n=$(dd if=$DEV bs=4k skip=$((last + 1)) count=1 iflag=direct status=none | wc -c)
+[ "$n" = 0 ] || ok=0
+dd if=/tmp/blk of=$DEV bs=4k seek=$((last + 1)) oflag=direct status=none 2>/dev/null && ok=0
+if [ $ok = 1 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "read past end gave $n bytes"; fi
+
+# The data is on the server: write, tear the disk down (no local copy survives), reconnect
+# with the same client id within the server's grace period, read.
+dd if=/tmp/rand8 of=$DEV bs=1M seek=16 oflag=direct status=none
+echo 0 > $T/enable
+echo 1 > $T/enable
+st=$(cat $T/state)
+if dd if=$DEV of=/tmp/back8 bs=1M skip=16 count=8 iflag=direct status=none && cmp -s /tmp/rand8 /tmp/back8 \
+	&& [[ $st == *"epoch=2 "* ]]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "state after reconnect: $st"
+fi
+
+exec 3<$DEV
+r1=0; rmmod rswap 2>/dev/null && r1=1
+r2=0; echo 0 > $T/enable 2>/dev/null && r2=1
+exec 3<&-
+if [ $r1 = 0 ] && [ $r2 = 0 ] && grep -q '^rswap ' /proc/modules && [ -b $DEV ]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "rmmod succeeded=$r1 disable succeeded=$r2"
+	[ $r1 = 1 ] && skip_rest "module gone"
+fi
+echo 0 > $T/enable
+
+mkdir $CFG/nosrv
+echo "$IP" > $CFG/nosrv/addr; echo 1 > $CFG/nosrv/port; echo 16M > $CFG/nosrv/size
+start=$(date +%s)
+timeout 60 sh -c "echo 1 > $CFG/nosrv/enable" 2>/dev/null; rc=$?
+took=$(( $(date +%s) - start ))
+if [ $rc != 0 ] && [ $took -lt 20 ] && [ "$(cat $CFG/nosrv/enable)" = 0 ] && ! ls /dev/rswap* >/dev/null 2>&1 \
+	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ]; then
+	ktap_pass "$(name)"
+	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(name)" "rc=$rc took=${took}s; $(dmesg | tail -5)"
+fi
+rmdir $CFG/nosrv
+
+pd0=$(rdma resource show pd | grep -c 'comm \[rswap\]')
+ok=1
+for i in $(seq 10); do
+	echo 1 > $T/enable || ok=0
+	[ -b $DEV ] || ok=0
+	echo 0 > $T/enable || ok=0
+done
+pd1=$(rdma resource show pd | grep -c 'comm \[rswap\]')
+qp1=$(rdma resource show qp | grep -c 'comm \[rswap\]')
+if [ $ok = 1 ] && [ "$pd0" = "$pd1" ] && [ "$qp1" = 0 ] && ! [ -e $DEV ]; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1"
+fi
+
+# Device removal under I/O.
+echo 1 > $T/enable
+fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
+	--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &
+fpid=$!
+sleep 4
+rdma link delete rxe0
+start=$(date +%s)
+timeout 90 tail --pid=$fpid -f /dev/null; done_rc=$?
+wait $fpid; fio_rc=$?
+took=$(( $(date +%s) - start ))
+st=$(cat $T/state)
+d_rc=1; echo 0 > $T/enable && d_rc=0
+rmdir $T
+m_rc=1; rmmod rswap && m_rc=0
+if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
+	ktap_pass "$(name)"
+	ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
+else
+	ktap_fail "$(name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
+fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+
+ktap_check "$(name)" dmesg_clean
+ktap_finish

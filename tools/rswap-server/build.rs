@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Generates the libibverbs/librdmacm FFI with bindgen from the installed headers
+//! (Debian: libibverbs-dev, librdmacm-dev) and compiles the C shim for the
+//! `static inline` verbs. Nothing is fetched or vendored.
+
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=csrc/shim.h");
+    println!("cargo:rerun-if-changed=csrc/shim.c");
+
+    cc::Build::new()
+        .file("csrc/shim.c")
+        .warnings(true)
+        .extra_warnings(true)
+        .flag_if_supported("-Werror")
+        .compile("rswap_shim");
+    println!("cargo:rustc-link-lib=dylib=rdmacm");
+    println!("cargo:rustc-link-lib=dylib=ibverbs");
+
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let bindings = bindgen::Builder::default()
+        .header("csrc/shim.h")
+        .allowlist_function("rswap_.*")
+        .allowlist_function("rdma_(create|destroy)_event_channel")
+        .allowlist_function("rdma_(create|destroy)_id")
+        .allowlist_function("rdma_(get|ack)_cm_event")
+        .allowlist_function("rdma_(listen|reject|disconnect|destroy_qp|resolve_route)")
+        .allowlist_function("rdma_(get|free)_devices")
+        .allowlist_function("rdma_event_str")
+        .allowlist_function("ibv_(alloc|dealloc)_pd")
+        .allowlist_function("ibv_(create|destroy)_cq")
+        .allowlist_function("ibv_dereg_mr")
+        .allowlist_type("rdma_cm_event_type")
+        .allowlist_type("rdma_port_space")
+        .allowlist_type("ibv_access_flags")
+        .allowlist_type("ibv_wc_status")
+        .allowlist_var("RDMA_.*")
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .layout_tests(false)
+        .derive_default(true)
+        .generate_comments(false)
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .generate()
+        .expect("bindgen failed on csrc/shim.h: are libibverbs-dev, librdmacm-dev and libclang-dev installed?");
+    bindings
+        .write_to_file(out.join("bindings.rs"))
+        .expect("could not write bindings.rs");
+}

@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Command lines of `rswap-server` and `rswap-testclient`, parsed into plain structs.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::log::Level;
+use crate::policy::PAGE;
+use crate::size::parse_size;
+use crate::wire::RejectCode;
+
+/// Result of parsing a command line.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Parsed<T> {
+    /// Run with this configuration.
+    Run(T),
+    /// `--help` was given.
+    Help,
+}
+
+/// Splits `--opt=value` / `--opt value` pairs and flags.
+struct Args<I: Iterator<Item = String>> {
+    it: I,
+}
+
+impl<I: Iterator<Item = String>> Args<I> {
+    /// Next option name and its inline value, if any.
+    fn next_opt(&mut self) -> Option<Result<(String, Option<String>), String>> {
+        let arg = self.it.next()?;
+        if !arg.starts_with("--") || arg.len() == 2 {
+            return Some(Err(format!("unexpected argument {arg:?} (see --help)")));
+        }
+        Some(Ok(match arg.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (arg, None),
+        }))
+    }
+
+    fn value(&mut self, opt: &str, inline: Option<String>) -> Result<String, String> {
+        match inline {
+            Some(v) => Ok(v),
+            None => self
+                .it
+                .next()
+                .ok_or_else(|| format!("{opt} needs a value (see --help)")),
+        }
+    }
+}
+
+fn no_value(opt: &str, inline: Option<String>) -> Result<(), String> {
+    match inline {
+        Some(_) => Err(format!("{opt} takes no value")),
+        None => Ok(()),
+    }
+}
+
+fn parse_addr(opt: &str, v: &str) -> Result<SocketAddr, String> {
+    v.parse().map_err(|_| {
+        format!(
+            "{opt}: invalid address {v:?} (expected IP:PORT, e.g. 192.0.2.1:7471 or [::1]:7471)"
+        )
+    })
+}
+
+fn parse_num<T: std::str::FromStr>(opt: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("{opt}: invalid number {v:?}"))
+}
+
+/// The server's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerConfig {
+    /// Address to listen on.
+    pub(crate) listen: SocketAddr,
+    /// The pool: total bytes the server may hand out (a multiple of 4 KiB).
+    pub(crate) size: u64,
+    /// Most clients (live or in grace) at once.
+    pub(crate) max_clients: usize,
+    /// How long a region outlives its client's last queue.
+    pub(crate) grace: Duration,
+    /// Back regions with hugepages.
+    pub(crate) hugepages: bool,
+    /// Most verbose log level printed.
+    pub(crate) log_level: Level,
+}
+
+/// Default `--max-clients`.
+pub(crate) const DEFAULT_MAX_CLIENTS: usize = 64;
+/// Default `--grace` in seconds.
+pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
+
+/// `rswap-server --help`.
+pub(crate) const SERVER_HELP: &str = "\
+rswap-server: hand out registered remote memory to rswap clients over rdma_cm.
+
+Usage: rswap-server --listen ADDR:PORT --size SIZE [options]
+
+Each client (identified by the client id in its connect request) gets one memory
+region of exactly the size it asks for (rounded up to 4 KiB), registered for
+REMOTE_READ | REMOTE_WRITE in a protection domain of its own. All queues
+(connections) of a client share that region and its rkey; every queue receives
+the region descriptor in one SEND once it is established. The data path is
+one-sided: the server does nothing per I/O.
+
+Options:
+  --listen ADDR:PORT   address to listen on with rdma_cm (RC, port space TCP), e.g.
+                       192.0.2.1:7471 or [fe80::1%2]:7471. Required.
+  --size SIZE          total memory the server may hand out to all clients together
+                       (a pool; rounded down to 4 KiB). Suffixes K, M, G, T (binary).
+                       A request larger than what remains is rejected (TooLarge).
+                       Required.
+  --max-clients N      most clients holding a region at once, counting clients in
+                       their grace period (default 64); more are rejected
+                       (TooManyClients).
+  --grace SECS         keep a client's region this long after its last queue
+                       disconnected (default 60); a reconnect of the same client id
+                       within it gets the same region and data back (epoch + 1).
+                       0 frees the region at once.
+  --hugepages          back regions with hugepages (MAP_HUGETLB); regions are then
+                       charged to the pool in whole hugepages. Fails at start when
+                       no hugepages are reserved (vm.nr_hugepages).
+  --log-level LVL      error, warn, info (default) or debug. Logs are one line each,
+                       key=value, on stderr.
+  --help               print this help and exit.
+
+SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
+exits with status 0. A bad option or an address that cannot be bound exits with
+status 2 or 1 and one line on stderr.
+";
+
+/// Parses the server's arguments (without the program name).
+pub(crate) fn parse_server_args(
+    args: impl IntoIterator<Item = String>,
+) -> Result<Parsed<ServerConfig>, String> {
+    let mut a = Args {
+        it: args.into_iter(),
+    };
+    let mut listen = None;
+    let mut size = None;
+    let mut max_clients = DEFAULT_MAX_CLIENTS;
+    let mut grace = DEFAULT_GRACE_SECS;
+    let mut hugepages = false;
+    let mut log_level = Level::Info;
+    while let Some(opt) = a.next_opt() {
+        let (opt, inline) = opt?;
+        match opt.as_str() {
+            "--help" => return Ok(Parsed::Help),
+            "--listen" => listen = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
+            "--size" => {
+                let v = a.value(&opt, inline)?;
+                let n = parse_size(&v).map_err(|e| format!("--size: {e}"))?;
+                let n = n / PAGE * PAGE;
+                if n == 0 {
+                    return Err(format!("--size: {v:?} is less than 4K"));
+                }
+                size = Some(n);
+            }
+            "--max-clients" => {
+                max_clients = parse_num(&opt, &a.value(&opt, inline)?)?;
+                if max_clients == 0 {
+                    return Err("--max-clients must be at least 1".into());
+                }
+            }
+            "--grace" => grace = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--hugepages" => {
+                no_value(&opt, inline)?;
+                hugepages = true;
+            }
+            "--log-level" => {
+                let v = a.value(&opt, inline)?;
+                log_level = Level::parse(&v).ok_or_else(|| {
+                    format!("--log-level: unknown level {v:?} (error, warn, info or debug)")
+                })?;
+            }
+            _ => return Err(format!("unknown option {opt} (see --help)")),
+        }
+    }
+    Ok(Parsed::Run(ServerConfig {
+        listen: listen.ok_or("--listen ADDR:PORT is required (see --help)")?,
+        size: size.ok_or("--size SIZE is required (see --help)")?,
+        max_clients,
+        grace: Duration::from_secs(grace),
+        hugepages,
+        log_level,
+    }))
+}
+
+/// What the test client does once its queues are connected.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClientConfig {
+    /// Server address.
+    pub(crate) connect: SocketAddr,
+    /// Client id sent with every queue.
+    pub(crate) client_id: u64,
+    /// Requested region size in bytes (0 is sent as is, to test rejection).
+    pub(crate) size: u64,
+    /// Queues to open.
+    pub(crate) queues: u16,
+    /// `queue_count` to announce (default: `queues`).
+    pub(crate) queue_count: u16,
+    /// Protocol version to put in the requests (default: the wire version).
+    pub(crate) proto_version: u16,
+    /// Write the pattern with this seed over the region through queue 0.
+    pub(crate) write_pattern: Option<u64>,
+    /// Read back and check the pattern with this seed through the last queue.
+    pub(crate) verify_pattern: Option<u64>,
+    /// Succeed only if the connect is rejected with this reason.
+    pub(crate) expect_reject: Option<RejectCode>,
+    /// Print the descriptor of every queue.
+    pub(crate) print_descriptor: bool,
+    /// Keep the queues connected this long before exiting.
+    pub(crate) hold: Duration,
+    /// Limit for every connection step and every RDMA operation.
+    pub(crate) timeout: Duration,
+    /// Bytes per RDMA operation.
+    pub(crate) chunk: usize,
+}
+
+/// `rswap-testclient --help`.
+pub(crate) const CLIENT_HELP: &str = "\
+rswap-testclient: connect to rswap-server like the kernel module would, and test it.
+
+Usage: rswap-testclient --connect ADDR:PORT --client-id ID --size SIZE [options]
+
+Opens --queues connections (queue 0 first), each with a receive posted before
+connecting, and checks that every queue receives the same valid region
+descriptor. Prints one line per queue: queue=I region_id=.. epoch=.. rkey=..
+remote_addr=.. length=.. flags=.. reused=0|1.
+
+Options:
+  --connect ADDR:PORT   server address. Required.
+  --client-id ID        client id (decimal or 0x hex). Required.
+  --size SIZE           requested region size, suffixes K/M/G/T. Required.
+  --queues N            connections to open (default 1).
+  --queue-count N       queue_count to announce (default: --queues); for tests.
+  --proto-version V     protocol version to send (default 1); for tests.
+  --write-pattern SEED  RDMA WRITE a pattern derived from SEED over the whole
+                        region, through queue 0.
+  --verify-pattern SEED RDMA READ the whole region through the last queue and
+                        compare every byte with the pattern of SEED; a mismatch
+                        exits 1 with the first bad offset.
+  --expect-reject R     exit 0 only if the connect is rejected with reason R
+                        (BadVersion, TooLarge, NoMemory, BadRequest,
+                        TooManyClients, QueueMismatch or its number); prints
+                        reason=.. max_size=..
+  --print-descriptor    print the descriptor lines (default when no other mode).
+  --hold SECS           stay connected SECS seconds before disconnecting.
+  --timeout SECS        limit for each connect step and RDMA operation (default 30).
+  --chunk SIZE          bytes per RDMA operation (default 64K).
+  --help                print this help and exit.
+Exit status: 0 success, 1 failure, 2 usage error.
+";
+
+fn parse_u64_any(opt: &str, v: &str) -> Result<u64, String> {
+    let r = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    };
+    r.map_err(|_| format!("{opt}: invalid number {v:?}"))
+}
+
+fn parse_reason(v: &str) -> Result<RejectCode, String> {
+    if let Ok(n) = v.parse::<u16>() {
+        return RejectCode::from_u16(n).map_err(|_| format!("--expect-reject: unknown reason {v}"));
+    }
+    (1..=6u16)
+        .filter_map(|n| RejectCode::from_u16(n).ok())
+        .find(|c| c.name().eq_ignore_ascii_case(v))
+        .ok_or_else(|| format!("--expect-reject: unknown reason {v:?}"))
+}
+
+/// Parses the test client's arguments (without the program name).
+pub(crate) fn parse_client_args(
+    args: impl IntoIterator<Item = String>,
+) -> Result<Parsed<ClientConfig>, String> {
+    let mut a = Args {
+        it: args.into_iter(),
+    };
+    let (mut connect, mut client_id, mut size) = (None, None, None);
+    let mut queues: u16 = 1;
+    let mut queue_count = None;
+    let mut proto_version = crate::wire::VERSION;
+    let (mut write_pattern, mut verify_pattern, mut expect_reject) = (None, None, None);
+    let mut print_descriptor = false;
+    let (mut hold, mut timeout) = (0u64, 30u64);
+    let mut chunk: u64 = 64 << 10;
+    while let Some(opt) = a.next_opt() {
+        let (opt, inline) = opt?;
+        match opt.as_str() {
+            "--help" => return Ok(Parsed::Help),
+            "--connect" => connect = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
+            "--client-id" => client_id = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?),
+            "--size" => {
+                size =
+                    Some(parse_size(&a.value(&opt, inline)?).map_err(|e| format!("--size: {e}"))?)
+            }
+            "--queues" => queues = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--queue-count" => queue_count = Some(parse_num(&opt, &a.value(&opt, inline)?)?),
+            "--proto-version" => proto_version = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--write-pattern" => {
+                write_pattern = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?)
+            }
+            "--verify-pattern" => {
+                verify_pattern = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?)
+            }
+            "--expect-reject" => expect_reject = Some(parse_reason(&a.value(&opt, inline)?)?),
+            "--print-descriptor" => {
+                no_value(&opt, inline)?;
+                print_descriptor = true;
+            }
+            "--hold" => hold = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--timeout" => timeout = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--chunk" => {
+                chunk = parse_size(&a.value(&opt, inline)?).map_err(|e| format!("--chunk: {e}"))?
+            }
+            _ => return Err(format!("unknown option {opt} (see --help)")),
+        }
+    }
+    if queues == 0 {
+        return Err("--queues must be at least 1".into());
+    }
+    if timeout == 0 {
+        return Err("--timeout must be at least 1".into());
+    }
+    let chunk = usize::try_from(chunk)
+        .ok()
+        .filter(|&c| c > 0 && c <= 1 << 30)
+        .ok_or("--chunk must be between 1 and 1G")?;
+    Ok(Parsed::Run(ClientConfig {
+        connect: connect.ok_or("--connect ADDR:PORT is required (see --help)")?,
+        client_id: client_id.ok_or("--client-id ID is required (see --help)")?,
+        size: size.ok_or("--size SIZE is required (see --help)")?,
+        queues,
+        queue_count: queue_count.unwrap_or(queues),
+        proto_version,
+        write_pattern,
+        verify_pattern,
+        expect_reject,
+        print_descriptor,
+        hold: Duration::from_secs(hold),
+        timeout: Duration::from_secs(timeout),
+        chunk,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn srv(args: &[&str]) -> Result<Parsed<ServerConfig>, String> {
+        parse_server_args(args.iter().map(|s| s.to_string()))
+    }
+
+    fn cli(args: &[&str]) -> Result<Parsed<ClientConfig>, String> {
+        parse_client_args(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn server_minimal_and_defaults() {
+        let Ok(Parsed::Run(c)) = srv(&["--listen", "192.0.2.1:7471", "--size", "96M"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.listen, "192.0.2.1:7471".parse().unwrap());
+        assert_eq!(c.size, 96 << 20);
+        assert_eq!(c.max_clients, DEFAULT_MAX_CLIENTS);
+        assert_eq!(c.grace, Duration::from_secs(DEFAULT_GRACE_SECS));
+        assert!(!c.hugepages);
+        assert_eq!(c.log_level, Level::Info);
+    }
+
+    #[test]
+    fn server_all_options() {
+        let Ok(Parsed::Run(c)) = srv(&[
+            "--listen=[::1]:9",
+            "--size=10000",
+            "--max-clients",
+            "3",
+            "--grace=5",
+            "--hugepages",
+            "--log-level",
+            "debug",
+        ]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.listen, "[::1]:9".parse().unwrap());
+        assert_eq!(c.size, 8192, "rounded down to 4 KiB");
+        assert_eq!(c.max_clients, 3);
+        assert_eq!(c.grace, Duration::from_secs(5));
+        assert!(c.hugepages);
+        assert_eq!(c.log_level, Level::Debug);
+    }
+
+    #[test]
+    fn server_help() {
+        assert_eq!(srv(&["--help"]), Ok(Parsed::Help));
+        assert_eq!(srv(&["--size", "1G", "--help"]), Ok(Parsed::Help));
+        for opt in [
+            "--listen",
+            "--size",
+            "--max-clients",
+            "--grace",
+            "--hugepages",
+            "--log-level",
+        ] {
+            assert!(SERVER_HELP.contains(opt), "{opt} not in --help");
+        }
+    }
+
+    #[test]
+    fn server_errors() {
+        let err = |args: &[&str], want: &str| {
+            let e = srv(args).expect_err("accepted");
+            assert!(e.contains(want), "{args:?}: {e:?} lacks {want:?}");
+            assert!(!e.contains('\n'), "one line: {e:?}");
+        };
+        err(&["--size", "1G"], "--listen");
+        err(&["--listen", "1.2.3.4:5"], "--size");
+        err(&["--listen", "1.2.3.4", "--size", "1G"], "invalid address");
+        err(&["--listen", "nohost:5", "--size", "1G"], "invalid address");
+        err(&["--listen", "1.2.3.4:5", "--size", "1Q"], "--size");
+        err(&["--listen", "1.2.3.4:5", "--size", "100"], "less than 4K");
+        err(&["--listen", "1.2.3.4:5", "--size", "0"], "less than 4K");
+        err(&["--listen", "1.2.3.4:5", "--size"], "needs a value");
+        err(
+            &[
+                "--listen",
+                "1.2.3.4:5",
+                "--size",
+                "1G",
+                "--max-clients",
+                "0",
+            ],
+            "at least 1",
+        );
+        err(
+            &[
+                "--listen",
+                "1.2.3.4:5",
+                "--size",
+                "1G",
+                "--max-clients",
+                "x",
+            ],
+            "invalid number",
+        );
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
+            "invalid number",
+        );
+        err(
+            &[
+                "--listen",
+                "1.2.3.4:5",
+                "--size",
+                "1G",
+                "--log-level",
+                "loud",
+            ],
+            "unknown level",
+        );
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--hugepages=yes"],
+            "takes no value",
+        );
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--frobnicate"],
+            "unknown option --frobnicate",
+        );
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "extra"],
+            "unexpected argument",
+        );
+        err(&["-h"], "unexpected argument");
+    }
+
+    #[test]
+    fn client_parse() {
+        let Ok(Parsed::Run(c)) = cli(&[
+            "--connect",
+            "192.0.2.1:7471",
+            "--client-id",
+            "0x10",
+            "--size",
+            "4M",
+            "--queues",
+            "2",
+            "--write-pattern",
+            "7",
+            "--expect-reject",
+            "toolarge",
+        ]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.client_id, 16);
+        assert_eq!(c.size, 4 << 20);
+        assert_eq!((c.queues, c.queue_count), (2, 2));
+        assert_eq!(c.write_pattern, Some(7));
+        assert_eq!(c.expect_reject, Some(RejectCode::TooLarge));
+        assert_eq!(c.proto_version, crate::wire::VERSION);
+        assert_eq!(c.chunk, 64 << 10);
+        let Ok(Parsed::Run(c)) = cli(&[
+            "--connect=1.2.3.4:5",
+            "--client-id=1",
+            "--size=0",
+            "--expect-reject=6",
+            "--queue-count=3",
+        ]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.size, 0);
+        assert_eq!(c.expect_reject, Some(RejectCode::QueueMismatch));
+        assert_eq!((c.queues, c.queue_count), (1, 3));
+    }
+
+    #[test]
+    fn client_errors() {
+        let base = ["--connect", "1.2.3.4:5", "--client-id", "1", "--size", "4M"];
+        let err = |extra: &[&str], want: &str| {
+            let mut args: Vec<&str> = base.to_vec();
+            args.extend_from_slice(extra);
+            let e = cli(&args).expect_err("accepted");
+            assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");
+        };
+        err(&["--queues", "0"], "at least 1");
+        err(&["--expect-reject", "Nope"], "unknown reason");
+        err(&["--expect-reject", "7"], "unknown reason");
+        err(&["--client-id", "0xzz"], "invalid number");
+        err(&["--chunk", "0"], "--chunk");
+        err(&["--bogus"], "unknown option");
+        assert!(cli(&["--client-id", "1", "--size", "1M"]).is_err());
+        assert_eq!(cli(&["--help"]), Ok(Parsed::Help));
+    }
+}

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rswap's userspace memory server (`rswap-server`) and its test client
+//! (`rswap-testclient`). All `unsafe` code is in [`rdma`]; everything else is
+//! safe Rust. See `Documentation/memory-server.md`.
+
+mod client;
+mod config;
+mod log;
+mod policy;
+mod rdma;
+mod server;
+mod size;
+
+/// The wire format, the very file the kernel module compiles.
+#[allow(
+    dead_code,
+    reason = "shared with the kernel module; the server uses only part of it"
+)]
+#[path = "../../../src/transport/wire.rs"]
+mod wire;
+
+pub use client::main as client_main;
+pub use server::main as server_main;

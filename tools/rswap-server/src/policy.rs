@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Admission of a connect request: pure decisions, no resources (unit-tested).
+
+use crate::size::round_up;
+use crate::wire::{ConnectRequest, RejectCode};
+
+/// Regions are handed out in whole 4 KiB pages.
+pub(crate) const PAGE: u64 = 4096;
+
+/// What the server already holds for the requesting client id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    /// Nothing: a new client.
+    None,
+    /// A region with at least one live queue.
+    Live {
+        /// The `queue_count` of the live queues.
+        queue_count: u16,
+        /// The region's length.
+        length: u64,
+    },
+    /// A region whose queues are all gone, inside its grace period.
+    Grace {
+        /// The region's length.
+        length: u64,
+    },
+}
+
+/// What to do with an admitted request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Allocate a new region of `length` bytes, charging `charge` bytes to the pool.
+    NewRegion {
+        /// Region length (requested size rounded up to 4 KiB).
+        length: u64,
+        /// Bytes taken from the pool (length rounded up to the allocation unit).
+        charge: u64,
+    },
+    /// Another queue of a live client: share its region.
+    JoinLive,
+    /// The first queue back within the grace period: same region, epoch + 1.
+    Revive,
+}
+
+/// Pool and limits the decision depends on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Clients holding a region now (live or in grace).
+    pub(crate) clients: usize,
+    /// `--max-clients`.
+    pub(crate) max_clients: usize,
+    /// Pool bytes not yet handed out.
+    pub(crate) remaining: u64,
+    /// Allocation unit (4 KiB, or the hugepage size).
+    pub(crate) unit: u64,
+}
+
+impl Limits {
+    /// The largest region that could be handed out now (the reject's `max_size`).
+    pub(crate) fn max_size(&self) -> u64 {
+        let unit = self.unit.max(PAGE);
+        self.remaining / unit * unit
+    }
+}
+
+/// Decides on `req` given what exists for its client id.
+pub(crate) fn admit(
+    req: &ConnectRequest,
+    existing: Existing,
+    lim: Limits,
+) -> Result<Admit, RejectCode> {
+    if req.requested_size == 0 || req.queue_count == 0 || req.queue_index >= req.queue_count {
+        return Err(RejectCode::BadRequest);
+    }
+    let length = round_up(req.requested_size, PAGE);
+    match existing {
+        Existing::Live {
+            queue_count,
+            length: have,
+        } => {
+            if req.queue_count != queue_count {
+                Err(RejectCode::QueueMismatch)
+            } else if length != Some(have) {
+                Err(RejectCode::BadRequest)
+            } else {
+                Ok(Admit::JoinLive)
+            }
+        }
+        Existing::Grace { length: have } => {
+            if length == Some(have) {
+                Ok(Admit::Revive)
+            } else {
+                Err(RejectCode::BadRequest)
+            }
+        }
+        Existing::None => {
+            if lim.clients >= lim.max_clients {
+                return Err(RejectCode::TooManyClients);
+            }
+            let length = length.ok_or(RejectCode::TooLarge)?;
+            let charge = round_up(length, lim.unit.max(PAGE)).ok_or(RejectCode::TooLarge)?;
+            if charge > lim.remaining {
+                return Err(RejectCode::TooLarge);
+            }
+            Ok(Admit::NewRegion { length, charge })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn req(size: u64, index: u16, count: u16) -> ConnectRequest {
+        ConnectRequest {
+            client_id: 7,
+            queue_index: index,
+            queue_count: count,
+            requested_size: size,
+        }
+    }
+
+    fn lim(remaining: u64) -> Limits {
+        Limits {
+            clients: 0,
+            max_clients: 4,
+            remaining,
+            unit: PAGE,
+        }
+    }
+
+    #[test]
+    fn new_region_rounds_to_pages() {
+        assert_eq!(
+            admit(&req(1, 0, 1), Existing::None, lim(MIB)),
+            Ok(Admit::NewRegion {
+                length: 4096,
+                charge: 4096
+            })
+        );
+        assert_eq!(
+            admit(&req(4 * MIB, 1, 2), Existing::None, lim(4 * MIB)),
+            Ok(Admit::NewRegion {
+                length: 4 * MIB,
+                charge: 4 * MIB
+            })
+        );
+    }
+
+    #[test]
+    fn too_large_and_max_size() {
+        let l = lim(4 * MIB);
+        assert_eq!(
+            admit(&req(4 * MIB + 1, 0, 1), Existing::None, l),
+            Err(RejectCode::TooLarge)
+        );
+        assert_eq!(
+            admit(&req(u64::MAX, 0, 1), Existing::None, l),
+            Err(RejectCode::TooLarge)
+        );
+        assert_eq!(l.max_size(), 4 * MIB);
+        let huge = Limits {
+            unit: 2 * MIB,
+            remaining: 5 * MIB,
+            ..l
+        };
+        assert_eq!(huge.max_size(), 4 * MIB);
+        // 1 MiB asked, but a 2 MiB hugepage is charged.
+        assert_eq!(
+            admit(&req(MIB, 0, 1), Existing::None, huge),
+            Ok(Admit::NewRegion {
+                length: MIB,
+                charge: 2 * MIB
+            })
+        );
+        assert_eq!(
+            admit(&req(5 * MIB, 0, 1), Existing::None, huge),
+            Err(RejectCode::TooLarge)
+        );
+    }
+
+    #[test]
+    fn bad_requests() {
+        assert_eq!(
+            admit(&req(0, 0, 1), Existing::None, lim(MIB)),
+            Err(RejectCode::BadRequest)
+        );
+        assert_eq!(
+            admit(&req(4096, 1, 1), Existing::None, lim(MIB)),
+            Err(RejectCode::BadRequest)
+        );
+        assert_eq!(
+            admit(&req(4096, 0, 0), Existing::None, lim(MIB)),
+            Err(RejectCode::BadRequest)
+        );
+    }
+
+    #[test]
+    fn too_many_clients() {
+        let l = Limits {
+            clients: 4,
+            ..lim(MIB)
+        };
+        assert_eq!(
+            admit(&req(4096, 0, 1), Existing::None, l),
+            Err(RejectCode::TooManyClients)
+        );
+        // Existing clients are not counted against themselves.
+        let live = Existing::Live {
+            queue_count: 1,
+            length: 4096,
+        };
+        assert_eq!(admit(&req(4096, 0, 1), live, l), Ok(Admit::JoinLive));
+    }
+
+    #[test]
+    fn live_queues_must_agree() {
+        let live = Existing::Live {
+            queue_count: 2,
+            length: MIB,
+        };
+        assert_eq!(admit(&req(MIB, 1, 2), live, lim(0)), Ok(Admit::JoinLive));
+        assert_eq!(
+            admit(&req(MIB, 0, 3), live, lim(0)),
+            Err(RejectCode::QueueMismatch)
+        );
+        assert_eq!(
+            admit(&req(2 * MIB, 1, 2), live, lim(0)),
+            Err(RejectCode::BadRequest)
+        );
+        // Within the page rounding the size still matches.
+        assert_eq!(
+            admit(&req(MIB - 100, 1, 2), live, lim(0)),
+            Ok(Admit::JoinLive)
+        );
+    }
+
+    #[test]
+    fn grace_revives_same_size_only() {
+        let grace = Existing::Grace { length: MIB };
+        // A reconnect may change its queue count: no queue of it is live.
+        assert_eq!(admit(&req(MIB, 0, 4), grace, lim(0)), Ok(Admit::Revive));
+        assert_eq!(
+            admit(&req(2 * MIB, 0, 1), grace, lim(0)),
+            Err(RejectCode::BadRequest)
+        );
+    }
+}
