@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# /dev/rswap0 as swap: a cgroup limited to 64 MiB runs a program that writes a checksummed
+# pattern to 192 MiB and verifies every page twice; pages must really go out to the
+# remote memory and come back intact. rmmod is refused while swapped on; swapoff brings
+# everything back.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+LOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
+SERVER_IP=${RSWAP_PEER_IP:-${RSWAP_GUEST_IP:-192.0.2.1}}
+PORT=18516
+CFG=/sys/kernel/config/rswap
+T=$CFG/swap0
+CG=/sys/fs/cgroup/rswap-swaptest
+OUT=$RSWAP_OUT/40-swap
+WORK_MB=${RSWAP_SWAP_WORK_MB:-192}
+LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-64}
+mkdir -p "$OUT"
+
+NAMES=(
+	"swap: mkswap + swapon /dev/rswap0 at priority 100"
+	"swap: ${WORK_MB} MiB checksummed pattern in a ${LIMIT_MB} MiB cgroup, every page verified twice, 0 mismatches"
+	"swap: pages really went out to and came back from /dev/rswap0 (vmstat, /proc/swaps)"
+	"swap: rmmod is refused while swapped on"
+	"swap: swapoff brings everything back; disable and rmmod then work"
+	"dmesg: no BUG/WARNING/Oops in the swap tests"
+)
+ktap_plan ${#NAMES[@]}
+name() { echo "${NAMES[$KTAP_N]}"; }
+skip_rest() {
+	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(name)" "$1"; done
+	ktap_finish
+}
+SPID=
+cleanup() {
+	swapoff /dev/rswap0 2>/dev/null
+	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
+	rmdir $T $CG 2>/dev/null
+	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+[ -f "$KO" ] || skip_rest "rswap.ko not built"
+[ -x "$LOAD" ] || skip_rest "no swapload binary at $LOAD"
+rxe_up >/dev/null || skip_rest "soft-RoCE unavailable"
+dmesg_mark "40-swap"
+if [ -z "${RSWAP_PEER_IP:-}" ]; then
+	[ -x "$SRV" ] || skip_rest "rswap-server not built"
+	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + 64))M >"$OUT/server.log" 2>&1 &
+	SPID=$!
+	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
+fi
+grep -q '^rswap ' /proc/modules || insmod "$KO" || skip_rest "insmod failed"
+swapoff -a 2>/dev/null
+mkdir -p $T
+echo "$SERVER_IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size
+echo 1 > $T/enable || skip_rest "enable failed: $(dmesg | tail -3)"
+
+if mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0 \
+	&& awk '$1 == "/dev/rswap0" && $5 == 100 { f = 1 } END { exit !f }' /proc/swaps; then
+	ktap_pass "$(name)"
+else
+	ktap_fail "$(name)" "$(cat /proc/swaps)"; skip_rest "no swap"
+fi
+
+vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+in0=$(vm pswpin); out0=$(vm pswpout)
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+mkdir -p $CG
+echo $((LIMIT_MB << 20)) > $CG/memory.max
+echo max > $CG/memory.swap.max 2>/dev/null
+start=$(date +%s)
+sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err"
+lrc=$?
+took=$(( $(date +%s) - start ))
+peak=$(awk '$1 == "/dev/rswap0" { print $4 }' /proc/swaps)
+in1=$(vm pswpin); out1=$(vm pswpout)
+if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json"; then
+	ktap_pass "$(name)"
+	ktap_diag "swapload: ${took}s: $(cat "$OUT/swapload.json")"
+else
+	ktap_fail "$(name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json")"
+fi
+
+dout=$((out1 - out0)); din=$((in1 - in0))
+ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"
+# At least the part of the working set above the limit must have gone out and come back.
+need=$(( (WORK_MB - LIMIT_MB) * 256 ))
+if [ $dout -ge $need ] && [ $din -ge $need ]; then ktap_pass "$(name)"
+else ktap_fail "$(name)" "expected >= $need pages each way"; fi
+
+r=0; rmmod rswap 2>/dev/null && r=1
+if [ $r = 0 ] && grep -q '^rswap ' /proc/modules; then ktap_pass "$(name)"
+else ktap_fail "$(name)" "rmmod succeeded while swapped on"; skip_rest "module gone"; fi
+
+rmdir $CG 2>/dev/null
+ok=1
+swapoff /dev/rswap0 || ok=0
+grep -q rswap0 /proc/swaps && ok=0
+echo 0 > $T/enable || ok=0
+rmdir $T || ok=0
+rmmod rswap || ok=0
+if [ $ok = 1 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
+[ -z "$SPID" ] || { kill "$SPID"; wait "$SPID"; SPID=; }
+
+ktap_check "$(name)" dmesg_clean
+ktap_finish

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel module's `core`-only modules, compiled for the host so their `#[cfg(test)]`
+//! tests run under `cargo test`.
+
+#![no_std]
+#![allow(dead_code, reason = "the module uses these items; the tests use only some")]
+
+#[cfg(test)]
+extern crate std;
+
+#[path = "../../../src/config_parse.rs"]
+mod config_parse;
+#[path = "../../../src/transport/remote.rs"]
+mod remote;
+#[path = "../../../src/transport/wire.rs"]
+mod wire;
