@@ -42,6 +42,14 @@ else
 	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
 fi
 
+log "kernel module logic: cargo test (tests/unit)"
+if o=$(cd "$RSWAP_TOP/tests/unit" && cargo test --locked 2>&1); then
+	n=$(grep -Eo 'test result: ok\. [0-9]+ passed' <<<"$o" | awk '{ s += $4 } END { print s + 0 }')
+	result ok "host: module logic unit tests: config parsing, bounds, wire format ($n tests)"
+else
+	result fail "host: module logic unit tests" "$(grep -E 'panicked|FAILED|error' <<<"$o" | head -30)"
+fi
+
 if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	log "memory server: cargo test and release build"
 	if o=$(cd "$RSWAP_TOP/tools/rswap-server" && cargo test --locked 2>&1); then
@@ -55,6 +63,10 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 fi
 
 # --- in-guest suites ---------------------------------------------------------------------
+# Guest-side helper programs, built on the host into the results folder the guest sees.
+mkdir -p "$out/guest"
+gcc -O2 -Wall -o "$out/guest/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
+	|| result fail "host: build tests/bench/swapload.c"
 # shellcheck disable=SC2206
 suites=(${RSWAP_SUITES:-$(cd "$RSWAP_TOP" && ls tests/guest/[0-9][0-9]-*.sh)})
 log "booting the $KERNEL guest for ${#suites[@]} suites: ${suites[*]}"

@@ -58,6 +58,8 @@ enum Step {
     Failed = 5,
     Disconnected = 6,
     DeviceRemoval = 7,
+    /// rswap itself is tearing the queue down.
+    Closing = 8,
 }
 
 /// Descriptor receive state.
@@ -132,7 +134,9 @@ impl CmHandler for QueueEvents {
                 if self.step() == Step::Established as u32 {
                     pr_warn!("queue {}: disconnected by the server\n", self.index);
                 }
-                self.set(Step::Disconnected);
+                if self.step() != Step::Closing as u32 {
+                    self.set(Step::Disconnected);
+                }
             }
             CmEvent::DeviceRemoval => self.set(Step::DeviceRemoval),
             CmEvent::Failed { what, status } => {
@@ -192,6 +196,7 @@ impl Drop for QueueConn {
     fn drop(&mut self) {
         // Disconnect (QP to error), then wait until every posted work request has come
         // back through its completion; the fields are then dropped QP, CQ, PD, cm_id.
+        self.cm.handler().set(Step::Closing);
         self.cm.disconnect();
         self.qp.drain();
     }

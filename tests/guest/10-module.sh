@@ -26,11 +26,11 @@ if [ ! -f "$KO" ]; then
 	for i in $(seq 12); do ktap_skip "module test $i" "rswap.ko not built"; done
 	ktap_finish
 fi
-modprobe ib_core; modprobe rdma_rxe
+modprobe -a ib_core rdma_rxe
 rdma link delete rxe0 2>/dev/null
 
 dmesg_mark "load without devices"
-ktap_check "module: insmod with no RDMA device" insmod "$KO"
+ktap_check "module: insmod with no RDMA device" rswap_load
 ktap_check "module: vermagic matches the running kernel" \
 	bash -c "[ \"\$(modinfo -F vermagic $KO | cut -d' ' -f1)\" = \"\$(uname -r)\" ]"
 
@@ -47,7 +47,7 @@ ktap_check "module: rmmod with no device" rmmod rswap
 
 dmesg_mark "load with rxe0 present"
 rxe_up >/dev/null
-insmod "$KO"
+rswap_load
 ktap_check "client: a device present before insmod is seen at load" dmesg_has 'rxe0: device added, PD allocated'
 dmesg_mark "unload with rxe0 present"
 rmmod rswap
@@ -59,7 +59,7 @@ dmesg_mark "load/unload loop"
 slab_before=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
 fails=0
 for i in $(seq "$LOOPS"); do
-	insmod "$KO" || fails=$((fails + 1))
+	rswap_load || fails=$((fails + 1))
 	[ "$(res_count pd)" = 1 ] || fails=$((fails + 1))
 	rmmod rswap || fails=$((fails + 1))
 done
@@ -71,7 +71,7 @@ else
 	ktap_fail "module: $LOOPS load/unload cycles with rxe0 present" "failures: $fails, pd left: $(res_count pd)"
 fi
 ktap_check "module: a second device gets its own PD" bash -c "
-	insmod $KO && ip link add dummy0 type dummy 2>/dev/null; ip link set dummy0 up 2>/dev/null
+	rswap_load && ip link add dummy0 type dummy 2>/dev/null; ip link set dummy0 up 2>/dev/null
 	rdma link add rxe1 type rxe netdev dummy0 || exit 1
 	n=\$(rdma resource show pd | grep -c 'comm \[rswap\]'); rdma link delete rxe1; rmmod rswap; ip link del dummy0
 	[ \"\$n\" = 2 ] || { echo \"expected 2 PDs, saw \$n\"; exit 1; }"

@@ -60,7 +60,7 @@ start_server() {
 }
 start_server || skip_rest "rswap-server does not start"
 
-insmod "$KO" && [ -d $CFG ]
+rswap_load && [ -d $CFG ]
 if [ $? = 0 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)"; skip_rest "module not loaded"; fi
 
 # --- bad values -----------------------------------------------------------------------

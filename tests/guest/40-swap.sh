@@ -53,7 +53,7 @@ if [ -z "${RSWAP_PEER_IP:-}" ]; then
 	SPID=$!
 	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
 fi
-grep -q '^rswap ' /proc/modules || insmod "$KO" || skip_rest "insmod failed"
+grep -q '^rswap ' /proc/modules || rswap_load || skip_rest "insmod failed"
 swapoff -a 2>/dev/null
 mkdir -p $T
 echo "$SERVER_IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size

@@ -9,7 +9,7 @@
 # and rdma_cm character devices. Returns non-zero with a message when rxe is unusable.
 rxe_up() {
 	modprobe rdma_rxe || { echo "modprobe rdma_rxe failed"; return 1; }
-	modprobe ib_uverbs 2>/dev/null; modprobe rdma_ucm 2>/dev/null
+	modprobe -a ib_uverbs rdma_ucm 2>/dev/null
 	rdma link show | grep -q '^link rxe0/' || rdma link add rxe0 type rxe netdev eth0 || return 1
 	for _ in $(seq 200); do
 		rdma link show | grep -q '^link rxe0/.* state ACTIVE' && return 0
@@ -37,3 +37,11 @@ dmesg_clean_since_mark_all() {
 	bad=$(dmesg | grep -E "$DMESG_BAD" || true)
 	[ -z "$bad" ] || { echo "$bad"; return 1; }
 }
+
+# Load rswap.ko from the work tree. insmod does not resolve dependencies, so load the
+# RDMA core and connection manager first, as modprobe would.
+rswap_load() {
+	modprobe -a ib_core rdma_cm || return 1
+	insmod "$RSWAP_TOP/rswap.ko" "$@"
+}
+export -f rswap_load
