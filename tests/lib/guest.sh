@@ -21,7 +21,8 @@ rxe_up() {
 rxe_down() { rdma link delete rxe0 2>/dev/null; true; }
 
 # Lines in dmesg that mean the kernel is unhappy since the marker was set.
-DMESG_BAD='BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|possible circular locking|lockdep|Call Trace:|kernel BUG|refcount_t:|list_add corruption|list_del corruption'
+# (Lockdep reports start with "WARNING: possible ..." or "BUG: ..."; KASAN with "BUG: KASAN".)
+DMESG_BAD='BUG:|WARNING:|Oops|general protection|KASAN:|UBSAN:|inconsistent lock state|Call Trace:|kernel BUG|refcount_t:|list_add corruption|list_del corruption'
 dmesg_mark() { echo "rswap-test-mark: $1" > /dev/kmsg; }
 # Print bad lines logged after the last mark; succeed when there are none.
 dmesg_clean() {
