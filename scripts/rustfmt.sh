@@ -7,7 +7,9 @@
 kdir=$(bash "$RSWAP_TOP/scripts/kernel-stock.sh")
 mode=()
 [ "${1:-}" != --check ] || mode=(--check)
-files=$(cd "$RSWAP_TOP" && find src samples -name '*.rs' ! -name '*_generated.rs' 2>/dev/null | sort)
+# Crate roots only (those with `module!`): rustfmt follows their `mod` declarations, and
+# naming a module file as well makes it fail.
+files=$(cd "$RSWAP_TOP" && grep -l '^module! {' $(find src samples -name '*.rs' ! -name '*_generated.rs' 2>/dev/null) | sort)
 [ -n "$files" ] || exit 0
 # shellcheck disable=SC2086
 bash "$RSWAP_TOP/scripts/inroot.sh" rustfmt --edition 2021 --config-path "$kdir/.rustfmt.toml" \

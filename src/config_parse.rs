@@ -23,10 +23,16 @@ pub(crate) fn ipv4(s: &str) -> Result<u32, Invalid> {
     let mut parts = 0;
     for part in s.split('.') {
         parts += 1;
-        if parts > 4 || part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit()) {
+        if parts > 4
+            || part.is_empty()
+            || part.len() > 3
+            || !part.bytes().all(|b| b.is_ascii_digit())
+        {
             return Err(Invalid("not an IPv4 address (a.b.c.d)"));
         }
-        let v: u32 = part.parse().map_err(|_| Invalid("not an IPv4 address (a.b.c.d)"))?;
+        let v: u32 = part
+            .parse()
+            .map_err(|_| Invalid("not an IPv4 address (a.b.c.d)"))?;
         if v > 255 {
             return Err(Invalid("IPv4 address part above 255"));
         }
@@ -36,7 +42,9 @@ pub(crate) fn ipv4(s: &str) -> Result<u32, Invalid> {
         return Err(Invalid("not an IPv4 address (a.b.c.d)"));
     }
     if out == 0 || out == u32::MAX {
-        return Err(Invalid("0.0.0.0 and 255.255.255.255 are not server addresses"));
+        return Err(Invalid(
+            "0.0.0.0 and 255.255.255.255 are not server addresses",
+        ));
     }
     Ok(out)
 }
@@ -87,7 +95,10 @@ pub(crate) fn size(s: &str) -> Result<u64, Invalid> {
         return Err(Invalid("not a size (e.g. 512M)"));
     }
     let n = number(digits, 0, u64::MAX).map_err(|_| Invalid("not a size (e.g. 512M)"))?;
-    let bytes = n.checked_shl(shift).filter(|b| b >> shift == n).ok_or(Invalid("size too large"))?;
+    let bytes = n
+        .checked_shl(shift)
+        .filter(|b| b >> shift == n)
+        .ok_or(Invalid("size too large"))?;
     if bytes % 4096 != 0 {
         return Err(Invalid("size must be a multiple of 4096"));
     }
@@ -122,8 +133,19 @@ mod tests {
     fn ipv4_good_and_bad() {
         assert_eq!(ipv4("192.0.2.1"), Ok(0xc000_0201));
         assert_eq!(ipv4("10.0.0.255"), Ok(0x0a00_00ff));
-        for bad in ["192.0.2", "192.0.2.1.5", "256.0.0.1", "a.b.c.d", "1..2.3", "", "0.0.0.0",
-                    "255.255.255.255", "1.2.3.-4", "1.2.3.0004", "+1.2.3.4"] {
+        for bad in [
+            "192.0.2",
+            "192.0.2.1.5",
+            "256.0.0.1",
+            "a.b.c.d",
+            "1..2.3",
+            "",
+            "0.0.0.0",
+            "255.255.255.255",
+            "1.2.3.-4",
+            "1.2.3.0004",
+            "+1.2.3.4",
+        ] {
             assert!(ipv4(bad).is_err(), "{bad}");
         }
     }
@@ -157,8 +179,19 @@ mod tests {
         assert_eq!(size("1T"), Ok(1 << 40));
         assert_eq!(size("1048576"), Ok(1 << 20));
         assert_eq!(size("4096k"), Ok(4 << 20));
-        for bad in ["", "M", "1", "4095K", "1000000", "2T", "512Q", "-1M", "1.5G",
-                    "99999999999999999999G", "18014398509481984K"] {
+        for bad in [
+            "",
+            "M",
+            "1",
+            "4095K",
+            "1000000",
+            "2T",
+            "512Q",
+            "-1M",
+            "1.5G",
+            "99999999999999999999G",
+            "18014398509481984K",
+        ] {
             assert!(size(bad).is_err(), "{bad}");
         }
     }

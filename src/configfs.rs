@@ -42,7 +42,7 @@ pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
     let item_type = configfs_attrs! {
         container: configfs::Subsystem<Root>,
         data: Root,
-        child: Target_,
+        child: TargetConfig,
         attributes: [
             version: 0,
         ],
@@ -67,12 +67,15 @@ impl configfs::AttributeOperations<0> for Root {
 
 #[vtable]
 impl configfs::GroupOperations for Root {
-    type Child = Target_;
+    type Child = TargetConfig;
 
-    fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Target_>, Error>> {
+    fn make_group(
+        &self,
+        name: &CStr,
+    ) -> Result<impl PinInit<configfs::Group<TargetConfig>, Error>> {
         let item_type = configfs_attrs! {
-            container: configfs::Group<Target_>,
-            data: Target_,
+            container: configfs::Group<TargetConfig>,
+            data: TargetConfig,
             attributes: [
                 addr: 0,
                 port: 1,
@@ -89,9 +92,9 @@ impl configfs::GroupOperations for Root {
         let name = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
         let queues = kernel_ext::nr_cpus().clamp(1, 64) as u16;
         Ok(configfs::Group::new(
-            name.try_into()?,
+            name,
             item_type,
-            try_pin_init!(Target_ {
+            try_pin_init!(TargetConfig {
                 inner <- new_mutex!(Settings {
                     addr: None,
                     port: DEFAULT_PORT,
@@ -114,7 +117,7 @@ impl configfs::GroupOperations for Root {
 
 /// One remote-memory target: a directory under `/sys/kernel/config/rswap`.
 #[pin_data]
-pub(crate) struct Target_ {
+pub(crate) struct TargetConfig {
     /// Serialises configuration changes, enable and disable.
     #[pin]
     inner: Mutex<Settings>,
@@ -152,17 +155,23 @@ fn invalid(what: &str, e: Invalid) -> Error {
 }
 
 /// Stores `value` into the settings unless the target is enabled.
-fn store_setting(this: &Target_, what: &str, f: impl FnOnce(&mut Settings)) -> Result {
+fn store_setting(this: &TargetConfig, what: &str, f: impl FnOnce(&mut Settings)) -> Result {
     let mut s = this.inner.lock();
     if s.enabled.is_some() {
-        pr_err!("configfs: {}: read-only while enabled (write 0 to enable first)\n", what);
+        pr_err!(
+            "configfs: {}: read-only while enabled (write 0 to enable first)\n",
+            what
+        );
         return Err(EBUSY);
     }
     f(&mut s);
     Ok(())
 }
 
-fn show_with(page: &mut [u8; PAGE_SIZE], f: impl FnOnce(&mut Formatter<'_>) -> core::fmt::Result) -> Result<usize> {
+fn show_with(
+    page: &mut [u8; PAGE_SIZE],
+    f: impl FnOnce(&mut Formatter<'_>) -> core::fmt::Result,
+) -> Result<usize> {
     let mut w = Formatter::new(page);
     f(&mut w)?;
     Ok(w.bytes_written())
@@ -242,15 +251,15 @@ fn enable(s: &mut Settings) -> Result {
 macro_rules! setting_attr {
     ($id:literal, $name:literal, |$s:ident, $w:ident| $show:expr, |$text:ident| $parse:expr, |$st:ident, $v:ident| $apply:expr) => {
         #[vtable]
-        impl configfs::AttributeOperations<$id> for Target_ {
-            type Data = Target_;
+        impl configfs::AttributeOperations<$id> for TargetConfig {
+            type Data = TargetConfig;
 
-            fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+            fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
                 let $s = this.inner.lock();
                 show_with(page, |$w| $show)
             }
 
-            fn store(this: &Target_, page: &[u8]) -> Result {
+            fn store(this: &TargetConfig, page: &[u8]) -> Result {
                 let $text = parse::text(page).map_err(|e| invalid($name, e))?;
                 let $v = $parse.map_err(|e| invalid($name, e))?;
                 store_setting(this, $name, |$st| $apply)
@@ -263,7 +272,14 @@ setting_attr!(
     0,
     "addr",
     |s, w| match s.addr {
-        Some(ip) => writeln!(w, "{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff),
+        Some(ip) => writeln!(
+            w,
+            "{}.{}.{}.{}",
+            ip >> 24,
+            (ip >> 16) & 0xff,
+            (ip >> 8) & 0xff,
+            ip & 0xff
+        ),
         None => writeln!(w, "(unset)"),
     },
     |t| parse::ipv4(t),
@@ -316,15 +332,15 @@ setting_attr!(
 );
 
 #[vtable]
-impl configfs::AttributeOperations<7> for Target_ {
-    type Data = Target_;
+impl configfs::AttributeOperations<7> for TargetConfig {
+    type Data = TargetConfig;
 
-    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let on = this.inner.lock().enabled.is_some();
         show_with(page, |w| writeln!(w, "{}", u8::from(on)))
     }
 
-    fn store(this: &Target_, page: &[u8]) -> Result {
+    fn store(this: &TargetConfig, page: &[u8]) -> Result {
         let text = parse::text(page).map_err(|e| invalid("enable", e))?;
         let on = parse::boolean(text).map_err(|e| invalid("enable", e))?;
         let mut s = this.inner.lock();
@@ -349,10 +365,10 @@ impl configfs::AttributeOperations<7> for Target_ {
 }
 
 #[vtable]
-impl configfs::AttributeOperations<8> for Target_ {
-    type Data = Target_;
+impl configfs::AttributeOperations<8> for TargetConfig {
+    type Data = TargetConfig;
 
-    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
             None => writeln!(w, "disabled"),
@@ -364,7 +380,13 @@ impl configfs::AttributeOperations<8> for Target_ {
                 writeln!(
                     w,
                     "{} queues={}/{} region={} epoch={} rkey={:#x} length={}",
-                    if live == total { "connected" } else if live == 0 { "dead" } else { "degraded" },
+                    if live == total {
+                        "connected"
+                    } else if live == 0 {
+                        "dead"
+                    } else {
+                        "degraded"
+                    },
                     live,
                     total,
                     d.region_id,
@@ -378,10 +400,10 @@ impl configfs::AttributeOperations<8> for Target_ {
 }
 
 #[vtable]
-impl configfs::AttributeOperations<9> for Target_ {
-    type Data = Target_;
+impl configfs::AttributeOperations<9> for TargetConfig {
+    type Data = TargetConfig;
 
-    fn show(this: &Target_, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
             Some(e) => writeln!(w, "rswap{}", e.minor),

@@ -39,7 +39,9 @@ pub(crate) fn init() {
 /// Takes the lowest free disk number.
 pub(crate) fn take_minor() -> Result<u32> {
     let mut reg = REGISTRY.lock();
-    let free = (0..MAX_DISKS).find(|i| reg.used_minors & (1 << i) == 0).ok_or(ENOSPC)?;
+    let free = (0..MAX_DISKS)
+        .find(|i| reg.used_minors & (1 << i) == 0)
+        .ok_or(ENOSPC)?;
     reg.used_minors |= 1 << free;
     Ok(free)
 }
@@ -63,7 +65,8 @@ pub(crate) fn add_queues(queues: &[Arc<Queue>]) -> Result {
 /// Forgets the queues of a session.
 pub(crate) fn remove_queues(queues: &[Arc<Queue>]) {
     let mut reg = REGISTRY.lock();
-    reg.queues.retain(|q| !queues.iter().any(|r| Arc::ptr_eq(q, r)));
+    reg.queues
+        .retain(|q| !queues.iter().any(|r| Arc::ptr_eq(q, r)));
 }
 
 /// Tears down every queue on `dev` (its removal is in progress) and returns how many.

@@ -12,7 +12,7 @@ use crate::{
     blk::{self, Op, OwnedRequest, Status, TimeoutAction, MAX_SEGMENTS},
     ib::{
         cqe::Wc,
-        dma::{Direction, Sge, SgMapping},
+        dma::{Direction, SgMapping, Sge},
         qp::RdmaOp,
     },
     transport::session::Session,

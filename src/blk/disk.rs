@@ -57,7 +57,8 @@ impl<T: Operations> Disk<T> {
             return Err(EINVAL);
         }
         let max_segments = params.max_segments.clamp(1, MAX_SEGMENTS as u32);
-        let max_sectors = (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
+        let max_sectors =
+            (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
         let hw_queues = params.hw_queues;
         let depth = params.queue_depth;
         let name = params.name;

@@ -245,9 +245,8 @@ impl<'a> TimedOutRequest<'a> {
     /// `rq` must be a valid request for `'a`.
     pub(super) unsafe fn from_raw(rq: *mut kernel::bindings::request) -> Self {
         // SAFETY: the caller guarantees validity; `Opaque` is transparent.
-        Self {
-            rq: unsafe { &*rq.cast() },
-        }
+        let rq = unsafe { &*rq.cast() };
+        Self { rq }
     }
 
     /// The first sector.

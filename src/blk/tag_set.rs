@@ -187,4 +187,3 @@ unsafe extern "C" fn timeout_callback<T: Operations>(
         TimeoutAction::Done => kernel::bindings::blk_eh_timer_return_BLK_EH_DONE,
     }
 }
-

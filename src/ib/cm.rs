@@ -103,7 +103,12 @@ impl<H: CmHandler> CmId<H> {
         // SAFETY: the id is valid (type invariant); the helper builds the address on its
         // stack and the CM copies it.
         to_result(unsafe {
-            bindings::rswap_rdma_resolve_addr_in(self.as_raw(), ip.to_be(), port, timeout_ms as usize)
+            bindings::rswap_rdma_resolve_addr_in(
+                self.as_raw(),
+                ip.to_be(),
+                port,
+                timeout_ms as usize,
+            )
         })
     }
 

@@ -53,15 +53,13 @@ impl Device {
     /// The most SGEs one send work request may carry.
     pub(crate) fn max_send_sge(&self) -> u32 {
         // SAFETY: as in `max_cqe`.
-        let n = unsafe { (*self.as_raw()).attrs.max_send_sge };
-        u32::try_from(n).unwrap_or(1).max(1)
+        unsafe { (*self.as_raw()).attrs.max_send_sge }.max(1)
     }
 
     /// The most RDMA READs one QP may have outstanding as initiator.
     pub(crate) fn max_qp_init_rd_atom(&self) -> u32 {
         // SAFETY: as in `max_cqe`.
-        let n = unsafe { (*self.as_raw()).attrs.max_qp_init_rd_atom };
-        u32::try_from(n).unwrap_or(1).max(1)
+        unsafe { (*self.as_raw()).attrs.max_qp_init_rd_atom }.max(1)
     }
 
     /// How many completion vectors (interrupts) the device has.

@@ -50,7 +50,12 @@ unsafe impl Sync for Qp {}
 
 impl Qp {
     /// Creates the QP of `id` in `pd`, with `cq` for both send and receive completions.
-    pub(crate) fn create<H: CmHandler>(id: &CmId<H>, pd: &Pd, cq: &Cq, caps: &QpCaps) -> Result<Self> {
+    pub(crate) fn create<H: CmHandler>(
+        id: &CmId<H>,
+        pd: &Pd,
+        cq: &Cq,
+        caps: &QpCaps,
+    ) -> Result<Self> {
         let mut attr = bindings::ib_qp_init_attr {
             send_cq: cq.as_raw(),
             recv_cq: cq.as_raw(),
@@ -127,12 +132,15 @@ impl Qp {
     ) -> core::result::Result<(), (Error, T)> {
         let mut sge_copy = bindings::ib_sge::default();
         // SAFETY: `Sge` is a transparent `ib_sge`; copying the plain struct.
-        unsafe { core::ptr::copy_nonoverlapping(core::ptr::from_ref(sge).cast(), &mut sge_copy, 1) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(core::ptr::from_ref(sge).cast(), &mut sge_copy, 1)
+        };
         let cqe = owner.into_cqe();
         // SAFETY: `cqe` is a valid entry inside the owned object.
         cqe::arm::<T>(unsafe { cqe.as_ref() });
         // SAFETY: the QP is valid; the SGE is copied by the provider during the call.
-        let ret = unsafe { bindings::rswap_ib_post_recv(self.qp(), cqe.as_ptr().cast(), &mut sge_copy) };
+        let ret =
+            unsafe { bindings::rswap_ib_post_recv(self.qp(), cqe.as_ptr().cast(), &mut sge_copy) };
         if ret != 0 {
             // SAFETY: nothing was posted.
             return Err((Error::from_errno(ret), unsafe { T::from_cqe(cqe) }));

@@ -7,7 +7,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use super::{
     cqe::{Cqe, CqeOwner, Wc},
-    dma::{DmaBuf, Direction},
+    dma::{Direction, DmaBuf},
     qp::Qp,
     Device,
 };
@@ -64,7 +64,10 @@ unsafe impl<H: RecvHandler> CqeOwner for Recv<H> {
 
     fn complete(self, wc: &Wc<'_>) {
         let len = usize::try_from(wc.byte_len()).unwrap_or(0);
-        let data = wc.is_ok().then(|| self.0.buf.contents().get(..len)).flatten();
+        let data = wc
+            .is_ok()
+            .then(|| self.0.buf.contents().get(..len))
+            .flatten();
         self.0.handler.received(data);
     }
 }

@@ -140,7 +140,12 @@ impl CmHandler for QueueEvents {
             }
             CmEvent::DeviceRemoval => self.set(Step::DeviceRemoval),
             CmEvent::Failed { what, status } => {
-                pr_err!("queue {}: {} failed (status {})\n", self.index, what, status);
+                pr_err!(
+                    "queue {}: {} failed (status {})\n",
+                    self.index,
+                    what,
+                    status
+                );
                 self.status.store(status, Ordering::Relaxed);
                 self.set(Step::Failed);
             }
@@ -169,7 +174,10 @@ impl RecvHandler for QueueEvents {
 /// order the hardware needs (see the module documentation).
 pub(crate) struct QueueConn {
     qp: Qp,
-    #[expect(dead_code, reason = "owned for the QP's completions; dropped after the QP")]
+    #[expect(
+        dead_code,
+        reason = "owned for the QP's completions; dropped after the QP"
+    )]
     cq: Cq,
     pd: Pd,
     cm: CmId<QueueEvents>,
@@ -263,7 +271,9 @@ impl Queue {
             }
             return Err(e);
         }
-        if !wait_for(ms, || events.desc_state.load(Ordering::Acquire) != DESC_PENDING) {
+        if !wait_for(ms, || {
+            events.desc_state.load(Ordering::Acquire) != DESC_PENDING
+        }) {
             pr_err!("queue {}: no region descriptor within {} ms\n", index, ms);
             return Err(ETIMEDOUT);
         }
@@ -350,7 +360,12 @@ fn wait_step(events: &QueueEvents, want: Step, ms: u32, what: &str) -> Result {
         );
         return Err(EHOSTUNREACH);
     }
-    pr_err!("queue {}: {} timed out after {} ms\n", events.index, what, ms);
+    pr_err!(
+        "queue {}: {} timed out after {} ms\n",
+        events.index,
+        what,
+        ms
+    );
     Err(ETIMEDOUT)
 }
 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Two guests joined by a private link: rswap-server in one, rswap in the other
+# (tests/pair/*.sh). Prints the client's KTAP lines for scripts/check.sh.
+#   tests/host/50-two-guests.sh [--out DIR]
+. "$(dirname "$0")/../../scripts/common.sh"
+out=$RSWAP_TOP/results/two-guests
+[ "${1:-}" != --out ] || out=$2
+rm -rf "$out"; mkdir -p "$out"
+gcc -O2 -o "$out/swapload" "$RSWAP_TOP/tests/bench/swapload.c"
+mkdir -p "$out/client"; cp "$out/swapload" "$out/client/swapload"
+RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --out "$out" --timeout 1500 --grace 2 \
+	--kernel "${KERNEL:-stock}" tests/pair/server.sh tests/pair/client.sh
+rc=$?
+cat "$out/client/console.log" 2>/dev/null
+exit $rc

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The client guest of a two-guest run: /dev/rswap0 backed by rswap-server in the other
+# guest, so nothing depends on soft-RoCE's same-host loopback. fio verify, then the swap
+# suite (tests/guest/40-swap.sh) against the remote server.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+CFG=/sys/kernel/config/rswap
+T=$CFG/remote
+OUT=$RSWAP_OUT/pair
+mkdir -p "$OUT"
+NAMES=(
+	"two guests: enable connects to the server in the other guest"
+	"two guests: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
+	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
+)
+ktap_plan $(( ${#NAMES[@]} + 6 ))
+name() { echo "${NAMES[$KTAP_N]}"; }
+rxe_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
+rswap_load
+mkdir $T
+echo "$RSWAP_PEER_IP" > $T/addr; echo 18515 > $T/port; echo 64M > $T/size; echo 2 > $T/queues
+ok=0
+for _ in $(seq 60); do # the server guest may still be booting
+	echo 1 > $T/enable 2>/dev/null && { ok=1; break; }
+	sleep 2
+done
+if [ $ok = 1 ] && [ -b /dev/rswap0 ]; then ktap_pass "$(name)"; ktap_diag "$(cat $T/state)"
+else ktap_fail "$(name)" "$(dmesg | grep rswap | tail -5)"; fi
+
+fio --name=verify --filename=/dev/rswap0 --direct=1 --ioengine=libaio --rw=randwrite \
+	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=32M --offset_increment=32M \
+	--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+	--output-format=json --output="$OUT/fio-verify.json" >"$OUT/fio-verify.log" 2>&1
+frc=$?
+errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-verify.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+if [ $frc = 0 ] && [ "$errs" = 0 ]; then ktap_pass "$(name)"
+else ktap_fail "$(name)" "fio exit $frc errors $errs: $(tail -5 "$OUT/fio-verify.log")"; fi
+
+head -c 4M /dev/urandom > /tmp/r4
+dd if=/tmp/r4 of=/dev/rswap0 bs=1M seek=8 oflag=direct status=none
+echo 0 > $T/enable; echo 1 > $T/enable
+if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(name)"
+else ktap_fail "$(name)" "$(cat $T/state)"; fi
+echo 0 > $T/enable; rmdir $T; rmmod rswap
+
+# The swap suite, with the server in the other guest (it starts none of its own).
+RSWAP_SWAP_PORT=18515 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64 bash "$RSWAP_TOP/tests/guest/40-swap.sh" \
+	| grep -v '^KTAP\|^1\.\.\|^# totals' | while IFS= read -r line; do
+		case $line in
+		"ok "*) echo "ok $((++KTAP_N)) two guests: ${line#ok [0-9]* }" ;;
+		"not ok "*) echo "not ok $((++KTAP_N)) two guests: ${line#not ok [0-9]* }" ;;
+		*) echo "$line" ;;
+		esac
+	done
+# The subshell's counts are lost; recount from this script's own output is done by the host.
+exit 0
