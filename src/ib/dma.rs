@@ -134,9 +134,12 @@ impl DmaBuf {
     /// The size of every `DmaBuf` (room for any control message of the wire format).
     pub(crate) const SIZE: usize = 64;
 
-    /// Allocates and maps a zeroed buffer for `dir` on `dev`.
-    pub(crate) fn new(dev: &Device, dir: Direction) -> Result<Self> {
+    /// Allocates a buffer holding `contents` (zero-padded; at most `SIZE` bytes are used)
+    /// and maps it for `dir` on `dev`. The contents are written before mapping.
+    pub(crate) fn with_contents(dev: &Device, dir: Direction, contents: &[u8]) -> Result<Self> {
         let mut buf = KBox::new([0u8; Self::SIZE], GFP_KERNEL)?;
+        let n = contents.len().min(Self::SIZE);
+        buf[..n].copy_from_slice(&contents[..n]);
         let mut addr = 0u64;
         // SAFETY: `dev` is valid and `buf` is a live heap allocation of `SIZE` bytes.
         to_result(unsafe {
@@ -166,8 +169,19 @@ impl DmaBuf {
         })
     }
 
-    /// The buffer's contents, after a completed receive into it.
-    pub(crate) fn contents(&self) -> &[u8; Self::SIZE] {
+    /// The buffer's contents once the device is done with it (after the completion of
+    /// the work request that used it): synchronised for the CPU first.
+    pub(crate) fn contents_for_cpu(&mut self) -> &[u8; Self::SIZE] {
+        // SAFETY: by the type invariant `addr` maps `buf` on `dev`; the device no longer
+        // accesses it (its work request completed).
+        unsafe {
+            bindings::rswap_ib_dma_sync_single_for_cpu(
+                self.dev,
+                self.addr,
+                Self::SIZE,
+                self.dir.as_raw(),
+            )
+        };
         &self.buf
     }
 }

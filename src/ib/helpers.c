@@ -44,6 +44,12 @@ void rswap_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 	ib_dma_unmap_single(dev, addr, size, dir);
 }
 
+void rswap_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				      enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
 int rswap_ib_dma_map_sg_sges(struct ib_device *dev, struct scatterlist *sgl, int nents,
 			     enum dma_data_direction dir, struct ib_sge *sges, u32 lkey)
 {

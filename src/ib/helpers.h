@@ -21,6 +21,8 @@ int rswap_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
 			    enum dma_data_direction dir, u64 *addr);
 void rswap_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 			       enum dma_data_direction dir);
+void rswap_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				      enum dma_data_direction dir);
 /*
  * DMA-map a scatterlist and describe each mapped entry as an SGE with @lkey.
  * Returns the number of SGEs (at most @nents) or 0 when mapping failed.

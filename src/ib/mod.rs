@@ -12,9 +12,9 @@ pub(crate) mod cq;
 pub(crate) mod cqe;
 pub(crate) mod device;
 pub(crate) mod dma;
+pub(crate) mod oneshot;
 pub(crate) mod pd;
 pub(crate) mod qp;
-pub(crate) mod recv;
 
 pub(crate) use client::{ClientCell, ClientDriver, Registration};
 pub(crate) use cq::Cq;

@@ -21,8 +21,9 @@ use crate::{
     ib::{
         cm::{CmEvent, CmHandler, CmId, ConnectParams},
         cq::PollContext,
+        dma::Direction,
+        oneshot::{OneShot, OneShotHandler},
         qp::QpCaps,
-        recv::{Recv, RecvHandler},
         Cq, Device, Pd, Qp,
     },
 };
@@ -154,8 +155,8 @@ impl CmHandler for QueueEvents {
     }
 }
 
-impl RecvHandler for QueueEvents {
-    fn received(&self, data: Option<&[u8]>) {
+impl OneShotHandler for QueueEvents {
+    fn done(&self, _tag: u32, data: Option<&[u8]>) {
         match data {
             Some(bytes) if bytes.len() >= RegionDescriptor::SIZE => {
                 for (word, chunk) in self.desc.iter().zip(bytes.chunks_exact(8)) {
@@ -247,7 +248,8 @@ impl Queue {
             send_sge: (MAX_SEGMENTS as u32).min(dev.max_send_sge()),
         };
         let qp = Qp::create(&cm, &pd, &cq, &caps)?;
-        Recv::post(dev, &qp, pd.local_dma_lkey(), events.clone())?;
+        OneShot::new(dev, Direction::FromDevice, &[], 0, events.clone())?
+            .post_recv(&qp, pd.local_dma_lkey())?;
 
         let mut private = [0u8; ConnectRequest::SIZE];
         ConnectRequest {
