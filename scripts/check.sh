@@ -15,6 +15,18 @@ failed=()
 out=$RSWAP_TOP/results/check-$KERNEL
 rm -rf "$out"; mkdir -p "$out"
 
+# tally PREFIX TEXT: count each KTAP result line of TEXT, named PREFIX: its description.
+tally() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) result skip "$1: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
+		"ok "*) result ok "$1: $(sed -E 's/^ok [0-9]+ //' <<<"$line")" ;;
+		"not ok "*) result fail "$1: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
+		esac
+	done <<<"$2"
+}
+
 result() { # ok|fail|skip name [detail]
 	case $1 in
 	ok) pass=$((pass + 1)); echo "ok - $2" ;;
@@ -79,13 +91,7 @@ for s in "${suites[@]}"; do
 	body=$(awk -v s="$s" '$0 == "# rswap-suite-begin: " s { on = 1; next }
 		on && index($0, "# rswap-suite-end: " s) == 1 { print; exit } on { print }' "$console")
 	echo "# $s"
-	while IFS= read -r line; do
-		case $line in
-		"ok "*"# SKIP"*) result skip "$s: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
-		"ok "*) result ok "$s: ${line#ok * }" ;;
-		"not ok "*) result fail "$s: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
-		esac
-	done <<<"$body"
+	tally "$s" "$body"
 	end=$(grep -F "# rswap-suite-end: $s " <<<"$body" || true)
 	plan=$(grep -Eo '^1\.\.[0-9]+' <<<"$body" | head -1 | cut -d. -f3)
 	ran=$(grep -cE '^(ok|not ok) ' <<<"$body" || true)
@@ -114,13 +120,7 @@ for extra in "$RSWAP_TOP"/tests/host/[0-9][0-9]-*.sh; do
 	log "running $name"
 	o=$(bash "$extra" --out "$out/$(basename "$extra" .sh)" 2>&1); r=$?
 	echo "$o" > "$out/$(basename "$extra" .sh).log"
-	while IFS= read -r line; do
-		case $line in
-		"ok "*"# SKIP"*) result skip "$name: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
-		"ok "*) result ok "$name: ${line#ok * }" ;;
-		"not ok "*) result fail "$name: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
-		esac
-	done <<<"$(grep -E '^(ok|not ok) ' <<<"$o")"
+	tally "$name" "$o"
 	[ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "$name: exited $r" "$(tail -20 <<<"$o")"
 done
 

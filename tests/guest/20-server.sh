@@ -39,11 +39,6 @@ NAMES=(
 )
 ktap_plan ${#NAMES[@]}
 
-skip_rest() {
-	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "${NAMES[$KTAP_N]}" "$1"; done
-	ktap_finish
-}
-name() { echo "${NAMES[$KTAP_N]}"; }
 
 SPID1= SPID2= SPID3= HOLD=
 cleanup() {
@@ -77,33 +72,33 @@ wait_exit() {
 }
 # fail_diag WHY: fail the current test with the last client output and server log tails.
 fail_diag() {
-	ktap_fail "$(name)" "$(printf '%s\n' "$1" "client (exit $CS):" "$CO" "server 1:" \
+	ktap_fail "$(ktap_name)" "$(printf '%s\n' "$1" "client (exit $CS):" "$CO" "server 1:" \
 		"$(tail -n 5 "$OUT/server1.log" 2>/dev/null)" "server 2:" "$(tail -n 5 "$OUT/server2.log" 2>/dev/null)")"
 }
 
 dmesg_mark 20-server
 if [ ! -x "$SRV" ] || [ ! -x "$CLI" ]; then
-	skip_rest "no $SRV (run scripts/build-server.sh on the host)"
+	ktap_skip_rest "no $SRV (run scripts/build-server.sh on the host)"
 fi
 if ! why=$(rxe_up 2>&1); then
-	skip_rest "soft-RoCE unavailable: $why"
+	ktap_skip_rest "soft-RoCE unavailable: $why"
 fi
 
 # 1. bad option
 err=$("$SRV" --listen "$IP:$P1" --size 16M --frobnicate 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "exit $rc, stderr: $err"
+	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
 fi
 
 # 2. an address no interface has
 err=$(timeout 20 "$SRV" --listen 198.51.100.7:$P1 --size 16M 2>&1 >/dev/null); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 	&& [[ $err == *"cannot listen on 198.51.100.7:$P1"* ]]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "exit $rc, stderr: $err"
+	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
 fi
 
 # 3. server 1 (and server 2 for the grace and --max-clients tests)
@@ -113,10 +108,10 @@ SPID1=$!
 SPID2=$!
 if wait_log "$OUT/server1.log" "event=listening addr=$IP:$P1" 20 \
 	&& wait_log "$OUT/server2.log" "event=listening addr=$IP:$P2" 20; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "$(cat "$OUT/server1.log" "$OUT/server2.log")"
-	skip_rest "the server did not start"
+	ktap_fail "$(ktap_name)" "$(cat "$OUT/server1.log" "$OUT/server2.log")"
+	ktap_skip_rest "the server did not start"
 fi
 
 # 4. client 1: two queues, write through queue 0, verify through queue 1
@@ -128,7 +123,7 @@ if [ $CS -eq 0 ] && [ -n "$A_REGION" ] && [ "$q1_region" = "$A_REGION" ] && [ "$
 	&& [ "$(field length)" = $((4 * MIB)) ] \
 	&& printf '%s\n' "$CO" | grep -q "^verify_pattern seed=11 bytes=$((4 * MIB)) queue=1 .*result=ok" \
 	&& [ "$(grep -c 'event=descriptor_posted client_id=1 ' "$OUT/server1.log")" -eq 2 ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected 2 equal descriptors (epoch 1), 2 descriptor SENDs and a clean verify"
 fi
@@ -139,7 +134,7 @@ client $P1 --client-id 1 --size 4M --queues 2 --print-descriptor --verify-patter
 if [ $CS -eq 0 ] && [ "$(field region_id)" = "$A_REGION" ] && [ "$(field remote_addr)" = "$A_ADDR" ] \
 	&& [ "$(field epoch)" = 2 ] && [ "$(field reused)" = 1 ] && [ "$(field flags)" = 0x1 ] \
 	&& [ "$(field epoch '^queue=1 ')" = 2 ] && printf '%s\n' "$CO" | grep -q '^verify_pattern .*result=ok'; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected region $A_REGION at $A_ADDR back with epoch 2 and the data of seed 11"
 fi
@@ -148,7 +143,7 @@ fi
 client $P1 --client-id 2 --size 4M --print-descriptor
 if [ $CS -eq 0 ] && [ -n "$(field region_id)" ] && [ "$(field region_id)" != "$A_REGION" ] \
 	&& [ "$(field remote_addr)" != "$A_ADDR" ] && [ "$(field epoch)" = 1 ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected a region other than $A_REGION/$A_ADDR"
 fi
@@ -156,7 +151,7 @@ fi
 # 7. clients 1 and 2 (live or in grace) hold 8M of the 16M pool
 client $P1 --client-id 3 --size 64M --expect-reject TooLarge
 if [ $CS -eq 0 ] && [ "$(field max_size '^reason=')" = $((8 * MIB)) ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected TooLarge with max_size=$((8 * MIB))"
 fi
@@ -168,7 +163,7 @@ HOLD=$!
 if wait_log "$OUT/holder.out" '^queue=0 ' 60; then
 	client $P1 --client-id 4 --size 1M --queues 1 --expect-reject QueueMismatch
 	if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=QueueMismatch'; then
-		ktap_pass "$(name)"
+		ktap_pass "$(ktap_name)"
 	else
 		fail_diag "expected QueueMismatch"
 	fi
@@ -180,7 +175,7 @@ kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; HOLD=
 # 9. version 2 does not exist
 client $P1 --client-id 5 --size 1M --proto-version 2 --expect-reject BadVersion
 if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadVersion'; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected BadVersion"
 fi
@@ -188,7 +183,7 @@ fi
 # 10. size 0
 client $P1 --client-id 6 --size 0 --expect-reject BadRequest
 if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadRequest'; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
 	fail_diag "expected BadRequest"
 fi
@@ -200,7 +195,7 @@ HOLD=$!
 if wait_log "$OUT/holder.out" '^write_pattern seed=5 ' 60; then
 	client $P2 --client-id 10 --size 1M --expect-reject TooManyClients
 	if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=TooManyClients'; then
-		ktap_pass "$(name)"
+		ktap_pass "$(ktap_name)"
 	else
 		fail_diag "expected TooManyClients"
 	fi
@@ -216,7 +211,7 @@ if [ $hold_rc -eq 0 ] && wait_log "$OUT/server2.log" "event=region_freed client_
 	if [ $CS -ne 0 ] && printf '%s\n' "$CO" | grep -q 'pattern mismatch at offset' \
 		&& [ "$(field epoch)" = 1 ] && [ "$(field reused)" = 0 ] \
 		&& [ -n "$(field region_id)" ] && [ "$(field region_id)" != "$D_REGION" ]; then
-		ktap_pass "$(name)"
+		ktap_pass "$(ktap_name)"
 	else
 		fail_diag "expected a new region (not $D_REGION) with epoch 1 and no pattern"
 	fi
@@ -237,9 +232,9 @@ if [ $rc -eq 0 ] && grep -q 'event=stopped' "$OUT/server1.log" \
 	&& grep -q 'event=region_freed client_id=7 .*why="server shutdown"' "$OUT/server1.log" \
 	&& [ $hold_rc -eq 1 ] && grep -q 'server disconnected a queue' "$OUT/holder.out" \
 	&& ! grep -q 'level=error' "$OUT/server1.log"; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "server exit $rc, client 7 exit $hold_rc: $(cat "$OUT/holder.out")
+	ktap_fail "$(ktap_name)" "server exit $rc, client 7 exit $hold_rc: $(cat "$OUT/holder.out")
 $(tail -n 8 "$OUT/server1.log")"
 fi
 SPID1= HOLD=
@@ -248,9 +243,9 @@ SPID1= HOLD=
 kill -INT "$SPID2"
 wait_exit "$SPID2" 30; rc=$?
 if [ $rc -eq 0 ] && grep -q 'event=stopped' "$OUT/server2.log"; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "exit $rc; $(tail -n 8 "$OUT/server2.log")"
+	ktap_fail "$(ktap_name)" "exit $rc; $(tail -n 8 "$OUT/server2.log")"
 fi
 SPID2=
 
@@ -260,27 +255,27 @@ if [ ! -e /proc/sys/vm/nr_hugepages ]; then
 	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 		&& [[ $err == "rswap-server: --hugepages: "* ]]; then
-		ktap_pass "$(name)"
+		ktap_pass "$(ktap_name)"
 	else
-		ktap_fail "$(name)" "exit $rc, stderr: $err"
+		ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
 	fi
-	ktap_skip "$(name)" "this kernel has no HugeTLB support"
+	ktap_skip "$(ktap_name)" "this kernel has no HugeTLB support"
 else
 # 15. hugepages: none reserved -> refuse to start
 	echo 0 >/proc/sys/vm/nr_hugepages
 	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 		&& [[ $err == *"no hugepages are reserved"* ]]; then
-		ktap_pass "$(name)"
+		ktap_pass "$(ktap_name)"
 	else
-		ktap_fail "$(name)" "exit $rc, stderr: $err"
+		ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
 	fi
 	
 	# 16. hugepages: 4 x 2M reserved, a 2M region written and read back
 	echo 4 >/proc/sys/vm/nr_hugepages
 	if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -lt 1 ] \
 		|| [ "$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)" != 2048 ]; then
-		ktap_skip "$(name)" "could not reserve 2M hugepages"
+		ktap_skip "$(ktap_name)" "could not reserve 2M hugepages"
 	else
 		"$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>"$OUT/server3.log" &
 		SPID3=$!
@@ -292,7 +287,7 @@ else
 		if [ $CS -eq 0 ] && [ $rc -eq 0 ] && printf '%s\n' "$CO" | grep -q '^verify_pattern .*result=ok' \
 			&& [ "$free_during" -eq $((free_before - 1)) ] \
 			&& [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -eq "$free_before" ]; then
-			ktap_pass "$(name)"
+			ktap_pass "$(ktap_name)"
 		else
 			fail_diag "server exit $rc; hugepages free before/during/after: $free_before/$free_during/$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
 	$(tail -n 5 "$OUT/server3.log")"
@@ -303,7 +298,7 @@ else
 fi
 
 # 17. the kernel stayed quiet
-if bad=$(dmesg_clean); then ktap_pass "$(name)"; else ktap_fail "$(name)" "$bad"; fi
+if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
 
 rxe_down
 ktap_finish

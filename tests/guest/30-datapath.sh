@@ -33,11 +33,6 @@ NAMES=(
 	"dmesg: no BUG/WARNING/Oops in the data-path tests"
 )
 ktap_plan ${#NAMES[@]}
-name() { echo "${NAMES[$KTAP_N]}"; }
-skip_rest() {
-	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(name)" "$1"; done
-	ktap_finish
-}
 SPID=
 cleanup() {
 	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
@@ -47,9 +42,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ -f "$KO" ] || skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || skip_rest "rswap-server not built (scripts/build-server.sh)"
-rxe_up >/dev/null || skip_rest "soft-RoCE unavailable"
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "30-datapath"
 
 start_server() {
@@ -58,10 +53,10 @@ start_server() {
 	for _ in $(seq 100); do grep -q 'listening' "$OUT/server.log" && return 0; sleep 0.1; done
 	echo "server did not start"; cat "$OUT/server.log"; return 1
 }
-start_server || skip_rest "rswap-server does not start"
+start_server || ktap_skip_rest "rswap-server does not start"
 
 rswap_load && [ -d $CFG ]
-if [ $? = 0 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)"; skip_rest "module not loaded"; fi
+if [ $? = 0 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)"; ktap_skip_rest "module not loaded"; fi
 
 # --- bad values -----------------------------------------------------------------------
 mkdir $T
@@ -89,34 +84,34 @@ try_bad timeout_ms 5
 try_bad enable 2
 dmesg_mark "enable without addr"
 echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "; }
-if [ $bad = 0 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "$why"; fi
+if [ $bad = 0 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$why"; fi
 dmesg_mark "configure"
 
 echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
 echo 0x1234 > $T/client_id; echo 32 > $T/queue_depth
 if echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
 	&& [ "$(cat $T/device)" = rswap0 ] && [ "$(blockdev --getss $DEV)" = 4096 ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "$(ls -l /dev/rswap* 2>&1; cat $T/state; dmesg | tail -20)"
-	skip_rest "no device"
+	ktap_fail "$(ktap_name)" "$(ls -l /dev/rswap* 2>&1; cat $T/state; dmesg | tail -20)"
+	ktap_skip_rest "no device"
 fi
 ktap_diag "state: $(cat $T/state)"
 
 st=$(cat $T/state)
 if [[ $st == "connected queues=2/2 "* ]] && ! echo 8 > $T/queue_depth 2>/dev/null \
 	&& [ "$(cat $T/queue_depth)" = 32 ] && [ "$(cat $T/addr)" = "$IP" ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "state: $st; depth $(cat $T/queue_depth)"
+	ktap_fail "$(ktap_name)" "state: $st; depth $(cat $T/queue_depth)"
 fi
 
 head -c 8M /dev/urandom > /tmp/rand8
 if dd if=/tmp/rand8 of=$DEV bs=1M oflag=direct status=none \
 	&& dd if=$DEV of=/tmp/back8 bs=1M count=8 iflag=direct status=none && cmp /tmp/rand8 /tmp/back8; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)"
+	ktap_fail "$(ktap_name)"
 fi
 
 fio --name=verify --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
@@ -126,10 +121,10 @@ fio --name=verify --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
 frc=$?
 errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-verify.json" | awk '{ s += $3 } END { print s + 0 }')
 if [ $frc = 0 ] && [ "$errs" = 0 ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 	ktap_diag "fio: $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-verify.json" | head -2 | tr '\n' ' ')"
 else
-	ktap_fail "$(name)" "fio exit $frc, errors $errs; $(tail -20 "$OUT/fio-verify.log")"
+	ktap_fail "$(ktap_name)" "fio exit $frc, errors $errs; $(tail -20 "$OUT/fio-verify.log")"
 fi
 
 # Bounds: the last 4 KiB block works; past the end reads nothing and writes fail.
@@ -142,7 +137,7 @@ cmp -s /tmp/blk /tmp/blk2 || ok=0
 n=$(dd if=$DEV bs=4k skip=$((last + 1)) count=1 iflag=direct status=none | wc -c)
 [ "$n" = 0 ] || ok=0
 dd if=/tmp/blk of=$DEV bs=4k seek=$((last + 1)) oflag=direct status=none 2>/dev/null && ok=0
-if [ $ok = 1 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "read past end gave $n bytes"; fi
+if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "read past end gave $n bytes"; fi
 
 # The data is on the server: write, tear the disk down (no local copy survives), reconnect
 # with the same client id within the server's grace period, read.
@@ -152,9 +147,9 @@ echo 1 > $T/enable
 st=$(cat $T/state)
 if dd if=$DEV of=/tmp/back8 bs=1M skip=16 count=8 iflag=direct status=none && cmp -s /tmp/rand8 /tmp/back8 \
 	&& [[ $st == *"epoch=2 "* ]]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "state after reconnect: $st"
+	ktap_fail "$(ktap_name)" "state after reconnect: $st"
 fi
 
 exec 3<$DEV
@@ -162,10 +157,10 @@ r1=0; rmmod rswap 2>/dev/null && r1=1
 r2=0; echo 0 > $T/enable 2>/dev/null && r2=1
 exec 3<&-
 if [ $r1 = 0 ] && [ $r2 = 0 ] && grep -q '^rswap ' /proc/modules && [ -b $DEV ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "rmmod succeeded=$r1 disable succeeded=$r2"
-	[ $r1 = 1 ] && skip_rest "module gone"
+	ktap_fail "$(ktap_name)" "rmmod succeeded=$r1 disable succeeded=$r2"
+	[ $r1 = 1 ] && ktap_skip_rest "module gone"
 fi
 echo 0 > $T/enable
 
@@ -176,10 +171,10 @@ timeout 60 sh -c "echo 1 > $CFG/nosrv/enable" 2>/dev/null; rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc != 0 ] && [ $took -lt 20 ] && [ "$(cat $CFG/nosrv/enable)" = 0 ] && ! ls /dev/rswap* >/dev/null 2>&1 \
 	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //')"
 else
-	ktap_fail "$(name)" "rc=$rc took=${took}s; $(dmesg | tail -5)"
+	ktap_fail "$(ktap_name)" "rc=$rc took=${took}s; $(dmesg | tail -5)"
 fi
 rmdir $CFG/nosrv
 
@@ -193,9 +188,9 @@ done
 pd1=$(rdma resource show pd | grep -c 'comm \[rswap\]')
 qp1=$(rdma resource show qp | grep -c 'comm \[rswap\]')
 if [ $ok = 1 ] && [ "$pd0" = "$pd1" ] && [ "$qp1" = 0 ] && ! [ -e $DEV ]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1"
+	ktap_fail "$(ktap_name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1"
 fi
 
 # Device removal under I/O.
@@ -214,12 +209,12 @@ d_rc=1; echo 0 > $T/enable && d_rc=0
 rmdir $T
 m_rc=1; rmmod rswap && m_rc=0
 if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 	ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
 else
-	ktap_fail "$(name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
+	ktap_fail "$(ktap_name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
 fi
 kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 
-ktap_check "$(name)" dmesg_clean
+ktap_check "$(ktap_name)" dmesg_clean
 ktap_finish

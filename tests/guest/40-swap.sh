@@ -28,11 +28,6 @@ NAMES=(
 	"dmesg: no BUG/WARNING/Oops in the swap tests"
 )
 ktap_plan ${#NAMES[@]}
-name() { echo "${NAMES[$KTAP_N]}"; }
-skip_rest() {
-	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(name)" "$1"; done
-	ktap_finish
-}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
@@ -43,27 +38,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ -f "$KO" ] || skip_rest "rswap.ko not built"
-[ -x "$LOAD" ] || skip_rest "no swapload binary at $LOAD"
-rxe_up >/dev/null || skip_rest "soft-RoCE unavailable"
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "40-swap"
 if [ -z "${RSWAP_PEER_IP:-}" ]; then
-	[ -x "$SRV" ] || skip_rest "rswap-server not built"
+	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built"
 	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + 64))M >"$OUT/server.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
 fi
-grep -q '^rswap ' /proc/modules || rswap_load || skip_rest "insmod failed"
+grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 swapoff -a 2>/dev/null
 mkdir -p $T
 echo "$SERVER_IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size
-echo 1 > $T/enable || skip_rest "enable failed: $(dmesg | tail -3)"
+echo 1 > $T/enable || ktap_skip_rest "enable failed: $(dmesg | tail -3)"
 
 if mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0 \
 	&& awk '$1 == "/dev/rswap0" && $5 == 100 { f = 1 } END { exit !f }' /proc/swaps; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(name)" "$(cat /proc/swaps)"; skip_rest "no swap"
+	ktap_fail "$(ktap_name)" "$(cat /proc/swaps)"; ktap_skip_rest "no swap"
 fi
 
 vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
@@ -79,22 +74,22 @@ took=$(( $(date +%s) - start ))
 peak=$(awk '$1 == "/dev/rswap0" { print $4 }' /proc/swaps)
 in1=$(vm pswpin); out1=$(vm pswpout)
 if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json"; then
-	ktap_pass "$(name)"
+	ktap_pass "$(ktap_name)"
 	ktap_diag "swapload: ${took}s: $(cat "$OUT/swapload.json")"
 else
-	ktap_fail "$(name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json")"
+	ktap_fail "$(ktap_name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json")"
 fi
 
 dout=$((out1 - out0)); din=$((in1 - in0))
 ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"
 # At least the part of the working set above the limit must have gone out and come back.
 need=$(( (WORK_MB - LIMIT_MB) * 256 ))
-if [ $dout -ge $need ] && [ $din -ge $need ]; then ktap_pass "$(name)"
-else ktap_fail "$(name)" "expected >= $need pages each way"; fi
+if [ $dout -ge $need ] && [ $din -ge $need ]; then ktap_pass "$(ktap_name)"
+else ktap_fail "$(ktap_name)" "expected >= $need pages each way"; fi
 
 r=0; rmmod rswap 2>/dev/null && r=1
-if [ $r = 0 ] && grep -q '^rswap ' /proc/modules; then ktap_pass "$(name)"
-else ktap_fail "$(name)" "rmmod succeeded while swapped on"; skip_rest "module gone"; fi
+if [ $r = 0 ] && grep -q '^rswap ' /proc/modules; then ktap_pass "$(ktap_name)"
+else ktap_fail "$(ktap_name)" "rmmod succeeded while swapped on"; ktap_skip_rest "module gone"; fi
 
 rmdir $CG 2>/dev/null
 ok=1
@@ -103,8 +98,8 @@ grep -q rswap0 /proc/swaps && ok=0
 echo 0 > $T/enable || ok=0
 rmdir $T || ok=0
 rmmod rswap || ok=0
-if [ $ok = 1 ]; then ktap_pass "$(name)"; else ktap_fail "$(name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
+if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
 [ -z "$SPID" ] || { kill "$SPID"; wait "$SPID"; SPID=; }
 
-ktap_check "$(name)" dmesg_clean
+ktap_check "$(ktap_name)" dmesg_clean
 ktap_finish

@@ -23,6 +23,13 @@ ktap_check() {
 	local name=$1 out; shift
 	if out=$("$@" 2>&1); then ktap_pass "$name"; else ktap_fail "$name" "$out"; fi
 }
+# For scripts that list their test names in an array NAMES (planned with
+# `ktap_plan ${#NAMES[@]}`): the current test's name, and skipping all that is left.
+ktap_name() { echo "${NAMES[$KTAP_N]}"; }
+ktap_skip_rest() {
+	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(ktap_name)" "$1"; done
+	ktap_finish
+}
 ktap_finish() {
 	if [ -n "$KTAP_PLAN" ] && [ "$KTAP_N" != "$KTAP_PLAN" ]; then
 		ktap_diag "planned $KTAP_PLAN tests but ran $KTAP_N"

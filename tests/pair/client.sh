@@ -14,7 +14,6 @@ NAMES=(
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
 )
 ktap_plan $(( ${#NAMES[@]} + 6 ))
-name() { echo "${NAMES[$KTAP_N]}"; }
 rxe_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
 rswap_load
 mkdir $T
@@ -24,8 +23,8 @@ for _ in $(seq 60); do # the server guest may still be booting
 	echo 1 > $T/enable 2>/dev/null && { ok=1; break; }
 	sleep 2
 done
-if [ $ok = 1 ] && [ -b /dev/rswap0 ]; then ktap_pass "$(name)"; ktap_diag "$(cat $T/state)"
-else ktap_fail "$(name)" "$(dmesg | grep rswap | tail -5)"; fi
+if [ $ok = 1 ] && [ -b /dev/rswap0 ]; then ktap_pass "$(ktap_name)"; ktap_diag "$(cat $T/state)"
+else ktap_fail "$(ktap_name)" "$(dmesg | grep rswap | tail -5)"; fi
 
 fio --name=verify --filename=/dev/rswap0 --direct=1 --ioengine=libaio --rw=randwrite \
 	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=32M --offset_increment=32M \
@@ -33,14 +32,14 @@ fio --name=verify --filename=/dev/rswap0 --direct=1 --ioengine=libaio --rw=randw
 	--output-format=json --output="$OUT/fio-verify.json" >"$OUT/fio-verify.log" 2>&1
 frc=$?
 errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-verify.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
-if [ $frc = 0 ] && [ "$errs" = 0 ]; then ktap_pass "$(name)"
-else ktap_fail "$(name)" "fio exit $frc errors $errs: $(tail -5 "$OUT/fio-verify.log")"; fi
+if [ $frc = 0 ] && [ "$errs" = 0 ]; then ktap_pass "$(ktap_name)"
+else ktap_fail "$(ktap_name)" "fio exit $frc errors $errs: $(tail -5 "$OUT/fio-verify.log")"; fi
 
 head -c 4M /dev/urandom > /tmp/r4
 dd if=/tmp/r4 of=/dev/rswap0 bs=1M seek=8 oflag=direct status=none
 echo 0 > $T/enable; echo 1 > $T/enable
-if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(name)"
-else ktap_fail "$(name)" "$(cat $T/state)"; fi
+if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(ktap_name)"
+else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
 echo 0 > $T/enable; rmdir $T; rmmod rswap
 
 # The swap suite, with the server in the other guest (it starts none of its own).
