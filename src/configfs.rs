@@ -134,17 +134,28 @@ struct Settings {
     enabled: Option<Enabled>,
 }
 
-/// A connected target and its disk. Dropped in field order: the disk first (which waits
-/// for I/O in flight), then the driver and its session (which tear the queues down).
+/// A connected target and its disk.
+///
+/// Teardown order: the disk (deleting it waits for I/O in flight), then the queues leave
+/// the registry, then the driver and its session go (tearing the queues down), and only
+/// then is the disk number free for another target.
 struct Enabled {
-    disk: Pin<KBox<Disk<RemoteDisk>>>,
+    disk: Option<Pin<KBox<Disk<RemoteDisk>>>>,
     driver: Arc<RemoteDisk>,
     minor: u32,
 }
 
+impl Enabled {
+    fn is_open(&self) -> bool {
+        self.disk.as_ref().is_some_and(|d| d.is_open())
+    }
+}
+
 impl Drop for Enabled {
     fn drop(&mut self) {
+        drop(self.disk.take());
         registry::remove_queues(self.driver.session().queues());
+        self.driver.session().shut_down();
         registry::put_minor(self.minor);
     }
 }
@@ -200,6 +211,8 @@ fn enable(s: &mut Settings) -> Result {
         let session = Session::connect(&target)?;
         registry::add_queues(session.queues())?;
         let desc = *session.descriptor();
+        // One SGE per segment: no more segments than the device takes in a work request.
+        let max_segments = session.max_sge().min(MAX_SEGMENTS as u32);
         let driver = Arc::new(RemoteDisk::new(session), GFP_KERNEL)?;
         let name = CString::try_from_fmt(fmt!("rswap{}", minor))?;
         let disk = Disk::new(
@@ -209,8 +222,8 @@ fn enable(s: &mut Settings) -> Result {
                 block_size: 4096,
                 hw_queues: u32::from(target.queue_count),
                 queue_depth: target.depth,
-                max_segments: MAX_SEGMENTS as u32,
-                max_request_bytes: (MAX_SEGMENTS * 4096) as u32,
+                max_segments,
+                max_request_bytes: max_segments * 4096,
             },
             driver.clone(),
         )
@@ -230,7 +243,7 @@ fn enable(s: &mut Settings) -> Result {
             target.queue_count
         );
         Ok(Enabled {
-            disk,
+            disk: Some(disk),
             driver,
             minor,
         })
@@ -348,7 +361,7 @@ impl configfs::AttributeOperations<7> for TargetConfig {
             (true, false) => enable(&mut s),
             (false, true) => {
                 if let Some(e) = &s.enabled {
-                    if e.disk.is_open() {
+                    if e.is_open() {
                         pr_err!(
                             "configfs: enable: rswap{} is open (swapon, mount or a process); close it first\n",
                             e.minor

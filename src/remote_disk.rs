@@ -80,7 +80,9 @@ impl RemoteDisk {
             let (mapping, nsges) =
                 match SgMapping::map(dev, sg, nents, dir, &mut data.sges, conn.lkey()) {
                     Ok(m) => m,
-                    Err(_) => return Some(Err((Status::Resource, rq))),
+                    // Out of mapping resources: retry later. Anything else will not improve.
+                    Err(e) if e == ENOMEM => return Some(Err((Status::Resource, rq))),
+                    Err(_) => return Some(Err((Status::IoErr, rq))),
                 };
             data.mapping = Some(mapping);
             let sges: *const [Sge] = data.sges.get(..nsges).unwrap_or(&[]);

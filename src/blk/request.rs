@@ -205,13 +205,14 @@ unsafe impl<T: Operations> CqeOwner for OwnedRequest<T> {
     unsafe fn from_cqe(cqe: NonNull<Cqe>) -> Self {
         // SAFETY: `cqe` is the `cqe` field of a `Pdu<T::Data>` (the caller's contract).
         let pdu = unsafe { kernel::container_of!(cqe.as_ptr(), Pdu<T::Data>, cqe) };
-        // SAFETY: `pdu` is the PDU of a request of this tag set.
-        let rq = unsafe { bindings::rswap_blk_mq_rq_from_pdu(pdu.cast()) };
-        // SAFETY: ownership comes back from the work request exactly once.
-        unsafe { Self::from_raw(rq) }.unwrap_or_else(|| {
-            // blk_mq_rq_from_pdu never returns NULL for a valid PDU.
-            unreachable!()
-        })
+        // SAFETY: `pdu` is the PDU of a request of this tag set; the request sits right
+        // before it in the same allocation, so the pointer is not null.
+        let rq = unsafe { NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(pdu.cast())) };
+        // INVARIANT: ownership comes back from the work request exactly once.
+        Self {
+            rq,
+            _ops: core::marker::PhantomData,
+        }
     }
 
     fn complete(self, wc: &Wc<'_>) {

@@ -7,7 +7,7 @@
 //! the reverse, by ownership: [`QueueConn`]'s drop disconnects and drains the QP, then its
 //! fields go in declaration order: QP, CQ, PD, cm_id.
 
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     prelude::*,
     revocable::Revocable,
@@ -216,7 +216,9 @@ impl Drop for QueueConn {
 #[pin_data]
 pub(crate) struct Queue {
     index: u16,
-    device: AtomicUsize,
+    /// The device's identity (address), to find the queues of a device being removed.
+    device: usize,
+    max_sge: u32,
     #[pin]
     conn: Revocable<QueueConn>,
 }
@@ -290,7 +292,8 @@ impl Queue {
         let queue = Arc::pin_init(
             pin_init!(Self {
                 index,
-                device: AtomicUsize::new(dev_key),
+                device: dev_key,
+                max_sge: caps.send_sge,
                 conn <- Revocable::new(conn),
             }),
             GFP_KERNEL,
@@ -298,9 +301,14 @@ impl Queue {
         Ok((queue, desc))
     }
 
+    /// The most SGEs one work request on this queue may carry.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.max_sge
+    }
+
     /// Whether the queue runs on the device `dev` (by identity).
     pub(crate) fn is_on(&self, dev: &Device) -> bool {
-        self.device.load(Ordering::Relaxed) == dev.as_raw() as usize
+        self.device == dev.as_raw() as usize
     }
 
     /// Runs `f` with the live connection, or returns `None` when it was torn down. `f`

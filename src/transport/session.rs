@@ -13,6 +13,7 @@ use super::{
 /// A connected client: `queue_count` queues, each with the same region descriptor.
 pub(crate) struct Session {
     queues: KVec<Arc<Queue>>,
+    max_sge: u32,
     region: RemoteRegion,
     descriptor: RegionDescriptor,
 }
@@ -24,8 +25,10 @@ impl Session {
     pub(crate) fn connect(target: &Target) -> Result<Self> {
         let mut queues = KVec::with_capacity(usize::from(target.queue_count), GFP_KERNEL)?;
         let mut first: Option<RegionDescriptor> = None;
+        let mut max_sge = u32::MAX;
         for index in 0..target.queue_count {
             let (queue, desc) = Queue::connect(target, index)?;
+            max_sge = max_sge.min(queue.max_sge());
             queues.push(queue, GFP_KERNEL)?;
             match first {
                 None => {
@@ -56,6 +59,7 @@ impl Session {
         let descriptor = first.ok_or(EINVAL)?;
         Ok(Self {
             queues,
+            max_sge,
             region: RemoteRegion {
                 addr: descriptor.remote_addr,
                 len: target.size,
@@ -68,6 +72,11 @@ impl Session {
     /// The queues, one per hardware queue of the disk.
     pub(crate) fn queues(&self) -> &[Arc<Queue>] {
         &self.queues
+    }
+
+    /// The most SGEs every queue takes in one work request.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.max_sge
     }
 
     /// The usable remote region (its length is what the client asked for).
