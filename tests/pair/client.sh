@@ -12,6 +12,7 @@ NAMES=(
 	"two guests: enable connects to the server in the other guest"
 	"two guests: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
+	"two guests: with the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
 ktap_plan $(( ${#NAMES[@]} + 6 ))
 rxe_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
@@ -40,6 +41,27 @@ dd if=/tmp/r4 of=/dev/rswap0 bs=1M seek=8 oflag=direct status=none
 echo 0 > $T/enable; echo 1 > $T/enable
 if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(ktap_name)"
 else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
+
+# The request timeout: the link drops everything, the disk's timeout is far below the
+# RDMA retry time, so blk-mq's timeout handler runs: it tears the queue down, which ends
+# the request with an I/O error.
+echo 1 > /sys/block/rswap0/queue/io_timeout 2>/dev/null || echo 100 > /sys/block/rswap0/queue/io_timeout
+dmesg_mark "timeout"
+modprobe sch_netem 2>/dev/null
+if tc qdisc add dev eth0 root netem loss 100%; then
+	start=$(date +%s)
+	timeout 120 dd if=/dev/rswap0 of=/dev/null bs=4k count=1 skip=3 iflag=direct status=none 2>/dev/null; rc=$?
+	took=$(( $(date +%s) - start ))
+	tc qdisc del dev eth0 root
+	if [ $rc != 0 ] && [ $rc != 124 ] && dmesg | grep -q 'rswap: request at sector .* timed out on queue'; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "read failed after ${took}s; state: $(cat $T/state)"
+	else
+		ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s; $(dmesg | grep rswap | tail -4)"
+	fi
+else
+	ktap_skip "$(ktap_name)" "no netem qdisc in this kernel"
+fi
 echo 0 > $T/enable; rmdir $T; rmmod rswap
 
 # The swap suite, with the server in the other guest (it starts none of its own).

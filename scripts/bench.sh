@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench: rswap against raw RDMA, NVMe-oF RDMA and a local RAM disk, in one run.
+#
+#   scripts/bench.sh [--quick] [--loopback] [--out DIR] [--time SECS] [--swap-mb MIB]
+#     --quick      smoke test for make check: tiny sizes and durations; fails unless the
+#                  harness produced every baseline number (values are not judged)
+#     --loopback   one guest runs both sides (rxe loops back inside the guest: ~10x lower
+#                  latency than two guests; for functional checks, not for numbers)
+#     --out DIR    results folder (default results/bench-<timestamp>/)
+#     --time SECS  run time of each fio job (default 20, --quick 2)
+#     --swap-mb M  working set of the swap workload (default 64, --quick 16); the cgroup
+#                  limit is half of it
+#
+# Default: two guests (qemu/run-pair.sh), a memory server 192.0.2.2 (1 vCPU: nvmet target,
+# perftest servers, rswap-server) and a client 192.0.2.1 (2 vCPUs: block devices, fio, swap).
+# Writes OUT/table.md (also on stdout), OUT/results.json, OUT/bench.png and the guests' raw
+# output under OUT/client (and OUT/server). Progress goes to stderr.
+# See Documentation/benchmarks.md.
+. "$(dirname "$0")/common.sh"
+
+quick=0 loopback=0 out= T= swap_mb=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1; shift ;;
+	--loopback) loopback=1; shift ;;
+	--out) out=$2; shift 2 ;;
+	--time) T=$2; shift 2 ;;
+	--swap-mb) swap_mb=$2; shift 2 ;;
+	-h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "bench.sh: unknown option $1 (see --help)" ;;
+	esac
+done
+[ -z "$T" ] || [[ $T =~ ^[0-9]+$ && $T -ge 1 ]] || die "--time wants whole seconds >= 1"
+[ -z "$swap_mb" ] || [[ $swap_mb =~ ^[0-9]+$ && $swap_mb -ge 8 ]] || die "--swap-mb wants MiB >= 8"
+stamp=$(date +%Y%m%d-%H%M%S)
+[ -n "$out" ] || out=$RSWAP_TOP/results/bench-$stamp
+mkdir -p "$out/client"
+out=$(cd "$out" && pwd)
+t_start=$(date +%s) date_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+prog() { printf '[bench %s] %s\n' "$(date -u -d "@$(( $(date +%s) - t_start ))" +%M:%S)" "$*" >&2; }
+
+# The plot needs Debian's matplotlib for the system python3 (installed once, idempotent).
+PY=/usr/bin/python3
+[ -x $PY ] || PY=$(command -v python3)
+if ! $PY -c 'import matplotlib' 2>/dev/null; then
+	prog "installing python3-matplotlib (Debian) for the plot"
+	if [ "$(id -u)" = 0 ]; then
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib \
+		  || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		       --no-install-recommends python3-matplotlib; }; } > "$out/apt.log" 2>&1 \
+		|| prog "apt-get install python3-matplotlib failed (see $out/apt.log): no plot"
+	else
+		prog "not root: cannot install python3-matplotlib, no plot"
+	fi
+fi
+
+# The guest image (built once, cached) and the swap workload (built here, run in the guest).
+prog "guest image"
+bash "$RSWAP_TOP/scripts/guest-image.sh" > /dev/null || die "the guest image is not available"
+gcc -O2 -Wall -Wextra -o "$out/client/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
+	|| die "building tests/bench/swapload.c failed"
+
+args=()
+[ $quick = 1 ] && args+=(--quick)
+[ -n "$T" ] && args+=(--time "$T")
+[ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
+# Every guest is bounded: the whole run stays well under 30 minutes, --quick under 7.
+if [ $quick = 1 ]; then limit=420; else limit=$((1200 + 15 * ${T:-20} + 4 * ${swap_mb:-0})); fi
+
+accel=${RSWAP_ACCEL:-tcg}
+[ "$accel" = kvm ] && [ -d /sys/module/kvm_pvm ] && accel=tcg
+export RSWAP_ACCEL=$accel RSWAP_QUIET=1
+if [ $loopback = 1 ]; then
+	prog "booting one guest (--loopback, $accel), guest limit ${limit}s"
+	bash "$RSWAP_TOP/qemu/run.sh" --out "$out/client" --timeout "$limit" \
+		tests/bench/client.sh "${args[@]}" --loopback > "$out/run.log" 2>&1 &
+	server_vcpus=null mode=loopback
+else
+	prog "booting two guests (memory server + client, $accel), guest limit ${limit}s"
+	bash "$RSWAP_TOP/qemu/run-pair.sh" --out "$out" --timeout "$limit" --grace 30 \
+		tests/bench/server.sh tests/bench/client.sh "${args[@]}" > "$out/run.log" 2>&1 &
+	server_vcpus=1 mode=two-guests
+fi
+runpid=$!
+trap 'kill -TERM $runpid 2>/dev/null; wait $runpid 2>/dev/null; exit 130' INT TERM HUP
+
+# Progress: the client guest prints "@@BENCH step I/N left=SECS LABEL" on its console.
+{
+	tail --pid=$runpid -n +1 -F "$out/client/serial.log" 2>/dev/null | while IFS= read -r line; do
+		line=${line%$'\r'}
+		case $line in
+		*"@@BENCH step "*)
+			set -- ${line#*@@BENCH step }
+			left=${2#left=}; [[ $left =~ ^[0-9]+$ ]] || left=0
+			prog "step $1 ${3:-}  (~$(date -u -d "@$left" +%M:%S) left)" ;;
+		*"@@BENCH plan "*)
+			set -- ${line#*@@BENCH plan }
+			prog "guest up: $1 steps, estimated $(date -u -d "@${2#left=}" +%M:%S)" ;;
+		*"bench client: "*) prog "${line#*bench client: }" ;;
+		esac
+	done
+} &
+follower=$!
+grc=0; wait $runpid || grc=$?
+trap - INT TERM HUP
+wait $follower 2>/dev/null || true
+prog "guests finished (exit $grc) after $(( $(date +%s) - t_start ))s"
+
+git_rev=$(git -C "$RSWAP_TOP" rev-parse --short HEAD 2>/dev/null || echo "none")
+[ "$git_rev" = none ] || [ -z "$(git -C "$RSWAP_TOP" status --porcelain 2>/dev/null | head -1)" ] \
+	|| git_rev+="-dirty"
+cat > "$out/host-env.json" <<EOF
+{"date": "$date_start", "git_revision": "$git_rev", "accelerator": "$accel",
+ "mode": "$mode", "client_vcpus": 2, "server_vcpus": $server_vcpus,
+ "qemu": "$(qemu-system-x86_64 --version | head -1)", "host_kernel": "$(uname -r)",
+ "host_cpu": "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)", "host_cpus": $(nproc),
+ "host_loadavg_at_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
+ "guest_exit_code": $grc, "wall_s": $(( $(date +%s) - t_start )),
+ "results_dir": "$out"}
+EOF
+[ -f "$out/client/bench/env.json" ] || { cat "$out/run.log" >&2; die "the client guest produced no results (guest exit $grc, see $out/client/serial.log)"; }
+rrc=0
+$PY "$RSWAP_TOP/tests/bench/report.py" --raw "$out/client/bench" --host-env "$out/host-env.json" \
+	--out "$out" --plot --check || rrc=$?
+prog "results: $out/results.json, $out/table.md$([ -f "$out/bench.png" ] && echo ", $out/bench.png")"
+[ $rrc = 0 ] && [ $grc = 0 ] || { prog "FAILED (guest exit $grc, report check $rrc)"; exit 1; }
+prog "done in $(( $(date +%s) - t_start ))s"

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the benchmark's raw guest output into results.json, table.md and bench.png.
+
+  report.py --raw DIR --host-env FILE --out DIR [--plot] [--check]
+
+--raw       the client guest's bench/ folder (perftest/*.txt, <backend>/fio-*.json,
+            <backend>/swap.json, status.tsv, env.json), written by tests/bench/client.sh
+--host-env  JSON with what only the host knows (accelerator, vCPUs, git revision, date)
+--plot      also draw bench.png (needs matplotlib; skipped with a message without it)
+--check     exit 1 unless every baseline produced its numbers (the --quick smoke test);
+            rswap may be n/a. It checks that numbers exist, never what they are.
+The markdown table goes to stdout and to OUT/table.md.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+BACKENDS = ["rswap", "nvme-rdma", "local"]
+FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
+
+
+def parse_perftest(path):
+    """The numbers of one perftest client run, or None."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("#bytes") and i + 1 < len(lines):
+            head = line
+            vals = lines[i + 1].split()
+            try:
+                nums = [float(v) for v in vals]
+            except ValueError:
+                return None
+            if "t_avg" in head and len(nums) >= 9:
+                return {"bytes": int(nums[0]), "iterations": int(nums[1]), "min_us": nums[2],
+                        "max_us": nums[3], "typical_us": nums[4], "avg_us": nums[5],
+                        "stdev_us": nums[6], "p99_us": nums[7], "p999_us": nums[8]}
+            if "BW average" in head and len(nums) >= 5:
+                unit = 1.0 if "MiB" in head else 1e6 / 2**20  # report in MiB/s
+                avg = nums[3] * unit
+                return {"bytes": int(nums[0]), "iterations": int(nums[1]),
+                        "bw_peak_mib_s": nums[2] * unit, "bw_avg_mib_s": avg,
+                        "msg_rate_mpps": nums[4],
+                        # perftest rounds MsgRate to 1e-6 Mpps; derive a precise one.
+                        "msg_per_s": avg * 2**20 / nums[0]}
+    return None
+
+
+def parse_fio(path):
+    try:
+        data = json.load(open(path))
+    except (OSError, ValueError):
+        return None
+    job = data["jobs"][0]
+    side = "read" if job["read"]["io_bytes"] > 0 else "write"
+    s = job[side]
+    lat = s.get("lat_ns", {})
+    pct = lat.get("percentile") or s.get("clat_ns", {}).get("percentile") or {}
+    p99 = pct.get("99.000000")
+    return {"side": side, "iops": s["iops"], "bw_mib_s": s["bw"] / 1024.0,
+            "lat_mean_us": lat.get("mean", 0) / 1000.0,
+            "lat_p99_us": p99 / 1000.0 if p99 is not None else None,
+            "clat_mean_us": s.get("clat_ns", {}).get("mean", 0) / 1000.0,
+            "runtime_ms": s.get("runtime"), "total_ios": s.get("total_ios"),
+            "jobname": job.get("jobname"), "errors": job.get("error", 0)}
+
+
+def load(raw, host_env):
+    env = {}
+    try:
+        env.update(json.load(open(os.path.join(raw, "env.json"))))
+    except (OSError, ValueError) as e:
+        env["guest_env_error"] = str(e)
+    env.update(host_env)
+    res = {"env": env, "raw_rdma": {}, "backends": {}}
+    for tool in ["ib_read_lat", "ib_write_lat", "ib_read_bw", "ib_write_bw"]:
+        res["raw_rdma"][tool] = parse_perftest(os.path.join(raw, "perftest", tool + ".txt"))
+    status = {}
+    try:
+        for line in open(os.path.join(raw, "status.tsv")):
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 4:
+                status[f[0]] = {"status": f[1], "device": None if f[2] == "-" else f[2],
+                                "note": f[3]}
+    except OSError:
+        pass
+    for b in BACKENDS:
+        st = status.get(b, {"status": "n/a", "device": None,
+                            "note": "the run ended before this backend was measured"})
+        entry = {"status": st["status"], "device": st["device"]}
+        if st["status"] == "n/a":
+            entry["reason"] = st["note"]
+        elif st["status"] == "ok":
+            entry["description"] = st["note"]
+        else:
+            entry["problem"] = st["note"]
+        if st["status"] != "n/a":
+            d = os.path.join(raw, b)
+            entry["fio"] = {j: parse_fio(os.path.join(d, "fio-%s.json" % j)) for j in FIO_JOBS}
+            entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
+            try:
+                sw = json.load(open(os.path.join(d, "swap.json")))
+            except (OSError, ValueError):
+                sw = None
+            if sw is not None:
+                try:
+                    sw["swapload"] = json.load(open(os.path.join(d, "swapload.json")))
+                except (OSError, ValueError):
+                    sw["swapload"] = None
+            entry["swap"] = sw
+        res["backends"][b] = entry
+    return res
+
+
+def g(d, *path):
+    """Nested lookup that yields None on any missing piece."""
+    for p in path:
+        if d is None:
+            return None
+        d = d.get(p) if isinstance(d, dict) else None
+    return d
+
+
+def swap_ok(sw):
+    return sw is not None and sw.get("rc") == 0
+
+
+# (label, value of a backend, value of raw RDMA, unit/better, take ratios)
+def rows(res):
+    rr = res["raw_rdma"]
+
+    def fio(j, k):
+        return lambda b: g(res["backends"][b], "fio", j, k)
+
+    def swap(k):
+        def f(b):
+            sw = g(res["backends"][b], "swap")
+            if not swap_ok(sw):
+                return None
+            if k == "majflt":
+                return g(sw, "swapload", "majflt")
+            return sw.get(k)
+        return f
+    return [
+        ("4K rand read QD1, mean latency (us)", fio("rr_qd1", "lat_mean_us"),
+         g(rr, "ib_read_lat", "avg_us"), "lower", True),
+        ("4K rand read QD1, p99 latency (us)", fio("rr_qd1", "lat_p99_us"),
+         g(rr, "ib_read_lat", "p99_us"), "lower", True),
+        ("4K rand write QD1, mean latency (us)", fio("rw_qd1", "lat_mean_us"),
+         g(rr, "ib_write_lat", "avg_us"), "lower", True),
+        ("4K rand write QD1, p99 latency (us)", fio("rw_qd1", "lat_p99_us"),
+         g(rr, "ib_write_lat", "p99_us"), "lower", True),
+        ("4K rand read QD32x2, IOPS", fio("rr_qd32", "iops"),
+         g(rr, "ib_read_bw", "msg_per_s"), "higher", True),
+        ("4K rand write QD32x2, IOPS", fio("rw_qd32", "iops"),
+         g(rr, "ib_write_bw", "msg_per_s"), "higher", True),
+        ("64K seq read QD16, MiB/s", fio("seqread", "bw_mib_s"),
+         g(rr, "ib_read_bw", "bw_avg_mib_s"), "higher", True),
+        ("swap workload, wall time (s)", swap("wall_s"), None, "lower", True),
+        ("swap workload, major faults", swap("majflt"), None, "", False),
+        ("swap workload, pswpin (pages)", swap("pswpin"), None, "", False),
+        ("swap workload, pswpout (pages)", swap("pswpout"), None, "", False),
+    ]
+
+
+RATIOS = [("rswap", "raw"), ("rswap", "nvme-rdma"), ("rswap", "local"),
+          ("nvme-rdma", "raw"), ("nvme-rdma", "local")]
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 100):
+        return str(int(v))
+    if abs(v) >= 100:
+        return "%.0f" % v
+    if abs(v) >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def fmt_ratio(v):
+    return "n/a" if v is None else "%.2fx" % v
+
+
+def compute(res):
+    table = []
+    for label, fn, raw, better, take in rows(res):
+        vals = {b: fn(b) for b in BACKENDS}
+        vals["raw"] = raw
+        rats = {}
+        for a, b in RATIOS:
+            key = "%s/%s" % (a, "raw RDMA" if b == "raw" else b)
+            rats[key] = ratio(vals[a], vals[b]) if take else None
+        table.append({"metric": label, "better": better, "values": vals, "ratios": rats})
+    res["table"] = table
+    return table
+
+
+def markdown(res, table):
+    env = res["env"]
+    out = []
+    out.append("rswap benchmark, %s, %s: kernel %s, %s, client %s vCPU / server %s vCPU, "
+               "git %s, fio %ss per job" % (
+                   env.get("date", "?"), env.get("mode", "?"), env.get("kernel", "?"),
+                   env.get("accelerator", "?").upper(), env.get("client_vcpus", "?"),
+                   env.get("server_vcpus") or "-", env.get("git_revision", "?"),
+                   env.get("fio_time_s", "?")))
+    out.append("")
+    hdr = ["metric", "better", "raw RDMA", "rswap", "nvme-rdma", "local"] + \
+          ["%s/%s" % (a, "raw RDMA" if b == "raw" else b) for a, b in RATIOS]
+    out.append("| " + " | ".join(hdr) + " |")
+    out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
+    for r in table:
+        v = r["values"]
+        cells = [r["metric"], r["better"] or "", fmt(v["raw"]) if v["raw"] is not None else "-",
+                 fmt(v["rswap"]), fmt(v["nvme-rdma"]), fmt(v["local"])]
+        cells += [fmt_ratio(x) for x in r["ratios"].values()]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    rr = res["raw_rdma"]
+    out.append("Raw RDMA (perftest over rxe, 4 KiB): ib_read_lat avg %s us / p99 %s us; "
+               "ib_write_lat avg %s us / p99 %s us; ib_read_bw %s MiB/s (%s msg/s); "
+               "ib_write_bw %s MiB/s (%s msg/s)." % (
+                   fmt(g(rr, "ib_read_lat", "avg_us")), fmt(g(rr, "ib_read_lat", "p99_us")),
+                   fmt(g(rr, "ib_write_lat", "avg_us")), fmt(g(rr, "ib_write_lat", "p99_us")),
+                   fmt(g(rr, "ib_read_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_read_bw", "msg_per_s")),
+                   fmt(g(rr, "ib_write_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_write_bw", "msg_per_s"))))
+    for b in BACKENDS:
+        e = res["backends"][b]
+        if e["status"] == "n/a":
+            out.append("- %s: n/a (%s)" % (b, e.get("reason", "")))
+        elif e["status"] != "ok":
+            out.append("- %s: %s on %s (%s)" % (b, e["status"], e.get("device"), e.get("problem", "")))
+        else:
+            sw = e.get("swap") or {}
+            out.append("- %s: %s, %s; swap %s MiB in a %s MiB cgroup, %s" % (
+                b, e.get("device"), e.get("description", ""), sw.get("mib"), sw.get("limit_mib"),
+                "data verified" if swap_ok(sw) else "FAILED"))
+    return "\n".join(out) + "\n"
+
+
+def plot(res, table, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        print("report: no plot (%s)" % e, file=sys.stderr)
+        return False
+    names = ["raw RDMA"] + BACKENDS
+    keys = ["raw"] + BACKENDS
+    colors = ["#777777", "#d62728", "#1f77b4", "#2ca02c"]
+    by = {r["metric"]: r for r in table}
+    panels = [
+        ("QD1 mean latency (us, lower is better)",
+         ["4K rand read QD1, mean latency (us)", "4K rand write QD1, mean latency (us)"],
+         ["read", "write"]),
+        ("QD32x2 4K IOPS (raw RDMA: msg/s; higher is better)",
+         ["4K rand read QD32x2, IOPS", "4K rand write QD32x2, IOPS"], ["read", "write"]),
+        ("64K sequential read (MiB/s; raw RDMA: 4K ib_read_bw; higher is better)",
+         ["64K seq read QD16, MiB/s"], ["read"]),
+        ("swap workload wall time (s, lower is better)",
+         ["swap workload, wall time (s)"], ["wall"]),
+    ]
+    from matplotlib.patches import Patch
+    from matplotlib.transforms import blended_transform_factory
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for ax, (title, metrics, groups) in zip(axes.flat, panels):
+        ks = [k for k in keys if not (k == "raw" and metrics[0].startswith("swap"))]
+        width = 0.8 / len(ks)
+        trans = blended_transform_factory(ax.transData, ax.transAxes)
+        for ki, k in enumerate(ks):
+            for gi, m in enumerate(metrics):
+                v = by[m]["values"][k] if m in by else None
+                x = gi + (ki - (len(ks) - 1) / 2) * width
+                if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
+                    ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8,
+                            rotation=90, transform=trans)
+                    continue
+                ax.bar([x], [v], width, color=colors[keys.index(k)])
+                ax.text(x, v, fmt(v), ha="center", va="bottom", fontsize=7)
+        ax.set_xlim(-0.5, len(groups) - 0.5)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups)
+        ax.set_title(title, fontsize=10)
+        ax.set_yscale("log")  # the local RAM disk is 1-2 orders of magnitude apart
+        ax.grid(axis="y", alpha=0.3)
+    fig.legend(handles=[Patch(color=c, label=n) for c, n in zip(colors, names)],
+               loc="lower center", ncol=len(names), fontsize=9)
+    env = res["env"]
+    fig.suptitle("rswap bench %s (%s, %s, git %s)" % (env.get("date", ""), env.get("mode", ""),
+                                                      env.get("accelerator", "").upper(),
+                                                      env.get("git_revision", "")), fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    fig.savefig(path, dpi=100)
+    return True
+
+
+def check(res):
+    """The smoke test: every baseline produced numbers (values are not judged)."""
+    bad = []
+    for tool, keys in [("ib_read_lat", ["avg_us", "p99_us"]), ("ib_write_lat", ["avg_us", "p99_us"]),
+                       ("ib_read_bw", ["msg_per_s"]), ("ib_write_bw", ["msg_per_s"])]:
+        for k in keys:
+            v = g(res["raw_rdma"], tool, k)
+            if not isinstance(v, (int, float)) or v <= 0:
+                bad.append("raw RDMA %s %s missing" % (tool, k))
+    for b in BACKENDS:
+        e = res["backends"][b]
+        if b == "rswap" and e["status"] == "n/a":
+            continue
+        if e["status"] != "ok":
+            bad.append("%s: %s %s" % (b, e["status"], e.get("reason") or e.get("problem") or ""))
+            continue
+        for j in FIO_JOBS:
+            f = g(e, "fio", j)
+            if f is None or f["iops"] <= 0 or f["lat_mean_us"] <= 0:
+                bad.append("%s: fio %s has no numbers" % (b, j))
+            elif j.endswith("qd1") and not f.get("lat_p99_us"):
+                bad.append("%s: fio %s has no p99" % (b, j))
+        sw = e.get("swap")
+        if not swap_ok(sw) or sw.get("wall_s", 0) <= 0 or sw.get("pswpout", 0) <= 0 \
+                or g(sw, "swapload", "bad_pages") != 0:
+            bad.append("%s: swap workload did not complete with data verified and pages "
+                       "swapped out (%s)" % (b, sw))
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", required=True)
+    ap.add_argument("--host-env", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    host_env = json.load(open(a.host_env))
+    res = load(a.raw, host_env)
+    table = compute(res)
+    md = markdown(res, table)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(md)
+    if a.plot and plot(res, table, os.path.join(a.out, "bench.png")):
+        res["plot"] = "bench.png"
+    problems = check(res)
+    res["problems"] = problems
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=False)
+        f.write("\n")
+    sys.stdout.write(md)
+    if problems:
+        print("\nproblems:\n" + "\n".join("- " + p for p in problems))
+    if a.check and problems:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

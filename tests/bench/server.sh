@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The benchmark's memory-server guest (run by qemu/run-pair.sh, or in the background of
+# the client guest with --loopback).
+#
+#   server.sh                 bring up rxe0, answer the client's requests (tests/bench/ctl.py)
+#                             until it says "stop", then tear everything down
+#   server.sh FUNC ARG...     one server-side step, run by the control channel:
+#     perftest_start TOOL ARG...  a perftest server, returns once it listens
+#     nvmet_setup ADDR SIZE_MB  nvmet target over RDMA on ADDR, namespace on a brd RAM disk
+#     nvmet_teardown
+#     rswap_server_start ADDR SIZE_MB   HOOK: start rswap-server (when it is built)
+#     rswap_server_stop
+. "$RSWAP_TOP/tests/bench/lib.sh"
+
+SRV_LOG=$RSWAP_OUT/bench-server
+mkdir -p "$SRV_LOG"
+
+# Start a perftest server (TOOL ARG..., with -p PORT) in the background, bounded in time,
+# and return once its rdma_cm id listens: a client that connects earlier is rejected, and
+# perftest's client then crashed in librdmacm (GP fault) and hung once under TCG.
+srv_perftest_start() {
+	local tool=$1 port= prev= a pid
+	for a in "$@"; do [ "$prev" = -p ] && port=$a; prev=$a; done
+	[ -n "$port" ] || { echo "perftest_start: no -p PORT"; return 2; }
+	setsid timeout 300 "$@" > "$SRV_LOG/$tool-$port.log" 2>&1 < /dev/null &
+	pid=$!
+	for _ in $(seq 150); do
+		rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -qE ":$port( |\$)" && return 0
+		kill -0 $pid 2>/dev/null || { echo "$tool server exited: $(tail -2 "$SRV_LOG/$tool-$port.log")"; return 1; }
+		sleep 0.2
+	done
+	echo "$tool server is not listening on port $port after 30 s"; return 1
+}
+
+srv_nvmet_setup() { # ADDR SIZE_MB
+	local addr=$1 size=$2 cfg=/sys/kernel/config/nvmet sub port
+	brd_load "$size" || return 1
+	modprobe nvmet && modprobe nvmet-rdma || { echo "modprobe nvmet / nvmet-rdma failed"; return 1; }
+	[ -d $cfg ] || { echo "no nvmet configfs at $cfg"; return 1; }
+	sub=$cfg/subsystems/$NVMET_NQN port=$cfg/ports/1
+	[ -d "$sub" ] || mkdir "$sub" || return 1
+	echo 1 > "$sub/attr_allow_any_host"
+	[ -d "$sub/namespaces/1" ] || mkdir "$sub/namespaces/1" || return 1
+	echo -n "$BRD_SERVER_DEV" > "$sub/namespaces/1/device_path"
+	echo 1 > "$sub/namespaces/1/enable" || { echo "enabling the namespace on $BRD_SERVER_DEV failed"; return 1; }
+	[ -d "$port" ] || mkdir "$port" || return 1
+	echo rdma > "$port/addr_trtype"
+	echo ipv4 > "$port/addr_adrfam"
+	echo "$addr" > "$port/addr_traddr"
+	echo "$NVMET_PORT" > "$port/addr_trsvcid"
+	[ -e "$port/subsystems/$NVMET_NQN" ] || ln -s "$sub" "$port/subsystems/$NVMET_NQN" \
+		|| { echo "binding the subsystem to the RDMA port failed"; dmesg | tail -5; return 1; }
+	echo "nvmet: $NVMET_NQN on rdma $addr:$NVMET_PORT, namespace $BRD_SERVER_DEV (${size} MiB brd)"
+}
+
+srv_nvmet_teardown() {
+	local cfg=/sys/kernel/config/nvmet
+	[ -d $cfg ] || return 0
+	rm -f "$cfg/ports/1/subsystems/$NVMET_NQN" 2>/dev/null
+	rmdir "$cfg/ports/1" 2>/dev/null
+	[ -d "$cfg/subsystems/$NVMET_NQN/namespaces/1" ] && {
+		echo 0 > "$cfg/subsystems/$NVMET_NQN/namespaces/1/enable"
+		rmdir "$cfg/subsystems/$NVMET_NQN/namespaces/1"
+	}
+	rmdir "$cfg/subsystems/$NVMET_NQN" 2>/dev/null
+	true
+}
+
+# ---- HOOK: rswap memory server ------------------------------------------------------
+# Start rswap-server (tools/rswap-server, built by make) on ADDR:$RSWAP_SERVER_PORT with a
+# pool a little larger than SIZE_MB, in the background; succeed once it listens. Reports
+# "not available" when the binary is not built.
+RSWAP_SERVER_BIN=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+srv_rswap_server_start() { # ADDR SIZE_MB
+	local log=$SRV_LOG/rswap-server.log pid
+	[ -x "$RSWAP_SERVER_BIN" ] || { echo "not available: rswap-server is not built ($RSWAP_SERVER_BIN)"; return 1; }
+	srv_rswap_server_stop
+	setsid "$RSWAP_SERVER_BIN" --listen "$1:$RSWAP_SERVER_PORT" --size "$(($2 + 16))M" \
+		> "$log" 2>&1 < /dev/null &
+	pid=$!
+	echo $pid > /run/rswap-server.pid
+	for _ in $(seq 150); do
+		grep -q listening "$log" && return 0
+		kill -0 $pid 2>/dev/null || { echo "rswap-server exited: $(tail -2 "$log")"; return 1; }
+		sleep 0.2
+	done
+	echo "rswap-server is not listening after 30 s: $(tail -2 "$log")"; return 1
+}
+srv_rswap_server_stop() {
+	[ -f /run/rswap-server.pid ] || return 0
+	kill "$(cat /run/rswap-server.pid)" 2>/dev/null; rm -f /run/rswap-server.pid
+}
+# --------------------------------------------------------------------------------------
+
+if [ $# -gt 0 ]; then
+	fn=srv_$1; shift
+	declare -F "$fn" >/dev/null || { echo "server.sh: no step ${fn#srv_}"; exit 2; }
+	"$fn" "$@"
+	exit $?
+fi
+
+echo "bench server: $(uname -r), $(nproc) vCPU, $RSWAP_GUEST_IP"
+rxe_up || exit 1
+rc=0
+timeout "${BENCH_SERVER_TIMEOUT:-3600}" python3 "$BENCH/ctl.py" serve "$CTL_PORT" "$BENCH/server.sh" || rc=$?
+srv_rswap_server_stop
+srv_nvmet_teardown
+dmesg_clean > "$SRV_LOG/dmesg-bad.txt" || echo "bench server: kernel warnings, see $SRV_LOG/dmesg-bad.txt"
+echo "bench server: done (control loop exit $rc)"
+exit $rc

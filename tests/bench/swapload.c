@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * swapload: the benchmark's swap workload.
+ *
+ *   swapload MIB [SEED]
+ *
+ * Allocates MIB MiB of anonymous memory, writes a checksummed pattern to every page, then
+ * verifies every page twice (first pass forwards, second pass with a page stride so that
+ * swap readahead helps less), and exits non-zero on the first mismatch. Run it in a
+ * cgroup whose memory.max is below MIB so that the pages go through swap.
+ *
+ * Each page holds 511 pseudo-random 64-bit words derived from (seed, page index) and, in
+ * its last word, a checksum of the other 511 words mixed with the page index; a page that
+ * comes back with stale, shifted or another page's content fails the check.
+ *
+ * SWAPLOAD_CORRUPT=1 in the environment flips one bit after the write phase, to show that
+ * the check catches it (exit 1).
+ *
+ * Prints one line of JSON on stdout: the phases' wall times, major/minor faults (getrusage)
+ * and the number of bad pages.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WORDS_PER_PAGE(ps) ((ps) / sizeof(uint64_t))
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* splitmix64: a cheap, well-mixed generator. */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static void fill_page(uint64_t *p, size_t words, uint64_t seed, uint64_t idx)
+{
+	uint64_t s = mix(seed ^ (idx * 0x100000001b3ULL)), sum = idx;
+	size_t i;
+
+	for (i = 0; i < words - 1; i++) {
+		s = mix(s);
+		p[i] = s;
+		sum = (sum ^ s) * 0x100000001b3ULL;
+	}
+	p[words - 1] = sum;
+}
+
+/* Returns 0 when the page holds exactly what fill_page() wrote. */
+static int check_page(const uint64_t *p, size_t words, uint64_t seed, uint64_t idx)
+{
+	uint64_t s = mix(seed ^ (idx * 0x100000001b3ULL)), sum = idx;
+	size_t i;
+
+	for (i = 0; i < words - 1; i++) {
+		s = mix(s);
+		if (p[i] != s)
+			return -1;
+		sum = (sum ^ p[i]) * 0x100000001b3ULL;
+	}
+	return p[words - 1] == sum ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE), words = WORDS_PER_PAGE(ps);
+	unsigned long mib;
+	uint64_t seed, npages, i, bad = 0, first_bad = UINT64_MAX;
+	double t0, t_write, t_v1, t_v2;
+	struct rusage ru;
+	char *mem;
+	uint64_t stride;
+
+	if (argc < 2 || (mib = strtoul(argv[1], NULL, 0)) == 0) {
+		fprintf(stderr, "usage: %s MIB [SEED]\n", argv[0]);
+		return 2;
+	}
+	seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed;
+	npages = (uint64_t)mib * 1024 * 1024 / ps;
+	mem = mmap(NULL, npages * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		fprintf(stderr, "swapload: mmap %lu MiB: %s\n", mib, strerror(errno));
+		return 2;
+	}
+
+	t0 = now();
+	for (i = 0; i < npages; i++)
+		fill_page((uint64_t *)(mem + i * ps), words, seed, i);
+	t_write = now();
+	/* Self-test of the checker: SWAPLOAD_CORRUPT=1 flips one bit in the middle page. */
+	if (getenv("SWAPLOAD_CORRUPT"))
+		((uint64_t *)(mem + (npages / 2) * ps))[7] ^= 1;
+
+	/* Pass 1: in order. */
+	for (i = 0; i < npages; i++) {
+		if (check_page((uint64_t *)(mem + i * ps), words, seed, i)) {
+			if (!bad++)
+				first_bad = i;
+		}
+	}
+	t_v1 = now();
+
+	/* Pass 2: every page once, visited with a stride co-prime to npages. */
+	stride = 257;
+	while (npages % stride == 0)
+		stride += 2;
+	for (i = 0; i < npages; i++) {
+		uint64_t pg = (i * stride) % npages;
+
+		if (check_page((uint64_t *)(mem + pg * ps), words, seed, pg)) {
+			if (!bad++)
+				first_bad = pg;
+		}
+	}
+	t_v2 = now();
+
+	getrusage(RUSAGE_SELF, &ru);
+	printf("{\"mib\": %lu, \"pages\": %llu, \"write_s\": %.3f, \"verify1_s\": %.3f, "
+	       "\"verify2_s\": %.3f, \"total_s\": %.3f, \"majflt\": %ld, \"minflt\": %ld, "
+	       "\"bad_pages\": %llu}\n",
+	       mib, (unsigned long long)npages, t_write - t0, t_v1 - t_write, t_v2 - t_v1,
+	       t_v2 - t0, ru.ru_majflt, ru.ru_minflt, (unsigned long long)bad);
+	if (bad) {
+		fprintf(stderr, "swapload: %llu bad page checks, first at page %llu\n",
+			(unsigned long long)bad, (unsigned long long)first_bad);
+		return 1;
+	}
+	return 0;
+}
