@@ -27,7 +27,7 @@ impl Direction {
 /// A scatter/gather element (`struct ib_sge`).
 #[repr(transparent)]
 #[derive(Default)]
-pub(crate) struct Sge(bindings::ib_sge);
+pub(crate) struct Sge(pub(super) bindings::ib_sge);
 
 /// A scatterlist entry (`struct scatterlist`), as filled from a block request's segments.
 #[repr(transparent)]

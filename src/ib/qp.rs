@@ -130,17 +130,14 @@ impl Qp {
         owner: T,
         sge: &Sge,
     ) -> core::result::Result<(), (Error, T)> {
-        let mut sge_copy = bindings::ib_sge::default();
-        // SAFETY: `Sge` is a transparent `ib_sge`; copying the plain struct.
-        unsafe {
-            core::ptr::copy_nonoverlapping(core::ptr::from_ref(sge).cast(), &mut sge_copy, 1)
-        };
+        // The provider copies the SGE during the call; a local copy serves.
+        let mut sge = sge.0;
         let cqe = owner.into_cqe();
         // SAFETY: `cqe` is a valid entry inside the owned object.
         cqe::arm::<T>(unsafe { cqe.as_ref() });
+        let raw_cqe = cqe.as_ptr().cast();
         // SAFETY: the QP is valid; the SGE is copied by the provider during the call.
-        let ret =
-            unsafe { bindings::rswap_ib_post_recv(self.qp(), cqe.as_ptr().cast(), &mut sge_copy) };
+        let ret = unsafe { bindings::rswap_ib_post_recv(self.qp(), raw_cqe, &mut sge) };
         if ret != 0 {
             // SAFETY: nothing was posted.
             return Err((Error::from_errno(ret), unsafe { T::from_cqe(cqe) }));
