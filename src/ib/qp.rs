@@ -131,7 +131,11 @@ impl Qp {
         sge: &Sge,
     ) -> core::result::Result<(), (Error, T)> {
         // The provider copies the SGE during the call; a local copy serves.
-        let mut sge = sge.0;
+        let mut sge = bindings::ib_sge {
+            addr: sge.0.addr,
+            length: sge.0.length,
+            lkey: sge.0.lkey,
+        };
         let cqe = owner.into_cqe();
         // SAFETY: `cqe` is a valid entry inside the owned object.
         cqe::arm::<T>(unsafe { cqe.as_ref() });
