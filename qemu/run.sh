@@ -53,7 +53,7 @@ esac
 [ -n "$out" ] || out=$(mktemp -d /tmp/rswap-run.XXXXXX)
 mkdir -p "$out"; rm -f "$out/exit-code" "$out/console.log" "$out/dmesg.log"; : > "$out/serial.log"
 
-cmdline="console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 root=/dev/vda rw"
+cmdline="console=ttyS0 loglevel=5 panic=-1 oops=panic panic_on_warn=0 root=/dev/vda rw"
 cmdline+=" rswap.run=$script rswap.ip=$ip rswap.role=$role rswap.host=$host"
 [ -z "$peer" ] || cmdline+=" rswap.peer=$peer"
 [ $# -eq 0 ] || cmdline+=" rswap.args=$(IFS=,; echo "$*")"

@@ -6,6 +6,7 @@
 //! queue of its hardware queue, with the request's segments as SGEs; the work request
 //! owns the request and its DMA mapping until its completion unmaps and ends it.
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 
 use crate::{
@@ -17,6 +18,15 @@ use crate::{
     },
     transport::session::Session,
 };
+
+/// Failed requests logged so far (all disks): the first 20 and every 1000th after that,
+/// so a dead link cannot flood the log from the I/O path.
+static FAILURES: AtomicU32 = AtomicU32::new(0);
+
+fn log_failure() -> bool {
+    let n = FAILURES.fetch_add(1, Ordering::Relaxed);
+    n < 20 || n % 1000 == 0
+}
 
 /// Per-request state, preallocated with every tag.
 pub(crate) struct RequestData {
@@ -49,22 +59,44 @@ impl RemoteDisk {
         &self.session
     }
 
-    /// Maps `rq` and posts it on `hw_queue`; gives it back with a status on failure.
+    /// Maps `rq` and posts it on `hw_queue`; gives it back with a status on failure,
+    /// logging why when it fails the request.
     fn post(
         &self,
         hw_queue: u32,
         rq: OwnedRequest<Self>,
         op: RdmaOp,
     ) -> core::result::Result<(), (Status, OwnedRequest<Self>)> {
+        self.try_post(hw_queue, rq, op).map_err(|(status, why, rq)| {
+            if status != Status::Resource && log_failure() {
+                pr_err!(
+                    "{:?} of {} bytes at sector {} on queue {} failed: {}\n",
+                    op,
+                    rq.bytes(),
+                    rq.sector(),
+                    hw_queue,
+                    why
+                );
+            }
+            (status, rq)
+        })
+    }
+
+    fn try_post(
+        &self,
+        hw_queue: u32,
+        rq: OwnedRequest<Self>,
+        op: RdmaOp,
+    ) -> core::result::Result<(), (Status, &'static str, OwnedRequest<Self>)> {
         let Some(queue) = usize::try_from(hw_queue)
             .ok()
             .and_then(|i| self.session.queues().get(i))
         else {
-            return Err((Status::IoErr, rq));
+            return Err((Status::IoErr, "no such queue", rq));
         };
         let region = *self.session.region();
         let Ok(remote_addr) = region.target(rq.offset(), u64::from(rq.bytes())) else {
-            return Err((Status::IoErr, rq));
+            return Err((Status::IoErr, "outside the remote region", rq));
         };
         let dir = match op {
             RdmaOp::Read => Direction::FromDevice,
@@ -74,15 +106,15 @@ impl RemoteDisk {
         let posted = queue.with_conn(|conn| {
             let mut rq = slot.take()?;
             let Some(dev) = conn.device() else {
-                return Some(Err((Status::IoErr, rq)));
+                return Some(Err((Status::IoErr, "the connection has no device", rq)));
             };
             let (sg, data, nents) = rq.map_segments();
             let (mapping, nsges) =
                 match SgMapping::map(dev, sg, nents, dir, &mut data.sges, conn.lkey()) {
                     Ok(m) => m,
                     // Out of mapping resources: retry later. Anything else will not improve.
-                    Err(e) if e == ENOMEM => return Some(Err((Status::Resource, rq))),
-                    Err(_) => return Some(Err((Status::IoErr, rq))),
+                    Err(e) if e == ENOMEM => return Some(Err((Status::Resource, "", rq))),
+                    Err(_) => return Some(Err((Status::IoErr, "DMA mapping failed", rq))),
                 };
             data.mapping = Some(mapping);
             let sges: *const [Sge] = data.sges.get(..nsges).unwrap_or(&[]);
@@ -94,19 +126,18 @@ impl RemoteDisk {
                         if let Some(m) = data.mapping.take() {
                             m.unmap(dev, sg);
                         }
-                        let status = if e == ENOMEM {
-                            Status::Resource
+                        if e == ENOMEM {
+                            (Status::Resource, "", rq)
                         } else {
-                            Status::IoErr
-                        };
-                        (status, rq)
+                            (Status::IoErr, "posting the work request failed", rq)
+                        }
                     }),
             )
         });
         match (posted.flatten(), slot.take()) {
             (Some(result), _) => result,
             // The queue was torn down (device removed, timed out, disabled).
-            (None, Some(rq)) => Err((Status::IoErr, rq)),
+            (None, Some(rq)) => Err((Status::IoErr, "the queue was torn down", rq)),
             (None, None) => Ok(()),
         }
     }
@@ -141,7 +172,7 @@ impl blk::Operations for RemoteDisk {
         let status = if wc.is_ok() {
             Status::Ok
         } else {
-            if !wc.is_flush() {
+            if log_failure() {
                 pr_err!(
                     "I/O at sector {} failed: {} (status {})\n",
                     rq.sector(),

@@ -107,11 +107,6 @@ impl Wc<'_> {
         self.wc.status == bindings::ib_wc_status_IB_WC_SUCCESS
     }
 
-    /// Whether the work request was flushed (its QP was already in the error state).
-    pub(crate) fn is_flush(&self) -> bool {
-        self.wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
-    }
-
     /// The raw status code.
     pub(crate) fn status(&self) -> u32 {
         self.wc.status

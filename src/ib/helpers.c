@@ -73,6 +73,13 @@ void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int n
 	ib_dma_unmap_sg(dev, sgl, nents, dir);
 }
 
+void rswap_ib_qp_event(struct ib_event *event, void *context)
+{
+	ibdev_warn_ratelimited(event->device, "rswap: QP %u: async event: %s (%d)\n",
+			       event->element.qp ? event->element.qp->qp_num : 0,
+			       ib_event_msg(event->event), event->event);
+}
+
 int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
 		       int nsges, u64 remote_addr, u32 rkey)
 {

@@ -32,6 +32,9 @@ int rswap_ib_dma_map_sg_sges(struct ib_device *dev, struct scatterlist *sgl, int
 void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int nents,
 			   enum dma_data_direction dir);
 
+/* Logs a QP's asynchronous events (fatal errors, path migration, ...) with the device. */
+void rswap_ib_qp_event(struct ib_event *event, void *context);
+
 /* Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe. */
 int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
 		       int nsges, u64 remote_addr, u32 rkey);

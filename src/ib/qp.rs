@@ -57,6 +57,8 @@ impl Qp {
         caps: &QpCaps,
     ) -> Result<Self> {
         let mut attr = bindings::ib_qp_init_attr {
+            // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
+            event_handler: Some(bindings::rswap_ib_qp_event),
             send_cq: cq.as_raw(),
             recv_cq: cq.as_raw(),
             cap: bindings::ib_qp_cap {
