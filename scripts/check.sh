@@ -54,22 +54,21 @@ else
 	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
 fi
 
-log "kernel module logic: cargo test (tests/unit)"
-if o=$(cd "$RSWAP_TOP/tests/unit" && cargo test --locked 2>&1); then
-	n=$(grep -Eo 'test result: ok\. [0-9]+ passed' <<<"$o" | awk '{ s += $4 } END { print s + 0 }')
-	result ok "host: module logic unit tests: config parsing, bounds, wire format ($n tests)"
-else
-	result fail "host: module logic unit tests" "$(grep -E 'panicked|FAILED|error' <<<"$o" | head -30)"
-fi
-
-if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
-	log "memory server: cargo test and release build"
-	if o=$(cd "$RSWAP_TOP/tools/rswap-server" && cargo test --locked 2>&1); then
+# cargo_tests DIR NAME: `cargo test` in DIR, counted as one result with the number of tests.
+cargo_tests() {
+	local o n
+	log "$2: cargo test"
+	if o=$(cd "$RSWAP_TOP/$1" && cargo test --locked 2>&1); then
 		n=$(grep -Eo 'test result: ok\. [0-9]+ passed' <<<"$o" | awk '{ s += $4 } END { print s + 0 }')
-		result ok "host: rswap-server cargo test ($n unit tests)"
+		result ok "host: $2 ($n tests)"
 	else
-		result fail "host: rswap-server cargo test" "$(grep -E 'panicked|FAILED|error' <<<"$o" | head -30)"
+		result fail "host: $2" "$(grep -E 'panicked|FAILED|error' <<<"$o" | head -30)"
 	fi
+}
+
+cargo_tests tests/unit "module logic unit tests: config parsing, bounds, wire format"
+if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
+	cargo_tests tools/rswap-server "rswap-server unit tests"
 	if o=$(bash "$RSWAP_TOP/scripts/build-server.sh" 2>&1); then result ok "host: rswap-server release build"
 	else result fail "host: rswap-server release build" "$(tail -20 <<<"$o")"; fi
 fi
