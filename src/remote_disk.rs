@@ -67,19 +67,20 @@ impl RemoteDisk {
         rq: OwnedRequest<Self>,
         op: RdmaOp,
     ) -> core::result::Result<(), (Status, OwnedRequest<Self>)> {
-        self.try_post(hw_queue, rq, op).map_err(|(status, why, rq)| {
-            if status != Status::Resource && log_failure() {
-                pr_err!(
-                    "{:?} of {} bytes at sector {} on queue {} failed: {}\n",
-                    op,
-                    rq.bytes(),
-                    rq.sector(),
-                    hw_queue,
-                    why
-                );
-            }
-            (status, rq)
-        })
+        self.try_post(hw_queue, rq, op)
+            .map_err(|(status, why, rq)| {
+                if status != Status::Resource && log_failure() {
+                    pr_err!(
+                        "{:?} of {} bytes at sector {} on queue {} failed: {}\n",
+                        op,
+                        rq.bytes(),
+                        rq.sector(),
+                        hw_queue,
+                        why
+                    );
+                }
+                (status, rq)
+            })
     }
 
     fn try_post(
