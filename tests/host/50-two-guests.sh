@@ -9,8 +9,8 @@ out=$RSWAP_TOP/results/two-guests
 rm -rf "$out"; mkdir -p "$out"
 gcc -O2 -o "$out/swapload" "$RSWAP_TOP/tests/bench/swapload.c"
 mkdir -p "$out/client"; cp "$out/swapload" "$out/client/swapload"
+rc=0
 RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --out "$out" --timeout 1500 --grace 2 \
-	--kernel "${KERNEL:-stock}" tests/pair/server.sh tests/pair/client.sh
-rc=$?
+	--kernel "${KERNEL:-stock}" tests/pair/server.sh tests/pair/client.sh || rc=$?
 cat "$out/client/console.log" 2>/dev/null
 exit $rc
