@@ -80,9 +80,7 @@ else
 	ktap_fail "$(ktap_name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json")"
 fi
 
-rdma statistic show link rxe0/1 2>/dev/null | tr ' ' '\n' | paste - - | awk '$2 != 0' \
-	| tr '\n' ' ' | sed 's/^/rxe0 counters: /' | fold -w 150 | sed 's/^/# /'
-echo
+rdma statistic show link rxe0/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed 's/^/# rxe0 counters: /'
 dout=$((out1 - out0)); din=$((in1 - in0))
 ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"
 # At least the part of the working set above the limit must have gone out and come back.
