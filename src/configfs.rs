@@ -137,8 +137,8 @@ struct Settings {
 /// A connected target and its disk.
 ///
 /// Teardown order: the disk (deleting it waits for I/O in flight), then the queues leave
-/// the registry, then the driver and its session go (tearing the queues down), and only
-/// then is the disk number free for another target.
+/// the registry, then the driver and its session go (the session's drop tears the queues
+/// down).
 struct Enabled {
     disk: Option<Pin<KBox<Disk<RemoteDisk>>>>,
     driver: Arc<RemoteDisk>,
@@ -155,7 +155,6 @@ impl Drop for Enabled {
     fn drop(&mut self) {
         drop(self.disk.take());
         registry::remove_queues(self.driver.session().queues());
-        self.driver.session().shut_down();
         registry::put_minor(self.minor);
     }
 }

@@ -2,7 +2,7 @@
 
 //! rdma_cm connections: address and route resolution, connect, disconnect.
 
-use core::{marker::PhantomData, ptr::NonNull};
+use core::ptr::NonNull;
 use kernel::{error::to_result, ffi, prelude::*, sync::Arc};
 
 use super::{bindings, Device};
@@ -62,7 +62,6 @@ pub(crate) struct ConnectParams<'a> {
 pub(crate) struct CmId<H: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
     handler: Arc<H>,
-    _not_sync: PhantomData<*mut ()>,
 }
 
 // SAFETY: rdma_cm ids may be used and destroyed from any thread.
@@ -80,11 +79,7 @@ impl<H: CmHandler> CmId<H> {
         let raw = unsafe { bindings::rswap_rdma_create_id(Some(cm_handler::<H>), ctx) };
         let id = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
         // INVARIANT: `id` is fresh and its context is the handler we keep.
-        Ok(Self {
-            id,
-            handler,
-            _not_sync: PhantomData,
-        })
+        Ok(Self { id, handler })
     }
 
     /// The raw pointer, for the other wrappers of this layer.

@@ -215,7 +215,6 @@ impl Drop for QueueConn {
 /// under the data path) and what identifies it.
 #[pin_data]
 pub(crate) struct Queue {
-    index: u16,
     /// The device's identity (address), to find the queues of a device being removed.
     device: usize,
     max_sge: u32,
@@ -291,7 +290,6 @@ impl Queue {
         })?;
         let queue = Arc::pin_init(
             pin_init!(Self {
-                index,
                 device: dev_key,
                 max_sge: caps.send_sge,
                 conn <- Revocable::new(conn),
