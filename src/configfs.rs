@@ -36,6 +36,9 @@ const DEFAULT_PORT: u16 = 18515;
 const DEFAULT_DEPTH: u32 = 128;
 /// Default time each connection step may take.
 const DEFAULT_TIMEOUT_MS: u32 = 5000;
+/// Default reconnect window of a failed queue: the memory server's default grace period
+/// (it keeps a client's region that long after its last queue went away).
+const DEFAULT_RECOVERY_MS: u32 = 60_000;
 
 /// The configfs subsystem `/sys/kernel/config/rswap`.
 pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
@@ -87,6 +90,7 @@ impl configfs::GroupOperations for Root {
                 enable: 7,
                 state: 8,
                 device: 9,
+                recovery_ms: 10,
             ],
         };
         let name = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -108,6 +112,7 @@ impl configfs::GroupOperations for Root {
                         }
                     },
                     timeout_ms: DEFAULT_TIMEOUT_MS,
+                    recovery_ms: DEFAULT_RECOVERY_MS,
                     enabled: None,
                 }),
             }),
@@ -131,6 +136,7 @@ struct Settings {
     depth: u32,
     client_id: u64,
     timeout_ms: u32,
+    recovery_ms: u32,
     enabled: Option<Enabled>,
 }
 
@@ -204,6 +210,7 @@ fn enable(s: &mut Settings) -> Result {
         queue_count: s.queues,
         depth: s.depth,
         step_timeout_ms: s.timeout_ms,
+        recovery_ms: s.recovery_ms,
     };
     let minor = registry::take_minor()?;
     let result = (|| {
@@ -342,6 +349,13 @@ setting_attr!(
     |t| parse::number(t, 100, 120_000),
     |s, v| s.timeout_ms = v as u32
 );
+setting_attr!(
+    10,
+    "recovery_ms",
+    |s, w| writeln!(w, "{}", s.recovery_ms),
+    |t| parse::number(t, 0, 3_600_000),
+    |s, v| s.recovery_ms = v as u32
+);
 
 #[vtable]
 impl configfs::AttributeOperations<7> for TargetConfig {
@@ -386,25 +400,40 @@ impl configfs::AttributeOperations<8> for TargetConfig {
             None => writeln!(w, "disabled"),
             Some(e) => {
                 let session = e.driver.session();
-                let total = session.queues().len();
-                let live = session.queues().iter().filter(|q| q.is_live()).count();
+                let queues = session.queues();
+                let total = queues.len();
+                let live = queues.iter().filter(|q| q.is_live()).count();
+                let recovering = queues.iter().filter(|q| q.is_recovering()).count();
+                let dead = queues.iter().filter(|q| q.is_dead()).count();
+                let recoveries: u32 = queues.iter().map(|q| q.recoveries()).sum();
+                let retried: u64 = queues.iter().map(|q| q.retried()).sum();
                 let d = session.descriptor();
+                let summary = if live == total {
+                    "connected"
+                } else if recovering > 0 {
+                    "recovering"
+                } else if dead == total {
+                    "dead"
+                } else if live == 0 && dead == 0 {
+                    // The server closed the connections: each reconnects on its next I/O.
+                    "disconnected"
+                } else {
+                    "degraded"
+                };
                 writeln!(
                     w,
-                    "{} queues={}/{} region={} epoch={} rkey={:#x} length={}",
-                    if live == total {
-                        "connected"
-                    } else if live == 0 {
-                        "dead"
-                    } else {
-                        "degraded"
-                    },
+                    "{} queues={}/{} region={} epoch={} rkey={:#x} length={} recovering={} dead={} recoveries={} retried={}",
+                    summary,
                     live,
                     total,
                     d.region_id,
                     d.epoch,
                     d.rkey,
-                    session.region().len
+                    session.region().len,
+                    recovering,
+                    dead,
+                    recoveries,
+                    retried
                 )
             }
         })

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Two kernel functions the kernel crate does not wrap yet.
+//! Kernel functions the kernel crate does not wrap yet.
+
+use kernel::str::CStrExt;
 
 /// A random 64-bit number (`get_random_u64`).
 pub(crate) fn random_u64() -> u64 {
@@ -11,4 +13,59 @@ pub(crate) fn random_u64() -> u64 {
 /// The number of possible CPU ids (an upper bound on online CPUs).
 pub(crate) fn nr_cpus() -> u32 {
     kernel::cpu::nr_cpu_ids()
+}
+
+/// A workqueue of rswap's own with a rescuer thread (`WQ_MEM_RECLAIM`), so its work makes
+/// progress when memory is short: rswap is a swap device, and its recovery work is what
+/// lets swap I/O finish. Destroyed (after running what is queued) on drop.
+///
+/// # Invariants
+///
+/// `wq` came from `alloc_workqueue` and is destroyed only by drop.
+pub(crate) struct ReclaimWorkqueue {
+    wq: core::ptr::NonNull<kernel::bindings::workqueue_struct>,
+}
+
+// SAFETY: workqueues are used and destroyed from any thread.
+unsafe impl Send for ReclaimWorkqueue {}
+// SAFETY: queueing work is thread safe.
+unsafe impl Sync for ReclaimWorkqueue {}
+
+impl ReclaimWorkqueue {
+    /// Allocates an unbound reclaim-safe workqueue called `name`.
+    pub(crate) fn new(name: &'static core::ffi::CStr) -> kernel::error::Result<Self> {
+        let flags =
+            kernel::bindings::wq_flags_WQ_MEM_RECLAIM | kernel::bindings::wq_flags_WQ_UNBOUND;
+        // SAFETY: the format is "%s" with one NUL-terminated string argument that
+        // outlives the workqueue (it is static).
+        let wq = unsafe {
+            kernel::bindings::alloc_workqueue_noprof(
+                c"%s".as_char_ptr(),
+                flags,
+                0,
+                name.as_char_ptr(),
+            )
+        };
+        let wq = core::ptr::NonNull::new(wq).ok_or(kernel::error::code::ENOMEM)?;
+        // INVARIANT: just allocated.
+        Ok(Self { wq })
+    }
+}
+
+impl core::ops::Deref for ReclaimWorkqueue {
+    type Target = kernel::workqueue::Queue;
+
+    fn deref(&self) -> &kernel::workqueue::Queue {
+        // SAFETY: the workqueue is valid until drop, which cannot run while the returned
+        // reference (borrowing `self`) lives.
+        unsafe { kernel::workqueue::Queue::from_raw(self.wq.as_ptr()) }
+    }
+}
+
+impl Drop for ReclaimWorkqueue {
+    fn drop(&mut self) {
+        // SAFETY: valid by the type invariant; this is the only destroy. It waits for the
+        // queued work to run first.
+        unsafe { kernel::bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
 }

@@ -5,9 +5,13 @@
 //! Each request becomes one RDMA READ (read) or RDMA WRITE (write) work request on the
 //! queue of its hardware queue, with the request's segments as SGEs; the work request
 //! owns the request and its DMA mapping until its completion unmaps and ends it.
+//!
+//! A failed completion, a lost connection or a timeout puts the queue into recovery
+//! (see [`crate::transport::queue`]): its requests are requeued and issued again on the
+//! new connection, up to [`MAX_RETRIES`] times each; a dead queue fails them.
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 use crate::{
     blk::{self, Op, OwnedRequest, Status, TimeoutAction, MAX_SEGMENTS},
@@ -16,8 +20,15 @@ use crate::{
         dma::{Direction, SgMapping, Sge},
         qp::RdmaOp,
     },
-    transport::session::Session,
+    transport::{
+        queue::{Queue, Verdict},
+        session::Session,
+    },
 };
+
+/// How many times one request is issued again after its queue failed under it. A request
+/// that keeps breaking its connection fails rather than looping.
+pub(crate) const MAX_RETRIES: u8 = 5;
 
 /// Failed requests logged so far (all disks): the first 20 and every 1000th after that,
 /// so a dead link cannot flood the log from the I/O path.
@@ -32,6 +43,8 @@ fn log_failure() -> bool {
 pub(crate) struct RequestData {
     mapping: Option<SgMapping>,
     sges: [Sge; MAX_SEGMENTS],
+    /// Times this request was requeued because its queue failed.
+    retries: u8,
 }
 
 impl Default for RequestData {
@@ -39,6 +52,7 @@ impl Default for RequestData {
         Self {
             mapping: None,
             sges: core::array::from_fn(|_| Sge::default()),
+            retries: 0,
         }
     }
 }
@@ -59,6 +73,18 @@ impl RemoteDisk {
         &self.session
     }
 
+    fn queue(&self, hw_queue: u32) -> Option<&Arc<Queue>> {
+        usize::try_from(hw_queue)
+            .ok()
+            .and_then(|i| self.session.queues().get(i))
+    }
+
+    /// Ends `rq` with `status`, ready for its tag's next request.
+    fn end(mut rq: OwnedRequest<Self>, status: Status) {
+        rq.segments().1.retries = 0;
+        rq.end(status);
+    }
+
     /// Maps `rq` and posts it on `hw_queue`; gives it back with a status on failure,
     /// logging why when it fails the request.
     fn post(
@@ -68,16 +94,20 @@ impl RemoteDisk {
         op: RdmaOp,
     ) -> core::result::Result<(), (Status, OwnedRequest<Self>)> {
         self.try_post(hw_queue, rq, op)
-            .map_err(|(status, why, rq)| {
-                if status != Status::Resource && log_failure() {
-                    pr_err!(
-                        "{:?} of {} bytes at sector {} on queue {} failed: {}\n",
-                        op,
-                        rq.bytes(),
-                        rq.sector(),
-                        hw_queue,
-                        why
-                    );
+            .map_err(|(status, why, mut rq)| {
+                // Resource: blk-mq issues it again later. Anything else ends it.
+                if status != Status::Resource {
+                    rq.segments().1.retries = 0;
+                    if log_failure() {
+                        pr_err!(
+                            "{:?} of {} bytes at sector {} on queue {} failed: {}\n",
+                            op,
+                            rq.bytes(),
+                            rq.sector(),
+                            hw_queue,
+                            why
+                        );
+                    }
                 }
                 (status, rq)
             })
@@ -89,12 +119,15 @@ impl RemoteDisk {
         rq: OwnedRequest<Self>,
         op: RdmaOp,
     ) -> core::result::Result<(), (Status, &'static str, OwnedRequest<Self>)> {
-        let Some(queue) = usize::try_from(hw_queue)
-            .ok()
-            .and_then(|i| self.session.queues().get(i))
-        else {
+        let Some(queue) = self.queue(hw_queue) else {
             return Err((Status::IoErr, "no such queue", rq));
         };
+        if queue.link_lost()
+            && Queue::fail(queue, self.session.recovery_wq(), c"connection lost", 0)
+                == Verdict::Fail
+        {
+            return Err((Status::IoErr, "the queue is dead", rq));
+        }
         let region = *self.session.region();
         let Ok(remote_addr) = region.target(rq.offset(), u64::from(rq.bytes())) else {
             return Err((Status::IoErr, "outside the remote region", rq));
@@ -137,8 +170,11 @@ impl RemoteDisk {
         });
         match (posted.flatten(), slot.take()) {
             (Some(result), _) => result,
-            // The queue was torn down (device removed, timed out, disabled).
-            (None, Some(rq)) => Err((Status::IoErr, "the queue was torn down", rq)),
+            // No connection: recovering (issue it again later), or dead (device removed,
+            // recovery failed or off, disabled).
+            (None, Some(rq)) if queue.is_recovering() => Err((Status::Resource, "", rq)),
+            (None, Some(rq)) => Err((Status::IoErr, "the queue is dead", rq)),
+            // The closure always takes the request before it can return `None`.
             (None, None) => Ok(()),
         }
     }
@@ -158,48 +194,65 @@ impl blk::Operations for RemoteDisk {
             // A write completes only when the server's memory holds it (RC acknowledges
             // placement), so there is no volatile cache to flush.
             Op::Flush => {
-                rq.end(Status::Ok);
+                Self::end(rq, Status::Ok);
                 Ok(())
             }
             Op::Other(_) => Err((Status::NotSupp, rq)),
         }
     }
 
-    fn complete(mut rq: OwnedRequest<Self>, wc: &Wc<'_>) {
+    fn complete(&self, hw_queue: u32, mut rq: OwnedRequest<Self>, wc: &Wc<'_>) {
         let (sg, data) = rq.segments();
         if let Some(m) = data.mapping.take() {
             m.unmap(wc.device(), sg);
         }
-        let status = if wc.is_ok() {
-            Status::Ok
-        } else {
-            if log_failure() {
-                pr_err!(
-                    "I/O at sector {} failed: {} (status {})\n",
-                    rq.sector(),
-                    wc.status_msg(),
-                    wc.status()
-                );
-            }
-            Status::IoErr
+        if wc.is_ok() {
+            return Self::end(rq, Status::Ok);
+        }
+        let queue = self.queue(hw_queue);
+        let verdict = match queue {
+            Some(q) => Queue::fail(q, self.session.recovery_wq(), wc.status_msg(), wc.status()),
+            None => Verdict::Fail,
         };
-        rq.end(status);
+        let retries = &mut rq.segments().1.retries;
+        if verdict == Verdict::Retry && *retries < MAX_RETRIES {
+            *retries += 1;
+            if let Some(q) = queue {
+                q.count_retry();
+            }
+            return rq.requeue();
+        }
+        if log_failure() {
+            let why = match verdict {
+                Verdict::Retry => ", retried too often",
+                Verdict::Fail => "",
+            };
+            pr_err!(
+                "I/O at sector {} failed: {} (status {}{})\n",
+                rq.sector(),
+                wc.status_msg(),
+                wc.status(),
+                why
+            );
+        }
+        Self::end(rq, Status::IoErr);
     }
 
     fn timeout(&self, hw_queue: u32, rq: &blk::request::TimedOutRequest<'_>) -> TimeoutAction {
         pr_warn!(
-            "request at sector {} timed out on queue {}: tearing the queue down\n",
+            "request at sector {} timed out on queue {}\n",
             rq.sector(),
             hw_queue
         );
-        // Tearing the queue down flushes every request it holds (this one included),
-        // and each flush completion ends its request with an I/O error.
-        if let Some(queue) = usize::try_from(hw_queue)
-            .ok()
-            .and_then(|i| self.session.queues().get(i))
-        {
-            queue.shut_down();
+        // The queue's link is taken down either way, which flushes every request it holds
+        // (this one included); each flush completion requeues its request (recovering)
+        // or ends it with an I/O error (dead).
+        match self.queue(hw_queue) {
+            Some(q) => match Queue::fail(q, self.session.recovery_wq(), c"request timed out", 0) {
+                Verdict::Retry => TimeoutAction::ResetTimer,
+                Verdict::Fail => TimeoutAction::Done,
+            },
+            None => TimeoutAction::Done,
         }
-        TimeoutAction::Done
     }
 }

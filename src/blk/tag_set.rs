@@ -17,6 +17,8 @@ pub(crate) enum TimeoutAction {
     /// The driver makes sure it completes (for rswap: its QP was moved to the error state,
     /// so the work request holding it is flushed and its completion ends it).
     Done,
+    /// Re-arm the timer: the driver is recovering and will complete or requeue it.
+    ResetTimer,
 }
 
 /// A blk-mq driver.
@@ -34,8 +36,9 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
         rq: OwnedRequest<Self>,
     ) -> core::result::Result<(), (Status, OwnedRequest<Self>)>;
 
-    /// The work request carrying `rq` completed; end it. Runs in softirq context.
-    fn complete(rq: OwnedRequest<Self>, wc: &Wc<'_>);
+    /// The work request carrying `rq`, issued on hardware queue `hw_queue`, completed:
+    /// end or requeue it. Runs in softirq context.
+    fn complete(&self, hw_queue: u32, rq: OwnedRequest<Self>, wc: &Wc<'_>);
 
     /// `rq` timed out on hardware queue `hw_queue`.
     fn timeout(&self, hw_queue: u32, rq: &TimedOutRequest<'_>) -> TimeoutAction;
@@ -185,5 +188,6 @@ unsafe extern "C" fn timeout_callback<T: Operations>(
     let view = unsafe { TimedOutRequest::from_raw(rq) };
     match driver.timeout(index, &view) {
         TimeoutAction::Done => kernel::bindings::blk_eh_timer_return_BLK_EH_DONE,
+        TimeoutAction::ResetTimer => kernel::bindings::blk_eh_timer_return_BLK_EH_RESET_TIMER,
     }
 }

@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One RDMA queue to the memory server: an rdma_cm connection with its own PD, CQ and QP.
+//! One RDMA queue to the memory server.
 //!
-//! Setup follows the rdma_cm steps (resolve address, resolve route, create the QP, post
-//! the RECV for the region descriptor, connect) and waits, bounded, for each. Teardown is
-//! the reverse, by ownership: [`QueueConn`]'s drop disconnects and drains the QP, then its
-//! fields go in declaration order: QP, CQ, PD, cm_id.
+//! A [`Link`] is one rdma_cm connection with its own PD, CQ and QP. Setup follows the
+//! rdma_cm steps (resolve address, resolve route, create the QP, post the RECV for the
+//! region descriptor, connect) and waits, bounded, for each. Teardown is the reverse, by
+//! ownership: [`QueueConn`]'s drop disconnects and drains the QP, then its fields go in
+//! declaration order: QP, CQ, PD, cm_id.
+//!
+//! A [`Queue`] is what a hardware queue of the disk posts to: its current link and its
+//! recovery. When the link fails (a failed completion, a disconnect, a request timeout)
+//! the queue enters recovery: a work item takes the old link down (its work requests are
+//! flushed and their requests requeued), connects a new one to the same server and
+//! client id, checks that the server still holds the same region, and puts it in place.
+//! If that does not succeed within the recovery window, the queue is dead and its I/O
+//! fails. States: `LIVE -> RECOVERING -> LIVE | DEAD`; `shut_down` makes any state DEAD.
 
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use kernel::{
+    new_mutex, new_spinlock, new_work,
     prelude::*,
     revocable::Revocable,
-    sync::Arc,
-    time::{delay::fsleep, Delta},
+    sync::{Arc, Mutex, SpinLock},
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+    workqueue::{self, impl_has_work, Work, WorkItem},
 };
 
 use super::wire::{ConnectRequest, RegionDescriptor, RejectReason};
@@ -45,6 +56,9 @@ pub(crate) struct Target {
     pub(crate) depth: u32,
     /// Milliseconds each connection step may take.
     pub(crate) step_timeout_ms: u32,
+    /// Milliseconds a failed queue may spend reconnecting before its I/O fails; 0 fails
+    /// it at once.
+    pub(crate) recovery_ms: u32,
 }
 
 /// Connection progress as the CM reports it.
@@ -211,10 +225,16 @@ impl Drop for QueueConn {
     }
 }
 
-/// One queue: its connection (revocable, so device removal and timeouts can tear it down
-/// under the data path) and what identifies it.
+/// One connection of a queue: revocable, so the queue's recovery, device removal and
+/// teardown can take it down under the data path.
+///
+/// # Invariants
+///
+/// A link in a [`Queue`]'s slot leaves it only to be revoked, so the other references
+/// (short-lived clones taken by the data path) are never the last one to an unrevoked
+/// link: dropping them never runs the sleeping teardown in atomic context.
 #[pin_data]
-pub(crate) struct Queue {
+pub(crate) struct Link {
     /// The device's identity (address), to find the queues of a device being removed.
     device: usize,
     max_sge: u32,
@@ -222,17 +242,22 @@ pub(crate) struct Queue {
     conn: Revocable<QueueConn>,
 }
 
-impl Queue {
-    /// Connects queue `index` to `target` and waits for the region descriptor.
-    pub(crate) fn connect(target: &Target, index: u16) -> Result<(Arc<Self>, RegionDescriptor)> {
+impl Link {
+    /// Connects queue `index` to `target` and waits for the region descriptor. Gives up
+    /// early (`ECANCELED`) once `abort` returns true.
+    fn connect(
+        target: &Target,
+        index: u16,
+        abort: &dyn Fn() -> bool,
+    ) -> Result<(Arc<Self>, RegionDescriptor)> {
         let events = Arc::new(QueueEvents::new(index), GFP_KERNEL)?;
         let cm = CmId::new(events.clone())?;
         let ms = target.step_timeout_ms;
 
         cm.resolve_addr(target.ip, target.port, ms)?;
-        wait_step(&events, Step::AddrResolved, ms, "address resolution")?;
+        wait_step(&events, Step::AddrResolved, ms, "address resolution", abort)?;
         cm.resolve_route(ms)?;
-        wait_step(&events, Step::RouteResolved, ms, "route resolution")?;
+        wait_step(&events, Step::RouteResolved, ms, "route resolution", abort)?;
 
         let dev = cm.device().ok_or(ENODEV)?;
         let dev_key = dev.as_raw() as usize;
@@ -267,7 +292,8 @@ impl Queue {
             initiator_depth,
         })?;
         // If anything below fails, dropping `conn` tears the half-made queue down.
-        if let Err(e) = wait_step(&events, Step::Established, ms.saturating_mul(3), "connect") {
+        let connect_ms = ms.saturating_mul(3);
+        if let Err(e) = wait_step(&events, Step::Established, connect_ms, "connect", abort) {
             if events.step() == Step::Rejected as u32 {
                 report_reject(&events, target);
                 return Err(ECONNREFUSED);
@@ -275,8 +301,12 @@ impl Queue {
             return Err(e);
         }
         if !wait_for(ms, || {
-            events.desc_state.load(Ordering::Acquire) != DESC_PENDING
-        }) {
+            events.desc_state.load(Ordering::Acquire) != DESC_PENDING || abort()
+        }) || abort()
+        {
+            if abort() {
+                return Err(ECANCELED);
+            }
             pr_err!("queue {}: no region descriptor within {} ms\n", index, ms);
             return Err(ETIMEDOUT);
         }
@@ -288,11 +318,88 @@ impl Queue {
             pr_err!("queue {}: bad region descriptor: {:?}\n", index, e);
             EPROTO
         })?;
-        let queue = Arc::pin_init(
+        let link = Arc::pin_init(
             pin_init!(Self {
                 device: dev_key,
                 max_sge: caps.send_sge,
                 conn <- Revocable::new(conn),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok((link, desc))
+    }
+
+    /// Whether the connection is up (not torn down, not disconnected by the server).
+    fn is_live(&self) -> bool {
+        self.conn
+            .try_access_with(|c| c.cm.handler().step() == Step::Established as u32)
+            .unwrap_or(false)
+    }
+}
+
+/// What the data path should do with I/O whose link failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The queue is recovering: requeue the I/O, it is retried on the new link.
+    Retry,
+    /// The queue is dead (or recovery is off): fail the I/O.
+    Fail,
+}
+
+const LIVE: u32 = 0;
+const RECOVERING: u32 = 1;
+const DEAD: u32 = 2;
+
+/// One queue of a session: the link its hardware queue posts to, and that link's
+/// recovery.
+#[pin_data]
+pub(crate) struct Queue {
+    index: u16,
+    target: Target,
+    /// The region the first link got; every later link must get the same one.
+    region: RegionDescriptor,
+    /// The SGE limit the disk was set up with; a new link must take as many.
+    max_sge: u32,
+    /// How long recovery may try to reconnect; 0 turns recovery off.
+    recovery_ms: u32,
+    state: AtomicU32,
+    /// Held by the recovery work while it runs and by `shut_down`: a link is only ever
+    /// retired or installed under it.
+    #[pin]
+    teardown: Mutex<()>,
+    recoveries: AtomicU32,
+    /// Requests issued again after this queue failed under them.
+    retried: AtomicU64,
+    #[pin]
+    link: SpinLock<Option<Arc<Link>>>,
+    #[pin]
+    work: Work<Queue>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Queue { self.work }
+}
+
+impl Queue {
+    /// Connects queue `index` to `target`; returns it with the region descriptor it got.
+    pub(crate) fn connect(target: &Target, index: u16) -> Result<(Arc<Self>, RegionDescriptor)> {
+        let (link, desc) = Link::connect(target, index, &|| false)?;
+        let max_sge = link.max_sge;
+        // If this fails, the link moved into the initialiser is dropped there, unrevoked,
+        // in process context: its drop tears it down.
+        let queue = Arc::pin_init(
+            pin_init!(Self {
+                index,
+                target: *target,
+                region: desc,
+                max_sge,
+                recovery_ms: target.recovery_ms,
+                state: AtomicU32::new(LIVE),
+                teardown <- new_mutex!((), "rswap::Queue::teardown"),
+                recoveries: AtomicU32::new(0),
+                retried: AtomicU64::new(0),
+                link <- new_spinlock!(Some(link), "rswap::Queue::link"),
+                work <- new_work!("rswap::Queue::work"),
             }),
             GFP_KERNEL,
         )?;
@@ -304,27 +411,237 @@ impl Queue {
         self.max_sge
     }
 
-    /// Whether the queue runs on the device `dev` (by identity).
+    /// Whether the queue's current link runs on the device `dev` (by identity). A queue
+    /// that is reconnecting and has no link yet might land on any device: it counts as
+    /// on every device, so a device's removal stops it rather than race it.
     pub(crate) fn is_on(&self, dev: &Device) -> bool {
-        self.device == dev.as_raw() as usize
+        match self.current() {
+            Some(l) => l.device == dev.as_raw() as usize,
+            None => self.state.load(Ordering::Acquire) == RECOVERING,
+        }
     }
 
-    /// Runs `f` with the live connection, or returns `None` when it was torn down. `f`
-    /// runs in an RCU read-side section: it must not sleep.
+    fn current(&self) -> Option<Arc<Link>> {
+        self.link.lock().clone()
+    }
+
+    /// Runs `f` with the live connection, or returns `None` when the queue has none (torn
+    /// down, recovering). `f` runs in an RCU read-side section: it must not sleep.
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&QueueConn) -> R) -> Option<R> {
-        self.conn.try_access_with(f)
+        if self.state.load(Ordering::Acquire) != LIVE {
+            return None;
+        }
+        // The clone may outlive the slot's reference; the link is revoked before the slot
+        // lets go of it (type invariant of `Link`), so dropping it here never sleeps.
+        let link = self.current()?;
+        link.conn.try_access_with(f)
     }
 
-    /// Whether the connection is up (not torn down, not disconnected by the server).
+    /// Whether the queue is live and its connection up.
     pub(crate) fn is_live(&self) -> bool {
-        self.with_conn(|c| c.cm.handler().step() == Step::Established as u32)
-            .unwrap_or(false)
+        self.state.load(Ordering::Acquire) == LIVE && self.current().is_some_and(|l| l.is_live())
     }
 
-    /// Tears the connection down (idempotent): later I/O on this queue fails, I/O in
-    /// flight is flushed and ends with an error. Sleeps.
-    pub(crate) fn shut_down(&self) -> bool {
-        self.conn.revoke()
+    /// Whether the queue is recovering.
+    pub(crate) fn is_recovering(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RECOVERING
+    }
+
+    /// Whether the queue is dead (recovery failed or is off, or it was shut down).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DEAD
+    }
+
+    /// Successful recoveries so far.
+    pub(crate) fn recoveries(&self) -> u32 {
+        self.recoveries.load(Ordering::Relaxed)
+    }
+
+    /// Counts a request that is issued again after this queue failed under it.
+    pub(crate) fn count_retry(&self) {
+        self.retried.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests issued again so far.
+    pub(crate) fn retried(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
+    }
+
+    /// Whether the current link's connection has dropped (the server disconnected, the
+    /// device is going away) while the queue still counts as live.
+    pub(crate) fn link_lost(&self) -> bool {
+        self.state.load(Ordering::Acquire) == LIVE && !self.current().is_some_and(|l| l.is_live())
+    }
+
+    /// Reports that I/O on the current link failed (`why`, for the log) and says what to
+    /// do with that I/O. The first report on a live queue starts recovery on `wq` (or,
+    /// with recovery off, kills the queue). Does not sleep: callable from completions.
+    pub(crate) fn fail(
+        this: &Arc<Self>,
+        wq: &workqueue::Queue,
+        why: &CStr,
+        status: u32,
+    ) -> Verdict {
+        let next = if this.recovery_ms == 0 {
+            DEAD
+        } else {
+            RECOVERING
+        };
+        match this
+            .state
+            .compare_exchange(LIVE, next, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                let code = StatusNote(status);
+                if next == RECOVERING {
+                    pr_warn!(
+                        "queue {}: {}{}: reconnecting; its I/O will be retried\n",
+                        this.index,
+                        why,
+                        code
+                    );
+                } else {
+                    pr_err!(
+                        "queue {}: {}{}; recovery is off: failing its I/O\n",
+                        this.index,
+                        why,
+                        code
+                    );
+                }
+                // The work item takes the old link down (and, when recovering, connects a
+                // new one). Already queued means the same work is pending anyway.
+                let _ = wq.enqueue(this.clone());
+            }
+            Err(DEAD) => return Verdict::Fail,
+            // Already recovering.
+            Err(_) => {}
+        }
+        if this.state.load(Ordering::Acquire) == DEAD {
+            Verdict::Fail
+        } else {
+            Verdict::Retry
+        }
+    }
+
+    /// Takes the current link out of the slot and tears it down (sleeps): its posted work
+    /// requests are flushed, and their completions run before this returns.
+    fn retire_link(&self) {
+        let old = self.link.lock().take();
+        if let Some(link) = old {
+            link.conn.revoke();
+        }
+    }
+
+    /// The recovery work: runs on the session's workqueue, under `teardown`. With the
+    /// queue DEAD (recovery off, or shut down) it only retires the link.
+    fn recover(&self) {
+        self.retire_link();
+        if self.state.load(Ordering::Acquire) != RECOVERING {
+            return;
+        }
+        let start = Instant::<Monotonic>::now();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let abort = || self.state.load(Ordering::Acquire) != RECOVERING;
+            match Link::connect(&self.target, self.index, &abort) {
+                Ok((link, desc)) => {
+                    if !self.region.same_region(&desc) {
+                        pr_err!(
+                            "queue {}: the server no longer holds this client's region (got region {}, had {}): its data is lost, failing the queue's I/O\n",
+                            self.index,
+                            desc.region_id,
+                            self.region.region_id
+                        );
+                        link.conn.revoke();
+                        break;
+                    }
+                    if link.max_sge < self.max_sge {
+                        pr_err!(
+                            "queue {}: the new connection takes {} SGEs, the disk needs {}\n",
+                            self.index,
+                            link.max_sge,
+                            self.max_sge
+                        );
+                        link.conn.revoke();
+                        break;
+                    }
+                    *self.link.lock() = Some(link);
+                    if self
+                        .state
+                        .compare_exchange(RECOVERING, LIVE, Ordering::AcqRel, Ordering::Acquire)
+                        .is_err()
+                    {
+                        // Shut down meanwhile.
+                        self.retire_link();
+                        return;
+                    }
+                    self.recoveries.fetch_add(1, Ordering::Relaxed);
+                    let plural = if attempts == 1 { "" } else { "s" };
+                    pr_info!(
+                        "queue {}: reconnected after {} ms ({} attempt{}, epoch {})\n",
+                        self.index,
+                        start.elapsed().as_millis(),
+                        attempts,
+                        plural,
+                        desc.epoch
+                    );
+                    return;
+                }
+                Err(e) => {
+                    if self.state.load(Ordering::Acquire) != RECOVERING {
+                        // Shut down meanwhile: nothing to report.
+                        return;
+                    }
+                    let spent = start.elapsed().as_millis();
+                    if spent >= i64::from(self.recovery_ms) {
+                        pr_err!(
+                            "queue {}: not reconnected within {} ms ({} attempts, last error {:?}): failing its I/O\n",
+                            self.index,
+                            self.recovery_ms,
+                            attempts,
+                            e
+                        );
+                        break;
+                    }
+                    let pause = (i64::from(self.recovery_ms) - spent).clamp(1, 1000);
+                    fsleep(Delta::from_millis(pause));
+                }
+            }
+        }
+        let _ = self
+            .state
+            .compare_exchange(RECOVERING, DEAD, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Tears the queue down for good (idempotent): later I/O on it fails, I/O in flight is
+    /// flushed and ends with an error. Waits for a running recovery to give up (it checks
+    /// between attempts; one attempt is bounded by the step timeouts). Sleeps.
+    pub(crate) fn shut_down(&self) {
+        self.state.store(DEAD, Ordering::Release);
+        let _guard = self.teardown.lock();
+        self.retire_link();
+    }
+}
+
+impl WorkItem for Queue {
+    type Pointer = Arc<Queue>;
+
+    fn run(this: Arc<Queue>) {
+        let _guard = this.teardown.lock();
+        this.recover();
+    }
+}
+
+/// Formats a work completion status for the log: nothing for 0 (no completion involved).
+struct StatusNote(u32);
+
+impl kernel::fmt::Display for StatusNote {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            s => write!(f, " (status {s})"),
+        }
     }
 }
 
@@ -340,7 +657,13 @@ fn wait_for(ms: u32, cond: impl Fn() -> bool) -> bool {
 }
 
 /// Waits until the CM reports `want`; a failure step ends the wait early.
-fn wait_step(events: &QueueEvents, want: Step, ms: u32, what: &str) -> Result {
+fn wait_step(
+    events: &QueueEvents,
+    want: Step,
+    ms: u32,
+    what: &str,
+    abort: &dyn Fn() -> bool,
+) -> Result {
     let failed = |s: u32| {
         s == Step::Rejected as u32
             || s == Step::Failed as u32
@@ -349,11 +672,14 @@ fn wait_step(events: &QueueEvents, want: Step, ms: u32, what: &str) -> Result {
     };
     wait_for(ms, || {
         let s = events.step();
-        s == want as u32 || failed(s)
+        s == want as u32 || failed(s) || abort()
     });
     let s = events.step();
     if s == want as u32 {
         return Ok(());
+    }
+    if abort() {
+        return Err(ECANCELED);
     }
     if s == Step::Rejected as u32 {
         return Err(ECONNREFUSED);

@@ -2,7 +2,9 @@
 
 //! A session: all queues of one client to one memory server, and the region they share.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc, workqueue};
+
+use crate::kernel_ext::ReclaimWorkqueue;
 
 use super::{
     queue::{Queue, Target},
@@ -10,12 +12,18 @@ use super::{
     wire::RegionDescriptor,
 };
 
-/// A connected client: `queue_count` queues, each with the same region descriptor.
+/// A connected client: `queue_count` queues, each with the same region descriptor, and
+/// the workqueue their recovery runs on.
+///
+/// Drop order: every queue is shut down (recovery stopped, links torn down), then the
+/// queues are released, then the workqueue is destroyed after running what is queued
+/// (recovery work of a dead queue only returns).
 pub(crate) struct Session {
     queues: KVec<Arc<Queue>>,
     max_sge: u32,
     region: RemoteRegion,
     descriptor: RegionDescriptor,
+    recovery_wq: ReclaimWorkqueue,
 }
 
 impl Session {
@@ -23,6 +31,7 @@ impl Session {
     /// region, at least as large as asked. On any failure the queues made so far are torn
     /// down (dropped) and the error returned.
     pub(crate) fn connect(target: &Target) -> Result<Self> {
+        let recovery_wq = ReclaimWorkqueue::new(c"rswap_recovery")?;
         let mut queues = KVec::with_capacity(usize::from(target.queue_count), GFP_KERNEL)?;
         let mut first: Option<RegionDescriptor> = None;
         let mut max_sge = u32::MAX;
@@ -66,7 +75,13 @@ impl Session {
                 rkey: descriptor.rkey,
             },
             descriptor,
+            recovery_wq,
         })
+    }
+
+    /// The workqueue queue recovery runs on.
+    pub(crate) fn recovery_wq(&self) -> &workqueue::Queue {
+        &self.recovery_wq
     }
 
     /// The queues, one per hardware queue of the disk.

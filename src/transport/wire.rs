@@ -264,6 +264,17 @@ impl RegionDescriptor {
         self.flags & Self::FLAG_REUSED != 0
     }
 
+    /// Whether `other` describes the same memory with the same data: the same region,
+    /// address, key and length. The epoch and flags may differ (a reconnect after all
+    /// queues were gone bumps the epoch); a server that restarted or freed the region
+    /// hands out a different region id.
+    pub(crate) fn same_region(&self, other: &Self) -> bool {
+        self.region_id == other.region_id
+            && self.remote_addr == other.remote_addr
+            && self.rkey == other.rkey
+            && self.length == other.length
+    }
+
     /// Encodes the descriptor into `out`.
     pub(crate) fn encode(&self, out: &mut [u8; Self::SIZE]) {
         *out = [0; Self::SIZE];
@@ -349,6 +360,33 @@ mod tests {
             *b = value;
         }
         bytes
+    }
+
+    #[test]
+    fn same_region_ignores_epoch_and_flags_only() {
+        let revived = RegionDescriptor {
+            flags: 0,
+            epoch: 7,
+            ..DESC
+        };
+        assert!(DESC.same_region(&revived));
+        for other in [
+            RegionDescriptor {
+                region_id: DESC.region_id + 1,
+                ..DESC
+            },
+            RegionDescriptor {
+                remote_addr: DESC.remote_addr + 4096,
+                ..DESC
+            },
+            RegionDescriptor { rkey: 1, ..DESC },
+            RegionDescriptor {
+                length: DESC.length * 2,
+                ..DESC
+            },
+        ] {
+            assert!(!DESC.same_region(&other), "{other:?}");
+        }
     }
 
     #[test]

@@ -54,6 +54,16 @@ mkdir -p $T
 echo "$SERVER_IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size
 echo 1 > $T/enable || ktap_skip_rest "enable failed: $(dmesg | tail -3)"
 
+# Where the kernel has dynamic debug, turn on soft-RoCE's error-path messages (not its
+# per-packet ones), so a QP that goes to the error state says why.
+DYNDBG=/proc/dynamic_debug/control
+if [ -w $DYNDBG ]; then
+	for q in 'file rxe_req.c +p' 'file rxe_net.c +p' 'file rxe_mr.c +p' \
+		'module rdma_rxe format "moved to error state" +p' 'module rdma_rxe format "Failed sending" +p'; do
+		echo "$q" > $DYNDBG 2>/dev/null
+	done
+fi
+
 if mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0 \
 	&& awk '$1 == "/dev/rswap0" && $5 == 100 { f = 1 } END { exit !f }' /proc/swaps; then
 	ktap_pass "$(ktap_name)"
@@ -80,6 +90,10 @@ else
 	ktap_fail "$(ktap_name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json")"
 fi
 
+ktap_diag "rswap state: $(cat $T/state)"
+since_mark() { dmesg | sed -n '/rswap-test-mark: 40-swap/,$p'; }
+since_mark | grep 'rswap: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -5 | sed 's/^/# recovery log: /'
+since_mark | grep -E 'qp#[0-9]+|mr#[0-9]+' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -8 | sed 's/^/# rxe debug: /'
 rdma statistic show link rxe0/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed 's/^/# rxe0 counters: /'
 dout=$((out1 - out0)); din=$((in1 - in0))
 ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"

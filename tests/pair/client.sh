@@ -12,7 +12,8 @@ NAMES=(
 	"two guests: enable connects to the server in the other guest"
 	"two guests: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
-	"two guests: with the link dropping every packet, a read times out, its queue is torn down, the read fails"
+	"two guests: the link drops every packet for 20 s under a read; the queue recovers and the read returns the right data"
+	"two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
 ktap_plan $(( ${#NAMES[@]} + 6 ))
 rxe_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
@@ -42,12 +43,34 @@ echo 0 > $T/enable; echo 1 > $T/enable
 if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(ktap_name)"
 else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
 
-# The request timeout: the link drops everything, the disk's timeout is far below the
-# RDMA retry time, so blk-mq's timeout handler runs: it tears the queue down, which ends
-# the request with an I/O error.
+# A network blackout longer than RDMA's retries: the read's work request fails (retry
+# exceeded), the queue recovers once packets flow again, and the read is issued again.
+modprobe sch_netem 2>/dev/null
+rec0=$(sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state)
+if tc qdisc add dev eth0 root netem loss 100%; then
+	dd if=/dev/rswap0 of=/tmp/r4b bs=1M skip=8 count=4 iflag=direct status=none 2>"$OUT/blackout.err" &
+	ddpid=$!
+	sleep 20
+	tc qdisc del dev eth0 root
+	timeout 180 tail --pid=$ddpid -f /dev/null
+	wait $ddpid; rc=$?
+	rec1=$(sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state)
+	if [ $rc = 0 ] && cmp -s /tmp/r4 /tmp/r4b && [ "$rec1" -gt "$rec0" ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "recoveries $rec0 -> $rec1; $(dmesg | grep 'rswap: queue [0-9]: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "$(ktap_name)" "dd exit $rc, recoveries $rec0 -> $rec1; $(cat "$OUT/blackout.err"); $(dmesg | grep rswap | tail -6)"
+	fi
+else
+	ktap_skip "$(ktap_name)" "no netem qdisc in this kernel"
+fi
+
+# The request timeout with recovery off: the link drops everything, the disk's timeout is
+# far below the RDMA retry time, so blk-mq's timeout handler runs: it tears the queue
+# down, which ends the request with an I/O error.
+echo 0 > $T/enable; echo 0 > $T/recovery_ms; echo 1 > $T/enable
 echo 1 > /sys/block/rswap0/queue/io_timeout 2>/dev/null || echo 100 > /sys/block/rswap0/queue/io_timeout
 dmesg_mark "timeout"
-modprobe sch_netem 2>/dev/null
 if tc qdisc add dev eth0 root netem loss 100%; then
 	start=$(date +%s)
 	timeout 120 dd if=/dev/rswap0 of=/dev/null bs=4k count=1 skip=3 iflag=direct status=none 2>/dev/null; rc=$?

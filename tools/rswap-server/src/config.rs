@@ -125,7 +125,9 @@ Options:
   --help               print this help and exit.
 
 SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
-exits with status 0. A bad option or an address that cannot be bound exits with
+exits with status 0. SIGUSR1 disconnects all clients but keeps their regions for
+the grace period: clients reconnect and find their data (rswap does so by itself).
+A bad option or an address that cannot be bound exits with
 status 2 or 1 and one line on stderr.
 ";
 

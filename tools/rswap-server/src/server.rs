@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The memory server: a single-threaded poll loop over the rdma_cm event channel,
-//! a signalfd (SIGINT/SIGTERM) and the grace-period timers.
+//! a signalfd (SIGINT/SIGTERM: exit; SIGUSR1: disconnect everyone) and the grace-period
+//! timers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
@@ -145,7 +146,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         PAGE
     };
     // Block the signals before anything could start a thread.
-    let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM])
+    let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1])
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
     let chan = EventChannel::new()
         .map_err(|e| format!("cannot open rdma_cm (is the rdma_ucm module loaded?): {e}"))?;
@@ -188,9 +189,13 @@ impl Server {
             let ready = rdma::poll_readable(&[self.chan.fd(), signals.fd()], timeout)
                 .map_err(|e| format!("poll: {e}"))?;
             if ready.get(1).copied().unwrap_or(false) {
-                if let Some(sig) = signals.read().map_err(|e| format!("signalfd: {e}"))? {
-                    log::info("shutdown").kv("signal", sig).emit();
-                    return Ok(());
+                match signals.read().map_err(|e| format!("signalfd: {e}"))? {
+                    Some(libc::SIGUSR1) => self.disconnect_all(),
+                    Some(sig) => {
+                        log::info("shutdown").kv("signal", sig).emit();
+                        return Ok(());
+                    }
+                    None => {}
                 }
             }
             if ready.first().copied().unwrap_or(false) {
@@ -615,6 +620,17 @@ impl Server {
                 .kv("pool_left", self.remaining())
                 .emit();
             // Dropping deregisters the MR, unmaps the memory and frees the PD.
+        }
+    }
+
+    /// SIGUSR1: closes every queue but keeps every region for its grace period, so
+    /// clients reconnect and find their data (maintenance, and the clients' recovery
+    /// tests).
+    fn disconnect_all(&mut self) {
+        let keys: Vec<IdKey> = self.queues.keys().copied().collect();
+        log::info("disconnect_all").kv("queues", keys.len()).emit();
+        for key in keys {
+            self.close_queue(key, "SIGUSR1");
         }
     }
 

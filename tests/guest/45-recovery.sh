@@ -1,0 +1,188 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Queue recovery over soft-RoCE in one guest: when a queue's connection fails, rswap
+# reconnects it to the same server and client id, checks that the server still holds the
+# same region, and issues the queue's I/O again; when it cannot (the region is gone, the
+# server stays away longer than recovery_ms, recovery is off) the I/O fails with EIO and
+# nothing stale is ever read. The server's SIGUSR1 closes every connection but keeps the
+# regions, which is how these tests break connections without losing data.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORT=18517
+CFG=/sys/kernel/config/rswap
+T=$CFG/rec
+OUT=$RSWAP_OUT/45-recovery
+mkdir -p "$OUT"
+SIZE_MB=64
+DEV=/dev/rswap0
+
+NAMES=(
+	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000"
+	"recovery: the server closes every connection while idle; the next I/O reconnects to the same region and reads the data back"
+	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
+	"recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data"
+	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
+	"recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work"
+	"dmesg: no BUG/WARNING/Oops in the recovery tests"
+)
+ktap_plan ${#NAMES[@]}
+SPID=
+cleanup() {
+	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
+	rmdir $T 2>/dev/null
+	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+dmesg_mark "45-recovery"
+
+start_server() {
+	"$SRV" --listen "$IP:$PORT" --size 256M --grace 120 >>"$OUT/server.log" 2>&1 &
+	SPID=$!
+	local n
+	n=$(grep -c listening "$OUT/server.log")
+	for _ in $(seq 100); do
+		[ "$(grep -c listening "$OUT/server.log")" -gt "$n" ] && return 0
+		sleep 0.1
+	done
+	echo "server did not start"; cat "$OUT/server.log"; return 1
+}
+# The successful reconnects so far, and the requests issued again (fields of the state).
+recoveries() { sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state; }
+retried() { sed -n 's/.* retried=\([0-9]*\).*/\1/p' $T/state; }
+# Waits until the server logged $1 more queue_closed lines than $2.
+wait_closed() {
+	for _ in $(seq 100); do
+		[ "$(grep -c queue_closed "$OUT/server.log")" -ge $(($2 + $1)) ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+enable_with() { # recovery_ms client_id
+	echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
+	echo "$1" > $T/recovery_ms; echo "$2" > $T/client_id
+	echo 1 > $T/enable
+}
+
+rswap_load && [ -d $CFG ] || ktap_skip_rest "module not loaded"
+start_server || ktap_skip_rest "rswap-server does not start"
+mkdir $T
+
+bad=0
+for v in -1 3600001 1e3 x; do
+	echo "$v" > $T/recovery_ms 2>/dev/null && bad=1
+done
+if [ "$(cat $T/recovery_ms)" = 60000 ] && [ $bad = 0 ] && echo 0 > $T/recovery_ms \
+	&& [ "$(cat $T/recovery_ms)" = 0 ] && dmesg | tail -3 | grep -q 'configfs: recovery_ms: '; then
+	ktap_pass "$(ktap_name)"
+else
+	ktap_fail "$(ktap_name)" "default/now $(cat $T/recovery_ms), bad accepted=$bad"
+fi
+
+enable_with 60000 0x4501 || ktap_skip_rest "enable failed: $(dmesg | grep rswap | tail -3)"
+ktap_diag "state: $(cat $T/state)"
+
+# 1. Idle: the server drops the connections; nothing is in flight. The next I/O sees the
+# lost connection, recovery reconnects, and the data written before is still there.
+head -c 8M /dev/urandom > /tmp/rec8
+dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
+closed=$(grep -c queue_closed "$OUT/server.log")
+kill -USR1 "$SPID"
+wait_closed 2 "$closed"
+sleep 1
+st_lost=$(cat $T/state)
+r0=$(recoveries)
+start=$(date +%s)
+if [[ $st_lost == disconnected* ]] \
+	&& dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none && cmp -s /tmp/rec8 /tmp/rec8b \
+	&& [ "$(recoveries)" -gt "$r0" ] && dmesg | grep -q 'rswap: queue [0-9]: reconnected after'; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "after SIGUSR1: $st_lost" "read back in $(( $(date +%s) - start ))s; now: $(cat $T/state)" \
+		"$(dmesg | grep 'rswap: queue [0-9]: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+fi
+
+# 2. Under load: fio writes with verification on both queues while the server drops every
+# connection. The flushed requests are requeued and issued again after the reconnect.
+r0=$(recoveries); q0=$(retried)
+fio --name=recover --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
+	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+	--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+	--output-format=json --output="$OUT/fio-recover.json" >"$OUT/fio-recover.log" 2>&1 &
+fpid=$!
+sleep 3
+closed=$(grep -c queue_closed "$OUT/server.log")
+kill -USR1 "$SPID"
+timeout 300 tail --pid=$fpid -f /dev/null
+wait $fpid; frc=$?
+errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-recover.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+r1=$(recoveries); q1=$(retried)
+if [ $frc = 0 ] && [ "$errs" = 0 ] && [ "$r1" -gt "$r0" ] && [ "$q1" -gt "$q0" ] \
+	&& [ "$(grep -c queue_closed "$OUT/server.log")" -gt "$closed" ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "recoveries $r0 -> $r1, requests issued again $q0 -> $q1; state: $(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "fio exit $frc errors $errs recoveries $r0 -> $r1 retried $q0 -> $q1; $(tail -5 "$OUT/fio-recover.log"); $(dmesg | grep rswap | tail -6)"
+fi
+
+# 3. The server restarts: its memory (our data) is gone and the new one hands out a new
+# region. Recovery must notice and fail the I/O rather than read the new, empty region.
+kill -KILL "$SPID"; wait "$SPID" 2>/dev/null
+start_server || ktap_skip_rest "rswap-server does not restart"
+dmesg_mark "45-recovery: restarted server"
+if ! dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none 2>/dev/null \
+	&& dmesg | grep -q 'the server no longer holds this client.s region' \
+	&& [[ $(cat $T/state) == *" dead="[12]" "* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(dmesg | grep 'no longer holds' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+fi
+echo 0 > $T/enable
+
+# 4. Recovery off: the first failure kills the queue, the I/O fails with EIO.
+enable_with 0 0x4502 || ktap_skip_rest "enable failed"
+dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
+closed=$(grep -c queue_closed "$OUT/server.log")
+kill -USR1 "$SPID"
+wait_closed 2 "$closed"
+start=$(date +%s)
+timeout 60 dd if=$DEV of=/dev/null bs=1M count=8 iflag=direct status=none 2>/dev/null; rc=$?
+took=$(( $(date +%s) - start ))
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 10 ] && [ "$(recoveries)" = 0 ] && [ "$(retried)" = 0 ] \
+	&& dmesg | grep -q 'recovery is off: failing its I/O'; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "read failed after ${took}s; state: $(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s; state $(cat $T/state)"
+fi
+echo 0 > $T/enable
+
+# 5. The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
+enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
+kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+start=$(date +%s)
+timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
+took=$(( $(date +%s) - start ))
+st=$(cat $T/state)
+d_rc=1; echo 0 > $T/enable && d_rc=0
+rmdir $T
+m_rc=1; rmmod rswap && m_rc=0
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -ge 2 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
+	&& dmesg | grep -q 'not reconnected within 3000 ms'; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "read failed after ${took}s; state was: $st"
+else
+	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
+fi
+
+ktap_check "$(ktap_name)" dmesg_clean
+ktap_finish
