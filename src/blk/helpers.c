@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Forwarders for the `static inline` blk-mq functions and macros; see helpers.h. */
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include "helpers.h"
 
 sector_t rswap_blk_rq_pos(struct request *rq)
@@ -86,4 +87,14 @@ unsigned int rswap_blk_default_timeout(void)
 unsigned int rswap_blk_disk_openers(struct gendisk *disk)
 {
 	return disk_openers(disk);
+}
+
+unsigned int rswap_memalloc_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void rswap_memalloc_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
 }

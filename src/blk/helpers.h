@@ -29,5 +29,7 @@ struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
 unsigned int rswap_blk_default_timeout(void);
 unsigned int rswap_blk_disk_openers(struct gendisk *disk);
+unsigned int rswap_memalloc_noio_save(void);
+void rswap_memalloc_noio_restore(unsigned int flags);
 
 #endif

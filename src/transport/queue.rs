@@ -28,7 +28,7 @@ use kernel::{
 
 use super::wire::{ConnectRequest, RegionDescriptor, RejectReason};
 use crate::{
-    blk::MAX_SEGMENTS,
+    blk::{NoIoScope, MAX_SEGMENTS},
     ib::{
         cm::{CmEvent, CmHandler, CmId, ConnectParams},
         cq::PollContext,
@@ -628,6 +628,8 @@ impl WorkItem for Queue {
     type Pointer = Arc<Queue>;
 
     fn run(this: Arc<Queue>) {
+        // The disk's I/O may be what reclaim would wait on: allocate without starting any.
+        let _noio = NoIoScope::enter();
         let _guard = this.teardown.lock();
         this.recover();
     }

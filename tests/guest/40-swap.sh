@@ -77,9 +77,24 @@ echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 mkdir -p $CG
 echo $((LIMIT_MB << 20)) > $CG/memory.max
 echo max > $CG/memory.swap.max 2>/dev/null
+# Sample the kernel's unreclaimable slab while the load runs: the peak, and the largest
+# slab caches at that moment (a kernel running short of memory is where RDMA errors come
+# from; see Documentation/testing.md).
+( peak=0
+while sleep 2; do
+	su=$(awk '$1 == "SUnreclaim:" { print $2 }' /proc/meminfo)
+	if [ "$su" -gt "$peak" ]; then
+		peak=$su
+		{ echo "SUnreclaim ${su} kB MemFree $(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) kB at ${SECONDS}s"
+		  awk 'NR > 2 { printf "%s %d kB\n", $1, $3 * $4 / 1024 }' /proc/slabinfo 2>/dev/null | sort -k2 -rn | head -4
+		} > "$OUT/slab-peak.txt"
+	fi
+done ) &
+SAMPLER=$!
 start=$(date +%s)
 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err"
 lrc=$?
+kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null
 took=$(( $(date +%s) - start ))
 peak=$(awk '$1 == "/dev/rswap0" { print $4 }' /proc/swaps)
 in1=$(vm pswpin); out1=$(vm pswpout)
@@ -91,6 +106,7 @@ else
 fi
 
 ktap_diag "rswap state: $(cat $T/state)"
+[ -f "$OUT/slab-peak.txt" ] && sed 's/^/peak slab: /' "$OUT/slab-peak.txt" | while IFS= read -r l; do ktap_diag "$l"; done
 since_mark() { dmesg | sed -n '/rswap-test-mark: 40-swap/,$p'; }
 since_mark | grep 'rswap: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -5 | sed 's/^/# recovery log: /'
 since_mark | grep -E 'qp#[0-9]+|mr#[0-9]+' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -8 | sed 's/^/# rxe debug: /'
@@ -116,5 +132,7 @@ rmmod rswap || ok=0
 if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
 [ -z "$SPID" ] || { kill "$SPID"; wait "$SPID"; SPID=; }
 
+n=$(dmesg_alloc_failures)
+[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel during the swap tests (memory pressure, not counted as a kernel bug)"
 ktap_check "$(ktap_name)" dmesg_clean
 ktap_finish

@@ -81,6 +81,8 @@ pub(crate) struct ServerConfig {
     pub(crate) grace: Duration,
     /// Back regions with hugepages.
     pub(crate) hugepages: bool,
+    /// Lock all of the server's memory (`mlockall`) so it is never swapped out.
+    pub(crate) mlock: bool,
     /// Most verbose log level printed.
     pub(crate) log_level: Level,
 }
@@ -120,6 +122,12 @@ Options:
   --hugepages          back regions with hugepages (MAP_HUGETLB); regions are then
                        charged to the pool in whole hugepages. Fails at start when
                        no hugepages are reserved (vm.nr_hugepages).
+  --no-mlock           do not lock the server's own memory. By default the server
+                       calls mlockall(MCL_CURRENT | MCL_FUTURE) at start, so its code,
+                       heap and stack are never swapped out: a server whose pages sit
+                       on a swap device it serves (a client on the same host) could
+                       otherwise wait on its own clients. A failure is logged and the
+                       server runs on.
   --log-level LVL      error, warn, info (default) or debug. Logs are one line each,
                        key=value, on stderr.
   --help               print this help and exit.
@@ -143,6 +151,7 @@ pub(crate) fn parse_server_args(
     let mut max_clients = DEFAULT_MAX_CLIENTS;
     let mut grace = DEFAULT_GRACE_SECS;
     let mut hugepages = false;
+    let mut mlock = true;
     let mut log_level = Level::Info;
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
@@ -169,6 +178,10 @@ pub(crate) fn parse_server_args(
                 no_value(&opt, inline)?;
                 hugepages = true;
             }
+            "--no-mlock" => {
+                no_value(&opt, inline)?;
+                mlock = false;
+            }
             "--log-level" => {
                 let v = a.value(&opt, inline)?;
                 log_level = Level::parse(&v).ok_or_else(|| {
@@ -184,6 +197,7 @@ pub(crate) fn parse_server_args(
         max_clients,
         grace: Duration::from_secs(grace),
         hugepages,
+        mlock,
         log_level,
     }))
 }
@@ -368,6 +382,7 @@ mod tests {
         assert_eq!(c.max_clients, DEFAULT_MAX_CLIENTS);
         assert_eq!(c.grace, Duration::from_secs(DEFAULT_GRACE_SECS));
         assert!(!c.hugepages);
+        assert!(c.mlock);
         assert_eq!(c.log_level, Level::Info);
     }
 
@@ -380,6 +395,7 @@ mod tests {
             "3",
             "--grace=5",
             "--hugepages",
+            "--no-mlock",
             "--log-level",
             "debug",
         ]) else {
@@ -390,6 +406,7 @@ mod tests {
         assert_eq!(c.max_clients, 3);
         assert_eq!(c.grace, Duration::from_secs(5));
         assert!(c.hugepages);
+        assert!(!c.mlock);
         assert_eq!(c.log_level, Level::Debug);
     }
 

@@ -145,6 +145,23 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     } else {
         PAGE
     };
+    let memory_locked = if cfg.mlock {
+        match rdma::lock_all_memory() {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn("mlock_failed")
+                    .kv("error", e)
+                    .kv(
+                        "effect",
+                        "the server's own memory may be swapped out (raise RLIMIT_MEMLOCK)",
+                    )
+                    .emit();
+                false
+            }
+        }
+    } else {
+        false
+    };
     // Block the signals before anything could start a thread.
     let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1])
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
@@ -166,6 +183,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("max_clients", cfg.max_clients)
         .kv("grace_s", cfg.grace.as_secs())
         .kv("hugepages", cfg.hugepages)
+        .kv("memory_locked", memory_locked)
         .emit();
     let mut srv = Server {
         cfg,

@@ -1065,6 +1065,17 @@ impl SignalFd {
     }
 }
 
+/// Locks all current and future memory of the process (`mlockall`).
+pub fn lock_all_memory() -> io::Result<()> {
+    // SAFETY: a plain system call with constant flags.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Waits until one of `fds` is readable or `timeout` passes (`None`: forever).
 /// Returns one flag per fd; all false on timeout or EINTR.
 pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
