@@ -115,10 +115,15 @@ fi
 r0=$(recoveries); q0=$(retried)
 fio --name=recover --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
 	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
-	--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+	--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
 	--output-format=json --output="$OUT/fio-recover.json" >"$OUT/fio-recover.log" 2>&1 &
 fpid=$!
-sleep 3
+# Drop the connections while fio has writes in flight (fio may finish in a few seconds).
+for _ in $(seq 200); do
+	read -r _ w < /sys/block/rswap0/inflight
+	[ "$w" -gt 0 ] && break
+	sleep 0.05
+done
 closed=$(grep -c queue_closed "$OUT/server.log")
 kill -USR1 "$SPID"
 timeout 300 tail --pid=$fpid -f /dev/null
