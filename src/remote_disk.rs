@@ -122,12 +122,6 @@ impl RemoteDisk {
         let Some(queue) = self.queue(hw_queue) else {
             return Err((Status::IoErr, "no such queue", rq));
         };
-        if queue.link_lost()
-            && Queue::fail(queue, self.session.recovery_wq(), c"connection lost", 0)
-                == Verdict::Fail
-        {
-            return Err((Status::IoErr, "the queue is dead", rq));
-        }
         let region = *self.session.region();
         let Ok(remote_addr) = region.target(rq.offset(), u64::from(rq.bytes())) else {
             return Err((Status::IoErr, "outside the remote region", rq));
@@ -139,6 +133,14 @@ impl RemoteDisk {
         let mut slot = Some(rq);
         let posted = queue.with_conn(|conn| {
             let mut rq = slot.take()?;
+            if !conn.is_established() {
+                // The server disconnected: recover (issue it again later) or fail.
+                let wq = self.session.recovery_wq();
+                return Some(Err(match Queue::fail(queue, wq, c"connection lost", 0) {
+                    Verdict::Retry => (Status::Resource, "", rq),
+                    Verdict::Fail => (Status::IoErr, "the queue is dead", rq),
+                }));
+            }
             let Some(dev) = conn.device() else {
                 return Some(Err((Status::IoErr, "the connection has no device", rq)));
             };

@@ -187,20 +187,6 @@ impl<T: Operations> OwnedRequest<T> {
         unsafe { kernel::bindings::blk_mq_requeue_request(self.raw(), true) };
     }
 
-    /// The driver serving the request and the index of its hardware queue.
-    fn driver(&self) -> (&T, u32) {
-        // SAFETY: the request is valid and belongs to a tag set of `T`, whose hardware
-        // contexts carry the driver as driver data (set by `init_hctx`); the driver lives
-        // as long as the tag set, which outlives its requests.
-        unsafe {
-            let hctx = bindings::rswap_blk_rq_hctx(self.raw());
-            (
-                &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T>(),
-                bindings::rswap_blk_hctx_index(hctx),
-            )
-        }
-    }
-
     /// Gives up ownership without ending the request: blk-mq ends or requeues it because
     /// `queue_rq` returned an error status for it.
     pub(super) fn into_raw(self) -> *mut kernel::bindings::request {
@@ -237,11 +223,10 @@ unsafe impl<T: Operations> CqeOwner for OwnedRequest<T> {
     }
 
     fn complete(self, wc: &Wc<'_>) {
-        let (driver, index) = self.driver();
-        // The driver outlives the request, so the borrow may outlast `self`.
-        let driver: *const T = driver;
-        // SAFETY: see `driver()`: the driver lives as long as the tag set.
-        unsafe { &*driver }.complete(index, self, wc);
+        // SAFETY: the request belongs to a tag set of `T` (type invariant), and the tag set
+        // (with its driver) outlives its requests, so the driver outlives this call.
+        let (driver, index) = unsafe { super::tag_set::driver_of_request::<T>(self.raw()) };
+        driver.complete(index, self, wc);
     }
 }
 

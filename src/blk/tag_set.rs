@@ -140,6 +140,38 @@ unsafe extern "C" fn init_request_callback<T: Operations>(
     0
 }
 
+/// The driver serving hardware context `hctx`, and the context's index.
+///
+/// # Safety
+///
+/// `hctx` must be a valid hardware context of a tag set made by [`TagSet::new`] for `T`,
+/// and the returned reference must not outlive that tag set (which keeps the driver).
+unsafe fn driver_of_hctx<'a, T: Operations>(
+    hctx: *mut kernel::bindings::blk_mq_hw_ctx,
+) -> (&'a T, u32) {
+    // SAFETY: `hctx` is valid; its driver data was set to the driver by `init_hctx`, and
+    // the driver lives as long as the tag set (the caller's guarantee covers `'a`).
+    unsafe {
+        (
+            &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T>(),
+            bindings::rswap_blk_hctx_index(hctx),
+        )
+    }
+}
+
+/// The driver serving request `rq`, and the index of its hardware queue.
+///
+/// # Safety
+///
+/// `rq` must be a valid request of a tag set made by [`TagSet::new`] for `T`, and the
+/// returned reference must not outlive that tag set.
+pub(super) unsafe fn driver_of_request<'a, T: Operations>(
+    rq: *mut kernel::bindings::request,
+) -> (&'a T, u32) {
+    // SAFETY: a valid request of such a tag set has a valid hardware context of it.
+    unsafe { driver_of_hctx(bindings::rswap_blk_rq_hctx(rq)) }
+}
+
 /// # Safety
 ///
 /// Called by blk-mq with a valid hardware context of a tag set of `T` and a request to
@@ -148,10 +180,8 @@ unsafe extern "C" fn queue_rq_callback<T: Operations>(
     hctx: *mut kernel::bindings::blk_mq_hw_ctx,
     bd: *const kernel::bindings::blk_mq_queue_data,
 ) -> kernel::bindings::blk_status_t {
-    // SAFETY: `hctx` is valid; its driver data was set to the driver by init_hctx.
-    let driver = unsafe { &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T>() };
-    // SAFETY: `hctx` is valid.
-    let index = unsafe { bindings::rswap_blk_hctx_index(hctx) };
+    // SAFETY: `hctx` is a valid context of a tag set of `T`, alive for the call.
+    let (driver, index) = unsafe { driver_of_hctx::<T>(hctx) };
     // SAFETY: `bd` is valid for the call.
     let raw = unsafe { bindings::rswap_blk_mq_queue_data_rq(bd) };
     // SAFETY: blk-mq hands the request to the driver; starting it is the driver's job.
@@ -176,14 +206,8 @@ unsafe extern "C" fn queue_rq_callback<T: Operations>(
 unsafe extern "C" fn timeout_callback<T: Operations>(
     rq: *mut kernel::bindings::request,
 ) -> kernel::bindings::blk_eh_timer_return {
-    // SAFETY: the request is valid; its hardware context's driver data is the driver.
-    let (driver, index) = unsafe {
-        let hctx = bindings::rswap_blk_rq_hctx(rq);
-        (
-            &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T>(),
-            bindings::rswap_blk_hctx_index(hctx),
-        )
-    };
+    // SAFETY: `rq` is a valid request of a tag set of `T`, alive for the call.
+    let (driver, index) = unsafe { driver_of_request::<T>(rq) };
     // SAFETY: the request is valid for the call.
     let view = unsafe { TimedOutRequest::from_raw(rq) };
     match driver.timeout(index, &view) {

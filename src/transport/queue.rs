@@ -213,6 +213,12 @@ impl QueueConn {
     pub(crate) fn qp(&self) -> &Qp {
         &self.qp
     }
+
+    /// Whether the connection is up: not disconnected by the server, its device not
+    /// going away.
+    pub(crate) fn is_established(&self) -> bool {
+        self.cm.handler().step() == Step::Established as u32
+    }
 }
 
 impl Drop for QueueConn {
@@ -332,7 +338,7 @@ impl Link {
     /// Whether the connection is up (not torn down, not disconnected by the server).
     fn is_live(&self) -> bool {
         self.conn
-            .try_access_with(|c| c.cm.handler().step() == Step::Established as u32)
+            .try_access_with(QueueConn::is_established)
             .unwrap_or(false)
     }
 }
@@ -465,12 +471,6 @@ impl Queue {
     /// Requests issued again so far.
     pub(crate) fn retried(&self) -> u64 {
         self.retried.load(Ordering::Relaxed)
-    }
-
-    /// Whether the current link's connection has dropped (the server disconnected, the
-    /// device is going away) while the queue still counts as live.
-    pub(crate) fn link_lost(&self) -> bool {
-        self.state.load(Ordering::Acquire) == LIVE && !self.current().is_some_and(|l| l.is_live())
     }
 
     /// Reports that I/O on the current link failed (`why`, for the log) and says what to

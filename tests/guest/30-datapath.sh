@@ -34,26 +34,15 @@ NAMES=(
 )
 ktap_plan ${#NAMES[@]}
 SPID=
-cleanup() {
-	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
-	rmdir $T 2>/dev/null
-	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
-	true
-}
-trap cleanup EXIT
+trap target_cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
 rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "30-datapath"
 
-start_server() {
-	"$SRV" --listen "$IP:$PORT" --size 192M --grace 120 >>"$OUT/server.log" 2>&1 &
-	SPID=$!
-	for _ in $(seq 100); do grep -q 'listening' "$OUT/server.log" && return 0; sleep 0.1; done
-	echo "server did not start"; cat "$OUT/server.log"; return 1
-}
-start_server || ktap_skip_rest "rswap-server does not start"
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 \
+	|| ktap_skip_rest "rswap-server does not start"
 
 rswap_load && [ -d $CFG ]
 if [ $? = 0 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)"; ktap_skip_rest "module not loaded"; fi

@@ -31,9 +31,8 @@ ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
-	rmdir $T $CG 2>/dev/null
-	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	target_cleanup
+	rmdir $CG 2>/dev/null
 	true
 }
 trap cleanup EXIT

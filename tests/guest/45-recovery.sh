@@ -30,33 +30,17 @@ NAMES=(
 )
 ktap_plan ${#NAMES[@]}
 SPID=
-cleanup() {
-	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
-	rmdir $T 2>/dev/null
-	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
-	true
-}
-trap cleanup EXIT
+trap target_cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
 rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "45-recovery"
 
-start_server() {
-	"$SRV" --listen "$IP:$PORT" --size 256M --grace 120 >>"$OUT/server.log" 2>&1 &
-	SPID=$!
-	local n
-	n=$(grep -c listening "$OUT/server.log")
-	for _ in $(seq 100); do
-		[ "$(grep -c listening "$OUT/server.log")" -gt "$n" ] && return 0
-		sleep 0.1
-	done
-	echo "server did not start"; cat "$OUT/server.log"; return 1
-}
+start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120; }
 # The successful reconnects so far, and the requests issued again (fields of the state).
-recoveries() { sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state; }
-retried() { sed -n 's/.* retried=\([0-9]*\).*/\1/p' $T/state; }
+recoveries() { state_field $T recoveries; }
+retried() { state_field $T retried; }
 # Waits until the server logged $1 more queue_closed lines than $2.
 wait_closed() {
 	for _ in $(seq 100); do

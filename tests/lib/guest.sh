@@ -49,6 +49,34 @@ dmesg_clean_since_mark_all() {
 	[ -z "$bad" ] || { echo "$bad"; return 1; }
 }
 
+# Start the suite's rswap-server ($SRV) with options "$2"..., appending its log to $1,
+# and wait up to 10 s for a new "listening" line (a restarted server appends to the same
+# log). Sets SPID. Prints the log and fails when the server does not start.
+server_start() {
+	local log=$1 n
+	shift
+	n=$(grep -sc listening "$log")
+	"$SRV" "$@" >>"$log" 2>&1 &
+	SPID=$!
+	for _ in $(seq 100); do
+		[ "$(grep -sc listening "$log")" -gt "${n:-0}" ] && return 0
+		sleep 0.1
+	done
+	echo "server did not start"; cat "$log"; return 1
+}
+
+# The EXIT trap of a suite with a configfs target $T and maybe a server $SPID: disable
+# and remove the target, kill the server.
+target_cleanup() {
+	{ [ -d "$T" ] && echo 0 > "$T/enable"; } 2>/dev/null
+	rmdir "$T" 2>/dev/null
+	[ -z "${SPID:-}" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+
+# A numeric field of target $1's state line, e.g. state_field $T recoveries.
+state_field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1/state"; }
+
 # Load rswap.ko from the work tree. insmod does not resolve dependencies, so load the
 # RDMA core and connection manager first, as modprobe would.
 rswap_load() {

@@ -47,7 +47,7 @@ else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
 # retries outlast a 20 s blackout), the timeout starts recovery, which takes the queue
 # down and reconnects once packets flow again, and the read is issued again.
 modprobe sch_netem 2>/dev/null
-rec0=$(sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state)
+rec0=$(state_field $T recoveries)
 echo 5000 > /sys/block/rswap0/queue/io_timeout
 if tc qdisc add dev eth0 root netem loss 100%; then
 	dd if=/dev/rswap0 of=/tmp/r4b bs=1M skip=8 count=4 iflag=direct status=none 2>"$OUT/blackout.err" &
@@ -56,7 +56,7 @@ if tc qdisc add dev eth0 root netem loss 100%; then
 	tc qdisc del dev eth0 root
 	timeout 180 tail --pid=$ddpid -f /dev/null
 	wait $ddpid; rc=$?
-	rec1=$(sed -n 's/.* recoveries=\([0-9]*\).*/\1/p' $T/state)
+	rec1=$(state_field $T recoveries)
 	same=no; cmp -s /tmp/r4 /tmp/r4b && same=yes
 	if [ $rc = 0 ] && [ $same = yes ] && [ "$rec1" -gt "$rec0" ]; then
 		ktap_pass "$(ktap_name)"
