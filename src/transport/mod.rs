@@ -8,8 +8,4 @@
 pub(crate) mod queue;
 pub(crate) mod remote;
 pub(crate) mod session;
-#[allow(
-    dead_code,
-    reason = "shared with rswap-server, which uses the other half of the format"
-)]
 pub(crate) mod wire;

@@ -5,7 +5,8 @@
 //! This one file is compiled by both sides: the kernel crate declares it as a
 //! module, and `tools/rswap-server` includes it with `#[path]`. It therefore uses
 //! only `core`, contains no `unsafe`, and never panics: every read goes through
-//! `get`/`try_into` and returns a [`WireError`] on bad input.
+//! `get`/`try_into` and returns a [`WireError`] on bad input. What only the server
+//! sends or reads is left out of kernel modules (`cfg(MODULE)`, which Kbuild sets).
 //!
 //! All messages are fixed size and little-endian. Every message starts with
 //! [`MAGIC`] and [`VERSION`]; a decoder rejects any other version instead of
@@ -121,6 +122,7 @@ impl ConnectRequest {
     /// Rejects non-zero flags or reserved bytes, a zero `requested_size`, a zero
     /// `queue_count` and a `queue_index` not below `queue_count` with
     /// [`WireError::BadField`].
+    #[cfg(not(MODULE))]
     pub(crate) fn decode(buf: &[u8]) -> Result<Self, WireError> {
         check_header(buf, Self::SIZE)?;
         if get_u16(buf, 6)? != 0 || get_u32(buf, 20)? != 0 {
@@ -211,6 +213,7 @@ impl RejectReason {
     pub(crate) const SIZE: usize = 16;
 
     /// Encodes the reject into `out`.
+    #[cfg(not(MODULE))]
     pub(crate) fn encode(&self, out: &mut [u8; Self::SIZE]) {
         *out = [0; Self::SIZE];
         put_header(out, self.code.to_u16());
@@ -276,6 +279,7 @@ impl RegionDescriptor {
     }
 
     /// Encodes the descriptor into `out`.
+    #[cfg(not(MODULE))]
     pub(crate) fn encode(&self, out: &mut [u8; Self::SIZE]) {
         *out = [0; Self::SIZE];
         put_header(out, self.flags);
