@@ -1,19 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Kernel functions the kernel crate does not wrap yet.
+//! A workqueue whose work makes progress when memory is short.
 
 use kernel::str::CStrExt;
-
-/// A random 64-bit number (`get_random_u64`).
-pub(crate) fn random_u64() -> u64 {
-    // SAFETY: `get_random_u64` has no preconditions.
-    unsafe { kernel::bindings::get_random_u64() }
-}
-
-/// The number of possible CPU ids (an upper bound on online CPUs).
-pub(crate) fn nr_cpus() -> u32 {
-    kernel::cpu::nr_cpu_ids()
-}
 
 /// A workqueue of rswap's own with a rescuer thread (`WQ_MEM_RECLAIM`), so its work makes
 /// progress when memory is short: rswap is a swap device, and its recovery work is what

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel facilities the kernel crate does not wrap yet, used by more than one layer:
+//! neither RDMA nor blk-mq specific. One file per facility.
+
+mod workqueue;
+
+pub(crate) use workqueue::ReclaimWorkqueue;
+
+/// A random 64-bit number (`get_random_u64`).
+pub(crate) fn random_u64() -> u64 {
+    // SAFETY: `get_random_u64` has no preconditions.
+    unsafe { kernel::bindings::get_random_u64() }
+}
+
+/// The number of possible CPU ids (an upper bound on online CPUs).
+pub(crate) fn nr_cpus() -> u32 {
+    kernel::cpu::nr_cpu_ids()
+}
