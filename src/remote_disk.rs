@@ -123,7 +123,7 @@ impl RemoteDisk {
             return Err((Status::IoErr, "no such queue", rq));
         };
         let region = *self.session.region();
-        let Ok(remote_addr) = region.target(rq.offset(), u64::from(rq.bytes())) else {
+        let Ok(remote_addr) = region.remote_addr(rq.offset(), u64::from(rq.bytes())) else {
             return Err((Status::IoErr, "outside the remote region", rq));
         };
         let dir = match op {

@@ -22,7 +22,7 @@ pub(crate) struct OutOfRange;
 impl RemoteRegion {
     /// The remote address of `len` bytes at disk byte `offset`, if they lie inside the
     /// region and are not empty.
-    pub(crate) fn target(&self, offset: u64, len: u64) -> Result<u64, OutOfRange> {
+    pub(crate) fn remote_addr(&self, offset: u64, len: u64) -> Result<u64, OutOfRange> {
         if len == 0 {
             return Err(OutOfRange);
         }
@@ -46,17 +46,17 @@ mod tests {
 
     #[test]
     fn inside() {
-        assert_eq!(R.target(0, 4096), Ok(0x7f00_0000_0000));
-        assert_eq!(R.target(4096, 4096), Ok(0x7f00_0000_1000));
-        assert_eq!(R.target((1 << 20) - 4096, 4096), Ok(0x7f00_000f_f000));
+        assert_eq!(R.remote_addr(0, 4096), Ok(0x7f00_0000_0000));
+        assert_eq!(R.remote_addr(4096, 4096), Ok(0x7f00_0000_1000));
+        assert_eq!(R.remote_addr((1 << 20) - 4096, 4096), Ok(0x7f00_000f_f000));
     }
 
     #[test]
     fn outside() {
-        assert_eq!(R.target(1 << 20, 4096), Err(OutOfRange));
-        assert_eq!(R.target((1 << 20) - 4096, 8192), Err(OutOfRange));
-        assert_eq!(R.target(u64::MAX - 10, 4096), Err(OutOfRange));
-        assert_eq!(R.target(0, 0), Err(OutOfRange));
+        assert_eq!(R.remote_addr(1 << 20, 4096), Err(OutOfRange));
+        assert_eq!(R.remote_addr((1 << 20) - 4096, 8192), Err(OutOfRange));
+        assert_eq!(R.remote_addr(u64::MAX - 10, 4096), Err(OutOfRange));
+        assert_eq!(R.remote_addr(0, 0), Err(OutOfRange));
     }
 
     #[test]
@@ -66,6 +66,6 @@ mod tests {
             len: 1 << 20,
             rkey: 1,
         };
-        assert_eq!(r.target(4096, 4096), Err(OutOfRange));
+        assert_eq!(r.remote_addr(4096, 4096), Err(OutOfRange));
     }
 }
