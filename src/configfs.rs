@@ -23,7 +23,7 @@ use kernel::{
 };
 
 use crate::{
-    blk::{Disk, DiskParams, MAX_SEGMENTS},
+    blk::{Disk, DiskIndex, DiskParams, MAX_SEGMENTS},
     config_parse::{self as parse, Invalid},
     kernel_ext, registry,
     remote_disk::RemoteDisk,
@@ -144,11 +144,11 @@ struct Settings {
 ///
 /// Teardown order: the disk (deleting it waits for I/O in flight), then the queues leave
 /// the registry, then the driver and its session go (the session's drop tears the queues
-/// down).
+/// down), then the disk number.
 struct Enabled {
     disk: Option<Pin<KBox<Disk<RemoteDisk>>>>,
     driver: Arc<RemoteDisk>,
-    minor: u32,
+    index: DiskIndex,
 }
 
 impl Enabled {
@@ -161,7 +161,6 @@ impl Drop for Enabled {
     fn drop(&mut self) {
         drop(self.disk.take());
         registry::remove_queues(self.driver.session().queues());
-        registry::put_minor(self.minor);
     }
 }
 
@@ -212,7 +211,8 @@ fn enable(s: &mut Settings) -> Result {
         step_timeout_ms: s.timeout_ms,
         recovery_ms: s.recovery_ms,
     };
-    let minor = registry::take_minor()?;
+    let index = DiskIndex::take()?;
+    let minor = index.get();
     let result = (|| {
         let session = Session::connect(&target)?;
         registry::add_queues(session.queues())?;
@@ -248,19 +248,18 @@ fn enable(s: &mut Settings) -> Result {
             if desc.reused() { ", reconnected" } else { "" },
             target.queue_count
         );
-        Ok(Enabled {
-            disk: Some(disk),
-            driver,
-            minor,
-        })
+        Ok((disk, driver))
     })();
     match result {
-        Ok(e) => {
-            s.enabled = Some(e);
+        Ok((disk, driver)) => {
+            s.enabled = Some(Enabled {
+                disk: Some(disk),
+                driver,
+                index,
+            });
             Ok(())
         }
         Err(e) => {
-            registry::put_minor(minor);
             pr_err!("configfs: enable failed: {:?}\n", e);
             Err(e)
         }
@@ -377,7 +376,7 @@ impl configfs::AttributeOperations<7> for TargetConfig {
                     if e.is_open() {
                         pr_err!(
                             "configfs: enable: rswap{} is open (swapon, mount or a process); close it first\n",
-                            e.minor
+                            e.index.get()
                         );
                         return Err(EBUSY);
                     }
@@ -447,7 +446,7 @@ impl configfs::AttributeOperations<9> for TargetConfig {
     fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
-            Some(e) => writeln!(w, "rswap{}", e.minor),
+            Some(e) => writeln!(w, "rswap{}", e.index.get()),
             None => writeln!(w),
         })
     }

@@ -1,26 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the module tracks globally: live queues (so an RDMA device's removal can find
-//! the queues on it) and which /dev/rswapN numbers are taken.
+//! the queues on it).
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::{ib::Device, transport::queue::Queue};
 
-/// The most disks at once.
-pub(crate) const MAX_DISKS: u32 = 64;
-
 /// The registry's contents.
 pub(crate) struct Registry {
     queues: KVec<Arc<Queue>>,
-    used_minors: u64,
 }
 
 impl Registry {
     const fn new() -> Self {
         Self {
             queues: KVec::new(),
-            used_minors: 0,
         }
     }
 }
@@ -34,23 +29,6 @@ kernel::sync::global_lock! {
 pub(crate) fn init() {
     // SAFETY: called once, from module init, before any other use.
     unsafe { REGISTRY.init() };
-}
-
-/// Takes the lowest free disk number.
-pub(crate) fn take_minor() -> Result<u32> {
-    let mut reg = REGISTRY.lock();
-    let free = (0..MAX_DISKS)
-        .find(|i| reg.used_minors & (1 << i) == 0)
-        .ok_or(ENOSPC)?;
-    reg.used_minors |= 1 << free;
-    Ok(free)
-}
-
-/// Frees a disk number.
-pub(crate) fn put_minor(minor: u32) {
-    if minor < MAX_DISKS {
-        REGISTRY.lock().used_minors &= !(1 << minor);
-    }
 }
 
 /// Adds the queues of a session.

@@ -47,6 +47,7 @@ impl kernel::InPlaceModule for RswapModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("loading\n");
         registry::init();
+        blk::DiskIndex::init();
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_device::RswapClient),
             configfs <- configfs::subsystem(),
