@@ -19,15 +19,13 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     str::{CString, Formatter},
-    sync::{Arc, Mutex},
+    sync::Mutex,
 };
 
 use crate::{
-    blk::{Disk, DiskIndex, DiskParams, MAX_SEGMENTS},
     config_parse::{self as parse, Invalid},
-    kernel_ext, registry,
-    remote_disk::RemoteDisk,
-    transport::{queue::Target, session::Session},
+    disk::{DiskConfig, RemoteDisk},
+    kernel_ext,
 };
 
 /// Default port of `rswap-server`.
@@ -137,31 +135,8 @@ struct Settings {
     client_id: u64,
     timeout_ms: u32,
     recovery_ms: u32,
-    enabled: Option<Enabled>,
-}
-
-/// A connected target and its disk.
-///
-/// Teardown order: the disk (deleting it waits for I/O in flight), then the queues leave
-/// the registry, then the driver and its session go (the session's drop tears the queues
-/// down), then the disk number.
-struct Enabled {
-    disk: Option<Pin<KBox<Disk<RemoteDisk>>>>,
-    driver: Arc<RemoteDisk>,
-    index: DiskIndex,
-}
-
-impl Enabled {
-    fn is_open(&self) -> bool {
-        self.disk.as_ref().is_some_and(|d| d.is_open())
-    }
-}
-
-impl Drop for Enabled {
-    fn drop(&mut self) {
-        drop(self.disk.take());
-        registry::remove_queues(self.driver.session().queues());
-    }
+    /// The disk, while enabled.
+    enabled: Option<RemoteDisk>,
 }
 
 fn invalid(what: &str, e: Invalid) -> Error {
@@ -201,69 +176,21 @@ fn enable(s: &mut Settings) -> Result {
         pr_err!("configfs: enable: set size first\n");
         return Err(EINVAL);
     };
-    let target = Target {
+    let config = DiskConfig {
         ip,
         port: s.port,
-        client_id: s.client_id,
         size,
-        queue_count: s.queues,
+        queues: s.queues,
         depth: s.depth,
-        step_timeout_ms: s.timeout_ms,
+        client_id: s.client_id,
+        timeout_ms: s.timeout_ms,
         recovery_ms: s.recovery_ms,
     };
-    let index = DiskIndex::take()?;
-    let minor = index.get();
-    let result = (|| {
-        let session = Session::connect(&target)?;
-        registry::add_queues(session.queues())?;
-        let desc = *session.descriptor();
-        // One SGE per segment: no more segments than the device takes in a work request.
-        let max_segments = session.max_sge().min(MAX_SEGMENTS as u32);
-        let driver = Arc::new(RemoteDisk::new(session), GFP_KERNEL)?;
-        let name = CString::try_from_fmt(fmt!("rswap{}", minor))?;
-        let disk = Disk::new(
-            &DiskParams {
-                name: &name,
-                capacity: size,
-                block_size: 4096,
-                hw_queues: u32::from(target.queue_count),
-                queue_depth: target.depth,
-                max_segments,
-                max_request_bytes: max_segments * 4096,
-            },
-            driver.clone(),
-        )
-        .inspect_err(|_| registry::remove_queues(driver.session().queues()))?;
-        pr_info!(
-            "rswap{}: {} bytes of remote memory at {}.{}.{}.{}:{} (region {}, epoch {}{}), {} queues\n",
-            minor,
-            size,
-            ip >> 24,
-            (ip >> 16) & 0xff,
-            (ip >> 8) & 0xff,
-            ip & 0xff,
-            target.port,
-            desc.region_id,
-            desc.epoch,
-            if desc.reused() { ", reconnected" } else { "" },
-            target.queue_count
-        );
-        Ok((disk, driver))
-    })();
-    match result {
-        Ok((disk, driver)) => {
-            s.enabled = Some(Enabled {
-                disk: Some(disk),
-                driver,
-                index,
-            });
-            Ok(())
-        }
-        Err(e) => {
-            pr_err!("configfs: enable failed: {:?}\n", e);
-            Err(e)
-        }
-    }
+    let disk = RemoteDisk::create(&config).inspect_err(|e| {
+        pr_err!("configfs: enable failed: {:?}\n", e);
+    })?;
+    s.enabled = Some(disk);
+    Ok(())
 }
 
 macro_rules! setting_attr {
@@ -372,11 +299,11 @@ impl configfs::AttributeOperations<7> for TargetConfig {
         match (on, s.enabled.is_some()) {
             (true, false) => enable(&mut s),
             (false, true) => {
-                if let Some(e) = &s.enabled {
-                    if e.is_open() {
+                if let Some(disk) = &s.enabled {
+                    if disk.is_open() {
                         pr_err!(
-                            "configfs: enable: rswap{} is open (swapon, mount or a process); close it first\n",
-                            e.index.get()
+                            "configfs: enable: {} is open (swapon, mount or a process); close it first\n",
+                                                        disk.name()
                         );
                         return Err(EBUSY);
                     }
@@ -397,23 +324,16 @@ impl configfs::AttributeOperations<8> for TargetConfig {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
             None => writeln!(w, "disabled"),
-            Some(e) => {
-                let session = e.driver.session();
-                let queues = session.queues();
-                let total = queues.len();
-                let live = queues.iter().filter(|q| q.is_live()).count();
-                let recovering = queues.iter().filter(|q| q.is_recovering()).count();
-                let dead = queues.iter().filter(|q| q.is_dead()).count();
-                let recoveries: u32 = queues.iter().map(|q| q.recoveries()).sum();
-                let retried: u64 = queues.iter().map(|q| q.retried()).sum();
-                let d = session.descriptor();
-                let summary = if live == total {
+            Some(disk) => {
+                let h = disk.health();
+                let d = disk.descriptor();
+                let summary = if h.live == h.total {
                     "connected"
-                } else if recovering > 0 {
+                } else if h.recovering > 0 {
                     "recovering"
-                } else if dead == total {
+                } else if h.dead == h.total {
                     "dead"
-                } else if live == 0 && dead == 0 {
+                } else if h.live == 0 && h.dead == 0 {
                     // The server closed the connections: each reconnects on its next I/O.
                     "disconnected"
                 } else {
@@ -423,16 +343,16 @@ impl configfs::AttributeOperations<8> for TargetConfig {
                     w,
                     "{} queues={}/{} region={} epoch={} rkey={:#x} length={} recovering={} dead={} recoveries={} retried={}",
                     summary,
-                    live,
-                    total,
+                    h.live,
+                    h.total,
                     d.region_id,
                     d.epoch,
                     d.rkey,
-                    session.region().len,
-                    recovering,
-                    dead,
-                    recoveries,
-                    retried
+                    s.size.unwrap_or(0),
+                    h.recovering,
+                    h.dead,
+                    h.recoveries,
+                    h.retried
                 )
             }
         })
@@ -446,7 +366,7 @@ impl configfs::AttributeOperations<9> for TargetConfig {
     fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
-            Some(e) => writeln!(w, "rswap{}", e.index.get()),
+            Some(disk) => writeln!(w, "{}", disk.name()),
             None => writeln!(w),
         })
     }

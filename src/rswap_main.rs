@@ -5,19 +5,21 @@
 //! The crate root: the module declaration and the registrations it holds. See
 //! `Documentation/` for the design; the layers are
 //! - [`ib`]: safe wrappers over RDMA verbs and rdma_cm (the only code with RDMA FFI),
-//! - [`blk`]: the blk-mq pieces the kernel crate lacks,
-//! - [`transport`]: the wire format, queues and sessions to a memory server (no FFI),
-//! - [`remote_disk`]: the block device, requests to RDMA work requests,
-//! - [`configfs`]: configuration, and [`rdma_device`]: the IB client following devices.
+//!   with one object per RDMA device;
+//! - [`blk`]: the blk-mq pieces the kernel crate lacks (nothing of RDMA);
+//! - [`transport`]: the wire format, links, queues and sessions to a memory server (no
+//!   FFI);
+//! - [`disk`]: the block device that joins them, requests to RDMA work requests;
+//! - [`configfs`]: configuration attributes, and [`rdma_client`]: the IB client;
+//! - [`kernel_ext`]: kernel facilities both sides use (scatterlist table, workqueue).
 
 mod blk;
 mod config_parse;
 mod configfs;
+mod disk;
 mod ib;
 mod kernel_ext;
-mod rdma_device;
-mod registry;
-mod remote_disk;
+mod rdma_client;
 mod transport;
 
 use kernel::prelude::*;
@@ -40,16 +42,15 @@ struct RswapModule {
     #[pin]
     configfs: kernel::configfs::Subsystem<configfs::Root>,
     #[pin]
-    client: ib::Registration<rdma_device::RswapClient>,
+    client: ib::Registration<rdma_client::RswapClient>,
 }
 
 impl kernel::InPlaceModule for RswapModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("loading\n");
-        registry::init();
         blk::DiskIndex::init();
         try_pin_init!(Self {
-            client <- ib::Registration::new(c"rswap", rdma_device::RswapClient),
+            client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
             configfs <- configfs::subsystem(),
         })
     }

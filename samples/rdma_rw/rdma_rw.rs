@@ -2,9 +2,10 @@
 
 //! rswap_rdma_rw: the shortest example of rswap's safe RDMA layer.
 //!
-//! On load it connects to an `rswap-server` with rdma_cm, receives the region descriptor,
-//! RDMA-WRITEs one buffer into the remote region, RDMA-READs it back, compares, tears the
-//! connection down and reports. Loading fails if any step does.
+//! On load it registers an IB client (which makes the per-device objects), connects to an
+//! `rswap-server` with rdma_cm, receives the region descriptor, RDMA-WRITEs one buffer
+//! into the remote region, RDMA-READs it back, compares, tears everything down and
+//! reports. Loading fails if any step does.
 //!
 //! ```text
 //! insmod rswap_rdma_rw.ko addr=0xc0000201 port=18515    # 192.0.2.1:18515
@@ -17,6 +18,13 @@
 )]
 #[path = "../../src/ib/mod.rs"]
 mod ib;
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "the RDMA layer needs the scatterlist table; the sample maps none"
+)]
+#[path = "../../src/kernel_ext/mod.rs"]
+mod kernel_ext;
 #[allow(dead_code, reason = "the sample uses only part of the wire format")]
 #[path = "../../src/transport/wire.rs"]
 mod wire;
@@ -24,11 +32,10 @@ mod wire;
 use core::sync::atomic::{AtomicU32, Ordering};
 use ib::{
     cm::{CmEvent, CmHandler, CmId, ConnectParams},
-    cq::PollContext,
     dma::{Direction, DmaBuf},
     oneshot::{OneShot, OneShotHandler},
     qp::{QpCaps, RdmaOp},
-    Cq, Pd, Qp,
+    ClientCell, ClientDriver, Device, RdmaDevice, Registration,
 };
 use kernel::{
     prelude::*,
@@ -128,21 +135,43 @@ impl Events {
     }
 }
 
-/// The loaded sample (nothing stays connected).
+/// The sample's IB client: it takes every device (the layer makes its object, with a PD).
+struct SampleClient;
+
+static SAMPLE_CLIENT: ClientCell<SampleClient> = ClientCell::new();
+
+impl ClientDriver for SampleClient {
+    fn cell() -> &'static ClientCell<Self> {
+        &SAMPLE_CLIENT
+    }
+
+    fn add(&self, _dev: &RdmaDevice) -> Result {
+        Ok(())
+    }
+
+    fn remove(&self, _dev: &Device, _users: usize) {}
+}
+
+/// The loaded sample (nothing stays connected or registered).
 struct RdmaRw;
 
 impl kernel::Module for RdmaRw {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let ip = module_parameters::addr.value();
         let port = u16::try_from(module_parameters::port.value()).map_err(|_| EINVAL)?;
-        round_trip(ip, port)?;
+        let client = KBox::pin_init(
+            Registration::new(c"rswap_rdma_rw", SampleClient),
+            GFP_KERNEL,
+        )?;
+        round_trip(&client, ip, port)?;
         Ok(Self)
     }
 }
 
 /// Connect, receive the descriptor, write, read back, compare. Every object is dropped
-/// in reverse order of creation on return: QP, CQ, PD, then the cm_id.
-fn round_trip(ip: u32, port: u16) -> Result {
+/// in reverse order of creation on return: the QP (with its CQ), the device's object,
+/// then the cm_id.
+fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result {
     let ev = Arc::new(
         Events {
             flags: AtomicU32::new(0),
@@ -150,26 +179,30 @@ fn round_trip(ip: u32, port: u16) -> Result {
         },
         GFP_KERNEL,
     )?;
-    let cm = CmId::new(ev.clone())?;
+    let mut cm = CmId::new(ev.clone())?;
     cm.resolve_addr(ip, port, 5000)?;
     ev.wait(ADDR, "address resolution")?;
     cm.resolve_route(5000)?;
     ev.wait(ROUTE, "route resolution")?;
-    let dev = cm.device().ok_or(ENODEV)?;
-
-    let pd = Pd::alloc(dev)?;
-    let cq = Cq::alloc(dev, 8, 0, PollContext::Softirq)?;
+    let dev = cm.device().and_then(|d| client.device(d)).ok_or(ENODEV)?;
     let caps = QpCaps {
         send_wr: 2,
         recv_wr: 1,
         send_sge: 1,
     };
-    let qp = Qp::create(&cm, &pd, &cq, &caps)?;
-    let lkey = pd.local_dma_lkey();
+    cm.create_qp(&dev, &caps, 0)?;
+    let qp = cm.qp().ok_or(EINVAL)?;
 
     // The server sends the region descriptor right after the connection is up, so the
     // RECV for it is posted first.
-    OneShot::new(dev, Direction::FromDevice, &[], RECV, ev.clone())?.post_recv(&qp, lkey)?;
+    qp.post_recv(OneShot::new(
+        &dev,
+        Direction::FromDevice,
+        &[],
+        RECV,
+        ev.clone(),
+    )?)
+    .map_err(|(e, _)| e)?;
     let mut hello = [0u8; ConnectRequest::SIZE];
     ConnectRequest {
         client_id: 0x5a3,
@@ -202,21 +235,13 @@ fn round_trip(ip: u32, port: u16) -> Result {
     for (i, b) in pattern.iter_mut().enumerate() {
         *b = (i as u8).wrapping_mul(37).wrapping_add(11);
     }
-    OneShot::new(dev, Direction::ToDevice, &pattern, WRITE, ev.clone())?.post_rdma(
-        &qp,
-        lkey,
-        RdmaOp::Write,
-        region.remote_addr,
-        region.rkey,
-    )?;
+    let write = OneShot::new(&dev, Direction::ToDevice, &pattern, WRITE, ev.clone())?;
+    qp.post_rdma(write, RdmaOp::Write, region.remote_addr, region.rkey)
+        .map_err(|(e, _)| e)?;
     ev.wait(DONE << WRITE, "RDMA WRITE")?;
-    OneShot::new(dev, Direction::FromDevice, &[], READ, ev.clone())?.post_rdma(
-        &qp,
-        lkey,
-        RdmaOp::Read,
-        region.remote_addr,
-        region.rkey,
-    )?;
+    let read = OneShot::new(&dev, Direction::FromDevice, &[], READ, ev.clone())?;
+    qp.post_rdma(read, RdmaOp::Read, region.remote_addr, region.rkey)
+        .map_err(|(e, _)| e)?;
     ev.wait(DONE << READ, "RDMA READ")?;
 
     if ev.received() != pattern {

@@ -5,7 +5,7 @@
 use core::ptr::NonNull;
 use kernel::{block::SECTOR_SHIFT, error::to_result, prelude::*, str::CStr, sync::Arc};
 
-use super::{bindings, tag_set::TagSet, Operations, MAX_SEGMENTS};
+use super::{bindings, operations::Operations, tag_set::TagSet};
 
 /// What a disk looks like.
 pub(crate) struct DiskParams<'a> {
@@ -19,7 +19,7 @@ pub(crate) struct DiskParams<'a> {
     pub(crate) hw_queues: u32,
     /// Tags per hardware queue.
     pub(crate) queue_depth: u32,
-    /// Segments per request (at most [`MAX_SEGMENTS`]).
+    /// Segments per request.
     pub(crate) max_segments: u32,
     /// Largest request in bytes.
     pub(crate) max_request_bytes: u32,
@@ -56,7 +56,7 @@ impl<T: Operations> Disk<T> {
         if params.capacity % u64::from(block_size) != 0 || params.capacity == 0 {
             return Err(EINVAL);
         }
-        let max_segments = params.max_segments.clamp(1, MAX_SEGMENTS as u32);
+        let max_segments = u16::try_from(params.max_segments.max(1)).unwrap_or(u16::MAX);
         let max_sectors =
             (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
         let hw_queues = params.hw_queues;
@@ -74,7 +74,7 @@ impl<T: Operations> Disk<T> {
                         physical_block_size: block_size,
                         io_min: block_size,
                         max_hw_sectors: max_sectors,
-                        max_segments: max_segments as u16,
+                        max_segments,
                         ..Default::default()
                     };
                     // SAFETY: `set` is an allocated tag set, `lim` is valid for the call.

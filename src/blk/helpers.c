@@ -31,6 +31,9 @@ struct request *rswap_blk_mq_rq_from_pdu(void *pdu)
 
 int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max)
 {
+	/* blk_rq_map_sg() writes at most this many entries. */
+	if (blk_rq_nr_phys_segments(rq) > max)
+		return -EINVAL;
 	sg_init_table(sgl, max);
 	return blk_rq_map_sg(rq, sgl);
 }
@@ -61,11 +64,6 @@ void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx)
 void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data)
 {
 	hctx->driver_data = data;
-}
-
-unsigned int rswap_blk_hctx_index(struct blk_mq_hw_ctx *hctx)
-{
-	return hctx->queue_num;
 }
 
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd)

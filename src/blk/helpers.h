@@ -16,7 +16,10 @@ unsigned int rswap_blk_rq_bytes(struct request *rq);
 unsigned int rswap_blk_rq_op(struct request *rq);
 void *rswap_blk_mq_rq_to_pdu(struct request *rq);
 struct request *rswap_blk_mq_rq_from_pdu(void *pdu);
-/* sg_init_table(@sgl, @max) + blk_rq_map_sg; returns the number of entries used. */
+/*
+ * sg_init_table(@sgl, @max) + blk_rq_map_sg; returns the number of entries used, or
+ * -EINVAL (nothing written) if @rq has more segments than @max.
+ */
 int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max);
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata);
@@ -24,7 +27,6 @@ struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue
 void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors);
 void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx);
 void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
-unsigned int rswap_blk_hctx_index(struct blk_mq_hw_ctx *hctx);
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
 unsigned int rswap_blk_default_timeout(void);

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The blk-mq pieces rswap needs and the kernel's Rust blk-mq abstractions lack:
-//! per-request driver data preallocated per tag, sector/operation/segment accessors,
-//! completion with an error status, a timeout callback, per-hardware-queue dispatch, and a
-//! disk whose `block_device_operations.owner` pins the module while the disk is open,
-//! disk numbers, and a no-I/O allocation scope for the work that lets the disk's I/O finish.
+//! per-request driver data preallocated per tag and dropped with it, sector/operation/
+//! segment accessors, completion with an error status, a timeout callback, per-hardware-
+//! queue driver data, a disk whose `block_device_operations.owner` pins the module while
+//! the disk is open, disk numbers, and a no-I/O allocation scope for the work that lets
+//! the disk's I/O finish.
+//!
+//! Nothing here knows about RDMA: a driver plugs in through [`Operations`].
 
-pub(crate) mod bindings;
-pub(crate) mod disk;
-pub(crate) mod disk_index;
-pub(crate) mod noio;
-pub(crate) mod request;
-pub(crate) mod tag_set;
+mod bindings;
+mod disk;
+mod disk_index;
+mod noio;
+mod operations;
+mod request;
+mod tag_set;
 
 pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use noio::NoIoScope;
-pub(crate) use request::{Op, OwnedRequest, Status, MAX_SEGMENTS};
-pub(crate) use tag_set::{Operations, TimeoutAction};
+pub(crate) use operations::{Operations, Request, TimeoutAction};
+pub(crate) use request::{Op, OwnedRequest, Status, TimedOutRequest};

@@ -1,18 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Block requests and their preallocated per-request data.
+//! Block requests the driver owns, and the driver's per-request data that blk-mq
+//! preallocates with every tag.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{block::SECTOR_SHIFT, prelude::*, types::Opaque};
 
-use super::{bindings, Operations};
-use crate::ib::{
-    cqe::{Cqe, CqeOwner, Wc},
-    dma::SgEntry,
-};
-
-/// Segments per request (the disk's `max_segments`; also the SGEs of one work request).
-pub(crate) const MAX_SEGMENTS: usize = 32;
+use super::bindings;
+use crate::kernel_ext::SgTable;
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +22,7 @@ pub(crate) enum Op {
     Other(u32),
 }
 
-/// How a request ended.
+/// How a request ended, or why `queue_rq` gives it back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     /// Success.
@@ -41,12 +36,8 @@ pub(crate) enum Status {
 }
 
 impl Status {
-    /// The kernel's code for this status.
-    pub(super) fn as_blk(self) -> bindings::blk_status_t {
-        self.as_raw()
-    }
-
-    fn as_raw(self) -> bindings::blk_status_t {
+    /// The block layer's code for this status.
+    pub(super) fn as_raw(self) -> bindings::blk_status_t {
         let errno = match self {
             Self::Ok => 0,
             Self::IoErr => EIO.to_errno(),
@@ -59,55 +50,40 @@ impl Status {
     }
 }
 
-/// The per-request data blk-mq allocates with every request (`cmd_size`), preallocated
-/// per tag: the work request's completion entry, the request's scatterlist and the
-/// driver's own data. Nothing is allocated when a request is issued.
-#[repr(C)]
-pub(crate) struct Pdu<D> {
-    cqe: Cqe,
-    sg: [SgEntry; MAX_SEGMENTS],
-    /// The driver's data for this request.
-    pub(crate) data: D,
-}
-
-impl<D: Default> Pdu<D> {
-    fn new() -> Self {
-        Self {
-            cqe: Cqe::new(),
-            sg: [const { SgEntry::new() }; MAX_SEGMENTS],
-            data: D::default(),
-        }
-    }
-}
-
-/// A started block request that the driver owns: issued by `queue_rq`, then owned by the
-/// work request it was posted with, then ended exactly once with [`OwnedRequest::end`].
+/// A started block request that the driver owns: handed to `queue_rq`, then (for an
+/// RDMA driver) owned by the work request it was posted with, then ended or requeued
+/// exactly once.
+///
+/// `D` is the driver's per-request data (the request's PDU), `Q` what each hardware
+/// queue's driver data points to.
 ///
 /// # Invariants
 ///
-/// `rq` is a started request of a tag set of `T`, not ended, whose PDU is a `Pdu<T::Data>`
-/// initialised by `init_request`; this value is its only owner.
-#[must_use = "a request must be ended or handed to a work request"]
-pub(crate) struct OwnedRequest<T: Operations> {
+/// `rq` is a started, not yet ended request of a tag set whose PDU is an initialised `D`
+/// and whose hardware contexts' driver data point to a `Q` that lives as long as the tag
+/// set; this value is its only owner.
+#[must_use = "a request must be ended, requeued or handed to a work request"]
+pub(crate) struct OwnedRequest<D, Q> {
     rq: NonNull<kernel::bindings::request>,
-    _ops: core::marker::PhantomData<T>,
+    _types: PhantomData<(D, *const Q)>,
 }
 
-// SAFETY: a request may be completed from any CPU; the owner is unique.
-unsafe impl<T: Operations> Send for OwnedRequest<T> {}
+// SAFETY: a request may be completed from any CPU; the owner is unique, the data is
+// `Send` and the hardware queue data is shared (`Sync`).
+unsafe impl<D: Send, Q: Sync> Send for OwnedRequest<D, Q> {}
 
-impl<T: Operations> OwnedRequest<T> {
+impl<D, Q> OwnedRequest<D, Q> {
     /// Takes ownership of a started request.
     ///
     /// # Safety
     ///
     /// `rq` must satisfy the type invariant and have no other owner.
-    pub(super) unsafe fn from_raw(rq: *mut kernel::bindings::request) -> Option<Self> {
+    pub(super) unsafe fn from_raw(rq: NonNull<kernel::bindings::request>) -> Self {
         // INVARIANT: the caller's guarantee.
-        NonNull::new(rq).map(|rq| Self {
+        Self {
             rq,
-            _ops: core::marker::PhantomData,
-        })
+            _types: PhantomData,
+        }
     }
 
     fn raw(&self) -> *mut kernel::bindings::request {
@@ -143,35 +119,44 @@ impl<T: Operations> OwnedRequest<T> {
         }
     }
 
-    fn pdu_ptr(&self) -> *mut Pdu<T::Data> {
-        // SAFETY: the request is valid; its PDU is a `Pdu<T::Data>` (type invariant).
-        unsafe { bindings::rswap_blk_mq_rq_to_pdu(self.raw()).cast() }
+    /// The data of the hardware queue the request was issued on. It lives as long as the
+    /// tag set, hence at least as long as this request.
+    pub(crate) fn hw_queue(&self) -> &Q {
+        // SAFETY: the request is valid; its hardware context's driver data points to a
+        // `Q` that outlives the request (type invariant).
+        unsafe {
+            &*bindings::rswap_blk_hctx_driver_data(bindings::rswap_blk_rq_hctx(self.raw()))
+                .cast::<Q>()
+        }
     }
 
-    /// Fills the request's scatterlist from its segments and returns the scatterlist, the
-    /// driver data and the number of entries used (at most [`MAX_SEGMENTS`], which the
-    /// disk's limits guarantee).
-    pub(crate) fn map_segments(&mut self) -> (&mut [SgEntry], &mut T::Data, usize) {
-        let pdu = self.pdu_ptr();
-        // SAFETY: the PDU is initialised and exclusively ours; `sg` has `MAX_SEGMENTS`
-        // entries, the limit the disk was created with.
-        let n = unsafe {
-            bindings::rswap_blk_rq_map_sg(
-                self.raw(),
-                SgEntry::table_as_raw(&mut (*pdu).sg).cast(),
-                MAX_SEGMENTS as u32,
-            )
-        };
-        // SAFETY: as above; the two fields are disjoint.
-        let (sg, data) = unsafe { (&mut (*pdu).sg, &mut (*pdu).data) };
-        (sg, data, usize::try_from(n).unwrap_or(0))
+    fn data_ptr(&self) -> NonNull<D> {
+        // SAFETY: the request is valid; its PDU is a `D` (type invariant). The PDU sits in
+        // the request's allocation, so the pointer is not null.
+        unsafe { NonNull::new_unchecked(bindings::rswap_blk_mq_rq_to_pdu(self.raw()).cast()) }
     }
 
-    /// The scatterlist and driver data, after [`Self::map_segments`].
-    pub(crate) fn segments(&mut self) -> (&mut [SgEntry], &mut T::Data) {
-        let pdu = self.pdu_ptr();
-        // SAFETY: the PDU is initialised and exclusively ours; the fields are disjoint.
-        unsafe { (&mut (*pdu).sg, &mut (*pdu).data) }
+    /// The driver's data of this request.
+    pub(crate) fn data(&mut self) -> &mut D {
+        // SAFETY: the PDU is an initialised `D`, and this value owns the request
+        // exclusively, so borrowing `self` mutably borrows the PDU exclusively.
+        unsafe { self.data_ptr().as_mut() }
+    }
+
+    /// Fills the scatterlist that `table` picks out of the request's data with the
+    /// request's segments, and returns how many entries it used. `None` if `table` gives
+    /// no table or the request has more segments than the table has entries.
+    pub(crate) fn map_sg<const N: usize>(
+        &mut self,
+        table: impl FnOnce(&mut D) -> Option<&mut SgTable<N>>,
+    ) -> Option<usize> {
+        let rq = self.raw();
+        let table = table(self.data())?;
+        let max = u32::try_from(N).ok()?;
+        // SAFETY: the request is valid and owned; `table` has `max` entries, and the
+        // helper refuses (< 0) a request with more physical segments than that.
+        let n = unsafe { bindings::rswap_blk_rq_map_sg(rq, table.as_raw(), max) };
+        usize::try_from(n).ok().filter(|&n| n > 0)
     }
 
     /// Ends the request with `status`.
@@ -187,6 +172,32 @@ impl<T: Operations> OwnedRequest<T> {
         unsafe { kernel::bindings::blk_mq_requeue_request(self.raw(), true) };
     }
 
+    /// Gives up ownership, keeping the request's data as the handle that
+    /// [`Self::from_data`] takes back (an RDMA work request's completion entry lives
+    /// there).
+    pub(crate) fn into_data(self) -> NonNull<D> {
+        self.data_ptr()
+    }
+
+    /// Takes back the ownership that [`Self::into_data`] gave up.
+    ///
+    /// # Safety
+    ///
+    /// `data` must come from [`Self::into_data`] of the same `D` and `Q`, and not have been
+    /// taken back since.
+    pub(crate) unsafe fn from_data(data: NonNull<D>) -> Self {
+        // SAFETY: `data` is the PDU of an owned request (the caller's guarantee); the
+        // request sits right before its PDU in the same allocation, so it is not null.
+        let rq = unsafe {
+            NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(data.as_ptr().cast()))
+        };
+        // INVARIANT: the ownership `into_data` gave up comes back exactly once.
+        Self {
+            rq,
+            _types: PhantomData,
+        }
+    }
+
     /// Gives up ownership without ending the request: blk-mq ends or requeues it because
     /// `queue_rq` returned an error status for it.
     pub(super) fn into_raw(self) -> *mut kernel::bindings::request {
@@ -194,54 +205,30 @@ impl<T: Operations> OwnedRequest<T> {
     }
 }
 
-// SAFETY: `into_cqe` returns the `cqe` field of the request's PDU, which lives as long as
-// the request (blk-mq frees PDUs only with the tag set, and a started request is not
-// reused before it is ended); `from_cqe` walks back from that field to the PDU and from
-// the PDU to its request, which is the request `into_cqe` gave up.
-unsafe impl<T: Operations> CqeOwner for OwnedRequest<T> {
-    fn into_cqe(self) -> NonNull<Cqe> {
-        let pdu = self.pdu_ptr();
-        // SAFETY: `pdu` is valid; taking the address of a field.
-        let cqe = unsafe { &raw mut (*pdu).cqe };
-        // The request is now owned by the work request carrying `cqe`.
-        let _ = self.into_raw();
-        // SAFETY: a field address of a valid allocation is non-null.
-        unsafe { NonNull::new_unchecked(cqe) }
-    }
-
-    unsafe fn from_cqe(cqe: NonNull<Cqe>) -> Self {
-        // SAFETY: `cqe` is the `cqe` field of a `Pdu<T::Data>` (the caller's contract).
-        let pdu = unsafe { kernel::container_of!(cqe.as_ptr(), Pdu<T::Data>, cqe) };
-        // SAFETY: `pdu` is the PDU of a request of this tag set; the request sits right
-        // before it in the same allocation, so the pointer is not null.
-        let rq = unsafe { NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(pdu.cast())) };
-        // INVARIANT: ownership comes back from the work request exactly once.
-        Self {
-            rq,
-            _ops: core::marker::PhantomData,
-        }
-    }
-
-    fn complete(self, wc: &Wc<'_>) {
-        // SAFETY: the request belongs to a tag set of `T` (type invariant), and the tag set
-        // (with its driver) outlives its requests, so the driver outlives this call.
-        let (driver, index) = unsafe { super::tag_set::driver_of_request::<T>(self.raw()) };
-        driver.complete(index, self, wc);
-    }
-}
-
-/// Initialises the PDU of a new request.
+/// Initialises the driver data of a new request.
 ///
 /// # Safety
 ///
-/// `rq` must be a request of a tag set whose `cmd_size` is `size_of::<Pdu<D>>()`.
-pub(super) unsafe fn init_pdu<D: Default>(rq: *mut kernel::bindings::request) {
-    // SAFETY: the caller guarantees the PDU has room for a `Pdu<D>`; it is uninitialised
-    // memory owned by blk-mq for this request.
+/// `rq` must be a request of a tag set whose `cmd_size` is `size_of::<D>()`, with
+/// uninitialised (or dropped) data.
+pub(super) unsafe fn init_data<D: Default>(rq: *mut kernel::bindings::request) {
+    // SAFETY: the PDU has room for a `D` (the caller's guarantee) and is not initialised;
+    // blk-mq aligns PDUs for any kernel type.
     unsafe {
-        let pdu = bindings::rswap_blk_mq_rq_to_pdu(rq).cast::<Pdu<D>>();
-        pdu.write(Pdu::new());
-    }
+        bindings::rswap_blk_mq_rq_to_pdu(rq)
+            .cast::<D>()
+            .write(D::default())
+    };
+}
+
+/// Drops the driver data of a request that is being freed.
+///
+/// # Safety
+///
+/// `rq` must be a request whose PDU is an initialised `D` that nothing uses any more.
+pub(super) unsafe fn drop_data<D>(rq: *mut kernel::bindings::request) {
+    // SAFETY: the caller's guarantee; the data is not used again.
+    unsafe { core::ptr::drop_in_place(bindings::rswap_blk_mq_rq_to_pdu(rq).cast::<D>()) };
 }
 
 /// A block request seen by the timeout handler: it is owned elsewhere (by a work request),

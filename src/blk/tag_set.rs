@@ -1,55 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Tag sets and the blk-mq operations table.
+//! Tag sets and the blk-mq operations table that calls a driver's [`Operations`].
 
-use core::ptr;
+use core::ptr::{self, NonNull};
 use kernel::{error::to_result, ffi, prelude::*, sync::Arc, types::Opaque};
 
 use super::{
     bindings,
-    request::{self, OwnedRequest, Pdu, Status, TimedOutRequest},
+    operations::{Operations, Request, TimeoutAction},
+    request::{self, Status, TimedOutRequest},
 };
-use crate::ib::cqe::Wc;
-
-/// What to do with a request that timed out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TimeoutAction {
-    /// The driver makes sure it completes (for rswap: its QP was moved to the error state,
-    /// so the work request holding it is flushed and its completion ends it).
-    Done,
-    /// Re-arm the timer: the driver is recovering and will complete or requeue it.
-    ResetTimer,
-}
-
-/// A blk-mq driver.
-pub(crate) trait Operations: Sized + Send + Sync + 'static {
-    /// The driver's per-request data, preallocated per tag.
-    type Data: Default + Send;
-
-    /// Issue `rq` on hardware queue `hw_queue`: post it (ownership moves to the work
-    /// request) or give it back with a status (blk-mq ends it with an error or, for
-    /// [`Status::Resource`], retries it later). Runs in atomic context: no sleeping, no
-    /// allocation.
-    fn queue_rq(
-        &self,
-        hw_queue: u32,
-        rq: OwnedRequest<Self>,
-    ) -> core::result::Result<(), (Status, OwnedRequest<Self>)>;
-
-    /// The work request carrying `rq`, issued on hardware queue `hw_queue`, completed:
-    /// end or requeue it. Runs in softirq context.
-    fn complete(&self, hw_queue: u32, rq: OwnedRequest<Self>, wc: &Wc<'_>);
-
-    /// `rq` timed out on hardware queue `hw_queue`.
-    fn timeout(&self, hw_queue: u32, rq: &TimedOutRequest<'_>) -> TimeoutAction;
-}
 
 /// A blk-mq tag set for driver `T` (`struct blk_mq_tag_set`), freed on drop.
 ///
 /// # Invariants
 ///
 /// `set` was allocated by `blk_mq_alloc_tag_set` and is freed only by drop; its
-/// `driver_data` points to `driver`, which this value keeps alive.
+/// `driver_data` points to `driver`, which this value keeps alive, and its `cmd_size` is
+/// that of `T::RequestData`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct TagSet<T: Operations> {
     #[pin]
@@ -68,6 +36,7 @@ impl<T: Operations> TagSet<T> {
         timeout: Some(timeout_callback::<T>),
         init_hctx: Some(init_hctx_callback::<T>),
         init_request: Some(init_request_callback::<T>),
+        exit_request: Some(exit_request_callback::<T>),
         // SAFETY: all-zeroes is a valid `blk_mq_ops` (no callbacks).
         ..unsafe { core::mem::zeroed() }
     };
@@ -75,9 +44,11 @@ impl<T: Operations> TagSet<T> {
     /// A tag set of `hw_queues` hardware queues, `depth` tags each, serving `driver`.
     pub(crate) fn new(hw_queues: u32, depth: u32, driver: Arc<T>) -> impl PinInit<Self, Error> {
         let data = Arc::as_ptr(&driver).cast_mut().cast::<ffi::c_void>();
+        let cmd_size = u32::try_from(core::mem::size_of::<T::RequestData>());
         try_pin_init!(Self {
             driver,
             set <- Opaque::try_ffi_init(move |set: *mut kernel::bindings::blk_mq_tag_set| {
+                let cmd_size = cmd_size.map_err(|_| EINVAL)?;
                 // SAFETY: `set` is valid for writes; all-zeroes is a valid empty tag set.
                 unsafe { ptr::write_bytes(set, 0, 1) };
                 // SAFETY: as above; plain fields.
@@ -86,7 +57,7 @@ impl<T: Operations> TagSet<T> {
                     (*set).nr_hw_queues = hw_queues;
                     (*set).queue_depth = depth;
                     (*set).numa_node = kernel::bindings::NUMA_NO_NODE;
-                    (*set).cmd_size = core::mem::size_of::<Pdu<T::Data>>() as u32;
+                    (*set).cmd_size = cmd_size;
                     (*set).timeout = bindings::rswap_blk_default_timeout();
                     (*set).driver_data = data;
                 }
@@ -106,23 +77,36 @@ impl<T: Operations> TagSet<T> {
 impl<T: Operations> PinnedDrop for TagSet<T> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: by the type invariant the tag set is allocated; every disk using it was
-        // deleted before (the disk owns its tag set and drops it last).
+        // deleted before (the disk owns its tag set and drops it last). This frees the
+        // requests, calling `exit_request` for each.
         unsafe { kernel::bindings::blk_mq_free_tag_set(self.set.get()) };
     }
 }
 
-/// Sets each hardware queue's driver data to the driver.
+/// Points each hardware context's driver data at the driver's data for that queue.
 ///
 /// # Safety
 ///
-/// Called by blk-mq with a valid hardware context and the tag set's `driver_data`.
+/// Called by blk-mq with a valid hardware context of a tag set made by [`TagSet::new`] for
+/// `T`, whose `driver_data` is the `T` that tag set keeps alive.
 unsafe extern "C" fn init_hctx_callback<T: Operations>(
     hctx: *mut kernel::bindings::blk_mq_hw_ctx,
-    data: *mut ffi::c_void,
-    _index: ffi::c_uint,
+    driver: *mut ffi::c_void,
+    index: ffi::c_uint,
 ) -> ffi::c_int {
-    // SAFETY: `hctx` is valid; `data` is the driver, alive as long as the tag set.
-    unsafe { bindings::rswap_blk_hctx_set_driver_data(hctx, data) };
+    // SAFETY: `driver` is the tag set's driver data, a `T` alive as long as the tag set.
+    let driver = unsafe { &*driver.cast::<T>() };
+    let Some(hwq) = driver.hw_queue(index) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: `hctx` is valid; the queue data lives as long as the driver, hence as long
+    // as the tag set and its requests.
+    unsafe {
+        bindings::rswap_blk_hctx_set_driver_data(
+            hctx,
+            ptr::from_ref(hwq).cast_mut().cast::<ffi::c_void>(),
+        )
+    };
     0
 }
 
@@ -135,41 +119,37 @@ unsafe extern "C" fn init_request_callback<T: Operations>(
     _hctx_idx: ffi::c_uint,
     _numa_node: ffi::c_int,
 ) -> ffi::c_int {
-    // SAFETY: the tag set's `cmd_size` is that of `Pdu<T::Data>`.
-    unsafe { request::init_pdu::<T::Data>(rq) };
+    // SAFETY: the tag set's `cmd_size` is that of `T::RequestData` (type invariant), and
+    // the PDU of a new request is not initialised.
+    unsafe { request::init_data::<T::RequestData>(rq) };
     0
 }
 
-/// The driver serving hardware context `hctx`, and the context's index.
+/// # Safety
+///
+/// Called by blk-mq for each request of a tag set made by [`TagSet::new`] for `T` when the
+/// tag set frees it; every request has ended by then.
+unsafe extern "C" fn exit_request_callback<T: Operations>(
+    _set: *mut kernel::bindings::blk_mq_tag_set,
+    rq: *mut kernel::bindings::request,
+    _hctx_idx: ffi::c_uint,
+) {
+    // SAFETY: `init_request` initialised the data, and nothing uses a request being freed.
+    unsafe { request::drop_data::<T::RequestData>(rq) };
+}
+
+/// The driver data of hardware context `hctx`.
 ///
 /// # Safety
 ///
 /// `hctx` must be a valid hardware context of a tag set made by [`TagSet::new`] for `T`,
-/// and the returned reference must not outlive that tag set (which keeps the driver).
-unsafe fn driver_of_hctx<'a, T: Operations>(
+/// initialised by `init_hctx`, and the reference must not outlive that tag set.
+unsafe fn hw_queue_of<'a, T: Operations>(
     hctx: *mut kernel::bindings::blk_mq_hw_ctx,
-) -> (&'a T, u32) {
-    // SAFETY: `hctx` is valid; its driver data was set to the driver by `init_hctx`, and
-    // the driver lives as long as the tag set (the caller's guarantee covers `'a`).
-    unsafe {
-        (
-            &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T>(),
-            bindings::rswap_blk_hctx_index(hctx),
-        )
-    }
-}
-
-/// The driver serving request `rq`, and the index of its hardware queue.
-///
-/// # Safety
-///
-/// `rq` must be a valid request of a tag set made by [`TagSet::new`] for `T`, and the
-/// returned reference must not outlive that tag set.
-pub(super) unsafe fn driver_of_request<'a, T: Operations>(
-    rq: *mut kernel::bindings::request,
-) -> (&'a T, u32) {
-    // SAFETY: a valid request of such a tag set has a valid hardware context of it.
-    unsafe { driver_of_hctx(bindings::rswap_blk_rq_hctx(rq)) }
+) -> &'a T::HwQueue {
+    // SAFETY: `init_hctx` pointed the driver data at a `T::HwQueue` that lives as long as
+    // the tag set (the caller's guarantee covers `'a`).
+    unsafe { &*bindings::rswap_blk_hctx_driver_data(hctx).cast::<T::HwQueue>() }
 }
 
 /// # Safety
@@ -180,22 +160,24 @@ unsafe extern "C" fn queue_rq_callback<T: Operations>(
     hctx: *mut kernel::bindings::blk_mq_hw_ctx,
     bd: *const kernel::bindings::blk_mq_queue_data,
 ) -> kernel::bindings::blk_status_t {
-    // SAFETY: `hctx` is a valid context of a tag set of `T`, alive for the call.
-    let (driver, index) = unsafe { driver_of_hctx::<T>(hctx) };
+    // SAFETY: `hctx` is a valid, initialised context of a tag set of `T`, alive for the
+    // call.
+    let hwq = unsafe { hw_queue_of::<T>(hctx) };
     // SAFETY: `bd` is valid for the call.
-    let raw = unsafe { bindings::rswap_blk_mq_queue_data_rq(bd) };
-    // SAFETY: blk-mq hands the request to the driver; starting it is the driver's job.
-    unsafe { kernel::bindings::blk_mq_start_request(raw) };
-    // SAFETY: the request is started, has a `Pdu<T::Data>` and no other owner.
-    let Some(rq) = (unsafe { OwnedRequest::<T>::from_raw(raw) }) else {
-        return Status::IoErr.as_blk();
+    let Some(raw) = NonNull::new(unsafe { bindings::rswap_blk_mq_queue_data_rq(bd) }) else {
+        return Status::IoErr.as_raw();
     };
-    match driver.queue_rq(index, rq) {
-        Ok(()) => Status::Ok.as_blk(),
+    // SAFETY: blk-mq hands the request to the driver; starting it is the driver's job.
+    unsafe { kernel::bindings::blk_mq_start_request(raw.as_ptr()) };
+    // SAFETY: the request is started, its PDU is an initialised `T::RequestData`, its
+    // context's data is `T::HwQueue`, and blk-mq gave it to this call alone.
+    let rq: Request<T> = unsafe { request::OwnedRequest::from_raw(raw) };
+    match T::queue_rq(hwq, rq) {
+        Ok(()) => Status::Ok.as_raw(),
         Err((status, rq)) => {
             // blk-mq ends (or requeues) the request because of the returned status.
             let _ = rq.into_raw();
-            status.as_blk()
+            status.as_raw()
         }
     }
 }
@@ -206,11 +188,12 @@ unsafe extern "C" fn queue_rq_callback<T: Operations>(
 unsafe extern "C" fn timeout_callback<T: Operations>(
     rq: *mut kernel::bindings::request,
 ) -> kernel::bindings::blk_eh_timer_return {
-    // SAFETY: `rq` is a valid request of a tag set of `T`, alive for the call.
-    let (driver, index) = unsafe { driver_of_request::<T>(rq) };
+    // SAFETY: `rq` is a valid request of a tag set of `T`, so its context is valid and
+    // initialised; both live for the call.
+    let hwq = unsafe { hw_queue_of::<T>(bindings::rswap_blk_rq_hctx(rq)) };
     // SAFETY: the request is valid for the call.
     let view = unsafe { TimedOutRequest::from_raw(rq) };
-    match driver.timeout(index, &view) {
+    match T::timeout(hwq, &view) {
         TimeoutAction::Done => kernel::bindings::blk_eh_timer_return_BLK_EH_DONE,
         TimeoutAction::ResetTimer => kernel::bindings::blk_eh_timer_return_BLK_EH_RESET_TIMER,
     }

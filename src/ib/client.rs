@@ -5,37 +5,44 @@
 //! A driver implements [`ClientDriver`] and keeps a pinned [`Registration`] for as long as
 //! it wants to be told about devices. The IB core calls `add` for every RDMA device present
 //! at registration and every one added later, and `remove` when a device goes away or the
-//! registration is dropped. What `add` returns is owned by the IB core's per-device client
-//! data until `remove` hands it back, exactly once.
+//! registration is dropped. For each device it takes, the registration makes one
+//! [`RdmaDevice`] (the per-device object) and keeps it as the IB client's data of the
+//! device; [`Registration::device`] finds it for a connection resolved to the device.
+//!
+//! On removal the registration stops handing the object out, tells its users
+//! ([`super::DeviceUser`]), and waits until the last reference is gone before it returns
+//! to the IB core: so nothing can use the device after its removal.
 
 use core::{
     marker::{PhantomData, PhantomPinned},
     ptr,
     sync::atomic::{AtomicPtr, Ordering},
 };
-use kernel::{error::to_result, ffi, prelude::*, str::CStr, types::Opaque};
+use kernel::{
+    error::to_result,
+    ffi, new_mutex,
+    prelude::*,
+    str::CStr,
+    sync::{Arc, Completion, Mutex},
+    types::Opaque,
+};
 
-use super::{bindings, Device};
+use super::{bindings, device::Device, rdma_device::RdmaDevice};
 
 /// A driver that follows RDMA devices.
 pub(crate) trait ClientDriver: Send + Sync + Sized + 'static {
-    /// What the driver keeps for each device it took, released in [`Self::remove`].
-    type DeviceData: Send;
-
     /// The cell through which the IB core's callbacks find this driver's registration.
     ///
     /// Each implementation returns its own `static`, declared next to it.
     fn cell() -> &'static ClientCell<Self>;
 
-    /// A device appeared (or was present when the client registered).
-    ///
-    /// An error means the driver does not use this device; it gets no `remove` for it.
-    fn add(&self, dev: &Device) -> Result<KBox<Self::DeviceData>>;
+    /// A device appeared (or was present when the client registered) and its object was
+    /// made. An error means the driver does not use this device.
+    fn add(&self, dev: &RdmaDevice) -> Result;
 
-    /// A device that `add` took is going away; `data` is what `add` returned.
-    ///
-    /// Everything using the device must be gone when this returns.
-    fn remove(&self, dev: &Device, data: KBox<Self::DeviceData>);
+    /// A device that `add` took is going away: `users` of its object were told to let go
+    /// of it, and the object (with its PD) is gone.
+    fn remove(&self, dev: &Device, users: usize);
 }
 
 /// Where the IB core's callbacks, which are given only a device, find the registration.
@@ -59,7 +66,8 @@ impl<T: ClientDriver> ClientCell<T> {
         }
     }
 
-    fn get(&self) -> Option<&Registration<T>> {
+    /// The registration, while registered.
+    pub(crate) fn get(&self) -> Option<&Registration<T>> {
         let reg = self.registration.load(Ordering::Acquire);
         // SAFETY: by the type invariant, a non-null pointer is a live, pinned registration.
         unsafe { reg.as_ref() }
@@ -72,15 +80,29 @@ impl<T: ClientDriver> Default for ClientCell<T> {
     }
 }
 
+/// The IB client's data for one device: its object while the device is present, and the
+/// completion the object signals when its last reference is gone.
+#[pin_data]
+struct Slot {
+    #[pin]
+    released: Completion,
+    /// Cleared (under the registration's `lookup` lock) when removal starts.
+    dev: Option<Arc<RdmaDevice>>,
+}
+
 /// A registered IB client; unregistered on drop (which removes every device first).
 ///
 /// # Invariants
 ///
 /// `client` is registered with the IB core from the end of initialisation until drop, and
-/// `T::cell()` points to this registration for that whole time.
+/// `T::cell()` points to this registration for that whole time. The client data of each
+/// device `add` took is a leaked `Pin<KBox<Slot>>`, read and changed only under `lookup`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Registration<T: ClientDriver> {
     driver: T,
+    /// Serialises looking up a device's object with its removal.
+    #[pin]
+    lookup: Mutex<()>,
     #[pin]
     _pin: PhantomPinned,
     #[pin]
@@ -88,7 +110,7 @@ pub(crate) struct Registration<T: ClientDriver> {
 }
 
 // SAFETY: the IB client is only touched by the IB core (which locks) and by drop; the
-// driver is `Sync`.
+// driver is `Sync`, the slots are behind `lookup`.
 unsafe impl<T: ClientDriver> Sync for Registration<T> {}
 // SAFETY: registering and unregistering may happen on any thread; the driver is `Send`.
 unsafe impl<T: ClientDriver> Send for Registration<T> {}
@@ -99,6 +121,7 @@ impl<T: ClientDriver> Registration<T> {
     pub(crate) fn new(name: &'static CStr, driver: T) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             driver,
+            lookup <- new_mutex!((), "rswap::ib::Registration::lookup"),
             _pin: PhantomPinned,
             client <- Opaque::try_ffi_init(move |client: *mut bindings::ib_client| {
                 // SAFETY: `try_ffi_init` gives a pointer valid for writes; all-zeroes is a
@@ -119,8 +142,8 @@ impl<T: ClientDriver> Registration<T> {
                 )
                 .map_err(|_| EBUSY)?;
                 // SAFETY: `client` is initialised and pinned inside `this` until drop, which
-                // unregisters it. The callbacks may run from here on: `driver` is already
-                // initialised and the cell points to `this`.
+                // unregisters it. The callbacks may run from here on: `driver` and `lookup`
+                // are already initialised and the cell points to `this`.
                 let ret = to_result(unsafe { bindings::ib_register_client(client) });
                 if ret.is_err() {
                     cell.store(ptr::null_mut(), Ordering::Release);
@@ -128,6 +151,18 @@ impl<T: ClientDriver> Registration<T> {
                 ret
             }),
         })
+    }
+
+    /// The object of `dev`, unless the client did not take the device or its removal has
+    /// started.
+    pub(crate) fn device(&self, dev: &Device) -> Option<Arc<RdmaDevice>> {
+        let _guard = self.lookup.lock();
+        // SAFETY: `dev` is valid and the client is registered (type invariant).
+        let slot = unsafe { bindings::rswap_ib_get_client_data(dev.as_raw(), self.client.get()) };
+        // SAFETY: a non-null client data is a live `Slot` (type invariant); removal clears
+        // it under `lookup`, which we hold, before freeing the slot.
+        let slot = unsafe { slot.cast::<Slot>().as_ref() }?;
+        slot.dev.clone()
     }
 }
 
@@ -156,10 +191,33 @@ unsafe extern "C" fn add_callback<T: ClientDriver>(raw: *mut bindings::ib_device
     // SAFETY: the IB core keeps the device valid until `remove` returns; the reference
     // lives only for this call.
     let dev = unsafe { Device::from_raw(raw) };
-    match reg.driver.add(dev) {
-        Ok(data) => {
+    let added = (|| -> Result<Pin<KBox<Slot>>> {
+        let mut slot = KBox::pin_init(
+            pin_init!(Slot {
+                released <- Completion::new(),
+                dev: None,
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the device stays valid until `remove_callback` returns, and that waits
+        // for `released` (the slot is freed only after that).
+        let obj = unsafe { RdmaDevice::new(dev, &slot.released)? };
+        if let Err(e) = reg.driver.add(&obj) {
+            drop(obj);
+            slot.released.wait_for_completion();
+            return Err(e);
+        }
+        // SAFETY: `dev` is not structurally pinned; setting it moves nothing.
+        unsafe { slot.as_mut().get_unchecked_mut() }.dev = Some(obj);
+        Ok(slot)
+    })();
+    match added {
+        Ok(slot) => {
+            let _guard = reg.lookup.lock();
+            // SAFETY: the pointer of a leaked pinned box; `remove_callback` takes it back.
+            let data = unsafe { Pin::into_inner_unchecked(slot) };
             // SAFETY: `raw` is valid and `reg.client` is registered; the IB core keeps the
-            // pointer until it passes it to `remove_callback`, which takes it back.
+            // pointer until it passes it to `remove_callback`.
             unsafe {
                 bindings::ib_set_client_data(raw, reg.client.get(), KBox::into_raw(data).cast())
             };
@@ -185,10 +243,21 @@ unsafe extern "C" fn remove_callback<T: ClientDriver>(
     if data.is_null() {
         return;
     }
-    // SAFETY: `data` came from `KBox::into_raw` in `add_callback` and the IB core passes it
-    // here once, so ownership comes back exactly once.
-    let data = unsafe { KBox::from_raw(data.cast::<T::DeviceData>()) };
+    let slot = data.cast::<Slot>();
+    let obj = {
+        let _guard = reg.lookup.lock();
+        // SAFETY: `raw` is valid and `reg.client` registered; no lookup finds the slot
+        // after this.
+        unsafe { bindings::ib_set_client_data(raw, reg.client.get(), ptr::null_mut()) };
+        // SAFETY: the slot is live (it is freed below) and only changed under `lookup`.
+        unsafe { (*slot).dev.take() }
+    };
+    let users = obj.map_or(0, |obj| obj.remove_users());
+    // SAFETY: the slot is live until freed below; `released` is pinned inside it.
+    unsafe { (*slot).released.wait_for_completion() };
     // SAFETY: the device is valid for the duration of this callback.
-    let dev = unsafe { Device::from_raw(raw) };
-    reg.driver.remove(dev, data);
+    reg.driver.remove(unsafe { Device::from_raw(raw) }, users);
+    // SAFETY: `data` came from `KBox::into_raw` in `add_callback`, the IB core passes it
+    // here once, and the object that pointed into it is gone.
+    drop(unsafe { KBox::from_raw(slot) });
 }

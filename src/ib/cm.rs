@@ -5,7 +5,12 @@
 use core::ptr::NonNull;
 use kernel::{error::to_result, ffi, prelude::*, sync::Arc};
 
-use super::{bindings, Device};
+use super::{
+    bindings,
+    device::Device,
+    qp::{Qp, QpCaps},
+    rdma_device::RdmaDevice,
+};
 
 /// What the RDMA connection manager reports about a connection.
 #[derive(Debug)]
@@ -39,7 +44,8 @@ pub(crate) enum CmEvent<'a> {
 }
 
 /// Receives the events of a [`CmId`]. Runs in process context (the CM's workqueue), with
-/// the CM's per-id handler lock held: it must not call back into the same `CmId`.
+/// the CM's per-id handler lock held, so it must not wait for anything that destroys
+/// the id.
 pub(crate) trait CmHandler: Send + Sync + 'static {
     /// One event.
     fn event(&self, ev: CmEvent<'_>);
@@ -53,14 +59,16 @@ pub(crate) struct ConnectParams<'a> {
     pub(crate) initiator_depth: u8,
 }
 
-/// An rdma_cm identifier (`struct rdma_cm_id`) with its event handler; destroyed on drop.
+/// An rdma_cm identifier (`struct rdma_cm_id`) with its event handler and, once created,
+/// its QP; on drop the QP is drained and destroyed, then the id.
 ///
 /// # Invariants
 ///
 /// `id` came from `rdma_create_id` with `Arc::as_ptr(&handler)` as its context and has
-/// not been destroyed; `handler` lives at least as long as the id.
+/// not been destroyed; `handler` lives at least as long as the id; `qp` is the id's QP.
 pub(crate) struct CmId<H: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
+    qp: Option<Qp>,
     handler: Arc<H>,
 }
 
@@ -78,12 +86,15 @@ impl<H: CmHandler> CmId<H> {
         // handler, which the returned value keeps alive until after `rdma_destroy_id`.
         let raw = unsafe { bindings::rswap_rdma_create_id(Some(cm_handler::<H>), ctx) };
         let id = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
-        // INVARIANT: `id` is fresh and its context is the handler we keep.
-        Ok(Self { id, handler })
+        // INVARIANT: `id` is fresh, has no QP, and its context is the handler we keep.
+        Ok(Self {
+            id,
+            qp: None,
+            handler,
+        })
     }
 
-    /// The raw pointer, for the other wrappers of this layer.
-    pub(crate) fn as_raw(&self) -> *mut bindings::rdma_cm_id {
+    fn as_raw(&self) -> *mut bindings::rdma_cm_id {
         self.id.as_ptr()
     }
 
@@ -124,6 +135,33 @@ impl<H: CmHandler> CmId<H> {
         (!dev.is_null()).then(|| unsafe { Device::from_raw(dev) })
     }
 
+    /// Creates the id's QP in `dev`'s PD, with a CQ from its pool (on completion vector
+    /// `vector_hint` if it can), once the route is resolved. `EINVAL` if the id has no
+    /// route on `dev`'s device or has a QP already.
+    pub(crate) fn create_qp(
+        &mut self,
+        dev: &Arc<RdmaDevice>,
+        caps: &QpCaps,
+        vector_hint: u32,
+    ) -> Result<&Qp> {
+        let on_dev = self
+            .device()
+            .is_some_and(|d| d.as_raw() == dev.device().as_raw());
+        if self.qp.is_some() || !on_dev {
+            return Err(EINVAL);
+        }
+        // SAFETY: the id is valid, has a resolved route on `dev`'s device and no QP; the
+        // QP is stored in `self.qp`, which drop destroys before the id.
+        let qp = unsafe { Qp::create(self.id, dev, caps, vector_hint)? };
+        // INVARIANT: `qp` is the id's QP.
+        Ok(self.qp.insert(qp))
+    }
+
+    /// The QP, once created.
+    pub(crate) fn qp(&self) -> Option<&Qp> {
+        self.qp.as_ref()
+    }
+
     /// Starts connecting; `Established`, `Rejected` or `Failed` follows.
     pub(crate) fn connect(&self, params: &ConnectParams<'_>) -> Result {
         let len = u8::try_from(params.private_data.len()).map_err(|_| EINVAL)?;
@@ -136,6 +174,9 @@ impl<H: CmHandler> CmId<H> {
             rnr_retry_count: 7,
             ..Default::default()
         };
+        if self.qp.is_none() {
+            return Err(EINVAL);
+        }
         // SAFETY: the id is valid with a QP; `raw` and the private data it points to are
         // valid for the call (the CM copies them).
         to_result(unsafe { bindings::rdma_connect(self.as_raw(), &mut raw) })
@@ -151,9 +192,10 @@ impl<H: CmHandler> CmId<H> {
 
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
-        // SAFETY: the id is valid and owned; its QP (if any) was destroyed before (the
-        // `Qp` borrows the id by construction order). After this returns no handler runs,
-        // so `handler` may be dropped.
+        // The QP (and with it its CQ) goes first: it needs the id.
+        drop(self.qp.take());
+        // SAFETY: the id is valid and owned, and has no QP any more. After this returns no
+        // handler runs, so `handler` may be dropped.
         unsafe { bindings::rdma_destroy_id(self.as_raw()) };
     }
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! DMA mapping for RDMA: single buffers and the scatterlists of block requests.
+//! DMA mapping for RDMA: small buffers, and the scatterlists of block requests.
 
-use kernel::{error::to_result, prelude::*, types::Opaque};
+use core::ptr::NonNull;
+use kernel::{error::to_result, prelude::*, sync::Arc};
 
-use super::{bindings, Device};
+use super::{bindings, device::Device, rdma_device::RdmaDevice};
+use crate::kernel_ext::SgTable;
 
 /// Which way data moves through a mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,84 +31,120 @@ impl Direction {
 #[derive(Default)]
 pub(crate) struct Sge(pub(super) bindings::ib_sge);
 
-/// A scatterlist entry (`struct scatterlist`), as filled from a block request's segments.
-#[repr(transparent)]
-pub(crate) struct SgEntry(Opaque<bindings::scatterlist>);
-
-impl SgEntry {
-    /// An empty entry, for preallocated per-request tables.
-    pub(crate) const fn new() -> Self {
-        Self(Opaque::zeroed())
-    }
-
-    /// The raw pointer of the first entry of `table`.
-    pub(crate) fn table_as_raw(table: &mut [SgEntry]) -> *mut bindings::scatterlist {
-        // CAST: `SgEntry` is a transparent `scatterlist`.
-        table.as_mut_ptr().cast()
-    }
-}
-
-/// A scatterlist mapped for DMA on a device.
-///
-/// Not a guard: the mapping is released with [`SgMapping::unmap`] by whoever owns the
-/// work request's completion. It records what unmapping needs.
-///
-/// # Invariants
-///
-/// `nents` entries of the table it was created from are mapped for `dir`.
-#[derive(Clone, Copy)]
-pub(crate) struct SgMapping {
+/// What a live mapping of an [`SgDma`] needs to be undone.
+struct Mapped {
+    dev: NonNull<bindings::ib_device>,
     nents: i32,
+    nsges: usize,
     dir: Direction,
 }
 
-impl SgMapping {
-    /// Maps the first `nents` entries of `table` for `dir` on `dev`, and describes the
-    /// mapped memory in `sges` with `lkey`. Returns the mapping and the number of SGEs.
-    pub(crate) fn map(
-        dev: &Device,
-        table: &mut [SgEntry],
-        nents: usize,
-        dir: Direction,
-        sges: &mut [Sge],
-        lkey: u32,
-    ) -> Result<(Self, usize)> {
-        if nents == 0 || nents > table.len() || nents > sges.len() {
+/// The DMA side of one block request, preallocated with it: a scatterlist of `N` entries
+/// that the block layer fills, and, while it is mapped on a device, the SGEs that
+/// describe it to that device.
+///
+/// The table, the mapping and the SGEs live together, so the mapping is always undone on
+/// the table it was made from.
+///
+/// # Invariants
+///
+/// If `mapped` is set, the first `mapped.nents` entries of `table` are mapped for
+/// `mapped.dir` on `mapped.dev`, and the first `mapped.nsges` of `sges` describe them.
+pub(crate) struct SgDma<const N: usize> {
+    table: SgTable<N>,
+    sges: [Sge; N],
+    mapped: Option<Mapped>,
+}
+
+// SAFETY: the device pointer is only compared and used to unmap with proof that the
+// device is valid; the rest is plain memory.
+unsafe impl<const N: usize> Send for SgDma<N> {}
+
+impl<const N: usize> Default for SgDma<N> {
+    fn default() -> Self {
+        Self {
+            table: SgTable::new(),
+            sges: core::array::from_fn(|_| Sge::default()),
+            mapped: None,
+        }
+    }
+}
+
+impl<const N: usize> SgDma<N> {
+    /// The scatterlist, to be filled; `None` while it is mapped.
+    pub(crate) fn table(&mut self) -> Option<&mut SgTable<N>> {
+        match self.mapped {
+            None => Some(&mut self.table),
+            Some(_) => None,
+        }
+    }
+
+    /// Maps the first `nents` entries of the table for `dir` on `dev`, and describes them
+    /// as SGEs with the device's local DMA key. `EBUSY` if already mapped, `ENOMEM` if the
+    /// mapping failed.
+    pub(crate) fn map(&mut self, dev: &RdmaDevice, nents: usize, dir: Direction) -> Result {
+        if self.mapped.is_some() {
+            return Err(EBUSY);
+        }
+        if nents == 0 || nents > N {
             return Err(EINVAL);
         }
         let n = i32::try_from(nents).map_err(|_| EINVAL)?;
-        // SAFETY: `dev` is valid; `table` holds `nents` initialised entries (filled from a
-        // request) and `sges` has room for `nents` SGEs.
+        let raw_dev = dev.device().as_raw();
+        // SAFETY: the device is valid while `dev` exists; the table holds `nents`
+        // entries filled by the block layer and `sges` has room for `nents` SGEs.
         let mapped = unsafe {
             bindings::rswap_ib_dma_map_sg_sges(
-                dev.as_raw(),
-                SgEntry::table_as_raw(table),
+                raw_dev,
+                self.table.as_raw(),
                 n,
                 dir.as_raw(),
-                sges.as_mut_ptr().cast(),
-                lkey,
+                self.sges.as_mut_ptr().cast(),
+                dev.pd().local_dma_lkey(),
             )
         };
-        let used = usize::try_from(mapped).map_err(|_| ENOMEM)?;
-        if used == 0 {
+        let nsges = usize::try_from(mapped).map_err(|_| ENOMEM)?;
+        if nsges == 0 {
             return Err(ENOMEM);
         }
-        // INVARIANT: the `nents` entries were just mapped for `dir`.
-        Ok((Self { nents: n, dir }, used))
+        // INVARIANT: just mapped on `raw_dev`, `nsges` SGEs written.
+        self.mapped = Some(Mapped {
+            dev: NonNull::new(raw_dev).ok_or(EINVAL)?,
+            nents: n,
+            nsges,
+            dir,
+        });
+        Ok(())
     }
 
-    /// Releases the mapping.
-    ///
-    /// `table` must be the table it was created from, unchanged.
-    pub(crate) fn unmap(self, dev: &Device, table: &mut [SgEntry]) {
-        // SAFETY: by the type invariant the entries are mapped for `dir` on the device the
-        // caller passes (the one the work request ran on); `table` is the mapped table.
+    /// The SGEs of the current mapping (empty when not mapped).
+    pub(crate) fn sges(&self) -> &[Sge] {
+        let n = self.mapped.as_ref().map_or(0, |m| m.nsges);
+        self.sges.get(..n).unwrap_or(&[])
+    }
+
+    /// Undoes the mapping, if any. `dev` must be the device it was made on, which the
+    /// caller proves valid by holding it (a completion's device, a connection's device);
+    /// on any other device the mapping is left alone and a warning logged.
+    pub(crate) fn unmap(&mut self, dev: &Device) {
+        let Some(m) = self.mapped.take() else {
+            return;
+        };
+        if m.dev.as_ptr() != dev.as_raw() {
+            pr_warn!(
+                "{}: not unmapping a scatterlist mapped on another device\n",
+                dev.name()
+            );
+            return;
+        }
+        // SAFETY: the entries are mapped for `dir` on this device (type invariant), which
+        // is valid while `dev` is borrowed.
         unsafe {
             bindings::rswap_ib_dma_unmap_sg(
                 dev.as_raw(),
-                SgEntry::table_as_raw(table),
-                self.nents,
-                self.dir.as_raw(),
+                self.table.as_raw(),
+                m.nents,
+                m.dir.as_raw(),
             )
         };
     }
@@ -116,19 +154,14 @@ impl SgMapping {
 ///
 /// # Invariants
 ///
-/// `addr` is the mapping of `buf` for `dir` on `dev`, which outlives this value (it is
-/// owned by a queue whose device outlives it).
+/// `addr` is the mapping of `buf` for `dir` on `dev`'s device, which `dev` keeps valid.
 pub(crate) struct DmaBuf {
     buf: KBox<[u8; DmaBuf::SIZE]>,
     addr: u64,
-    dev: *mut bindings::ib_device,
+    dev: Arc<RdmaDevice>,
     dir: Direction,
+    sge: [Sge; 1],
 }
-
-// SAFETY: the buffer is owned; the device pointer is only used to unmap.
-unsafe impl Send for DmaBuf {}
-// SAFETY: shared access only reads.
-unsafe impl Sync for DmaBuf {}
 
 impl DmaBuf {
     /// The size of every `DmaBuf` (room for any control message of the wire format).
@@ -136,47 +169,54 @@ impl DmaBuf {
 
     /// Allocates a buffer holding `contents` (zero-padded; at most `SIZE` bytes are used)
     /// and maps it for `dir` on `dev`. The contents are written before mapping.
-    pub(crate) fn with_contents(dev: &Device, dir: Direction, contents: &[u8]) -> Result<Self> {
+    pub(crate) fn with_contents(
+        dev: &Arc<RdmaDevice>,
+        dir: Direction,
+        contents: &[u8],
+    ) -> Result<Self> {
         let mut buf = KBox::new([0u8; Self::SIZE], GFP_KERNEL)?;
         let n = contents.len().min(Self::SIZE);
         buf[..n].copy_from_slice(&contents[..n]);
         let mut addr = 0u64;
-        // SAFETY: `dev` is valid and `buf` is a live heap allocation of `SIZE` bytes.
+        // SAFETY: the device is valid while `dev` exists, and `buf` is a live heap
+        // allocation of `SIZE` bytes.
         to_result(unsafe {
             bindings::rswap_ib_dma_map_single(
-                dev.as_raw(),
+                dev.device().as_raw(),
                 buf.as_mut_ptr().cast(),
                 Self::SIZE,
                 dir.as_raw(),
                 &mut addr,
             )
         })?;
+        let sge = [Sge(bindings::ib_sge {
+            addr,
+            length: Self::SIZE as u32,
+            lkey: dev.pd().local_dma_lkey(),
+        })];
         // INVARIANT: `addr` maps `buf` for `dir` on `dev`.
         Ok(Self {
             buf,
             addr,
-            dev: dev.as_raw(),
+            dev: dev.clone(),
             dir,
+            sge,
         })
     }
 
     /// An SGE covering the whole buffer.
-    pub(crate) fn sge(&self, lkey: u32) -> Sge {
-        Sge(bindings::ib_sge {
-            addr: self.addr,
-            length: Self::SIZE as u32,
-            lkey,
-        })
+    pub(crate) fn sges(&self) -> &[Sge] {
+        &self.sge
     }
 
     /// The buffer's contents once the device is done with it (after the completion of
     /// the work request that used it): synchronised for the CPU first.
     pub(crate) fn contents_for_cpu(&mut self) -> &[u8; Self::SIZE] {
-        // SAFETY: by the type invariant `addr` maps `buf` on `dev`; the device no longer
-        // accesses it (its work request completed).
+        // SAFETY: by the type invariant `addr` maps `buf` on the device; the device no
+        // longer accesses it (its work request completed).
         unsafe {
             bindings::rswap_ib_dma_sync_single_for_cpu(
-                self.dev,
+                self.dev.device().as_raw(),
                 self.addr,
                 Self::SIZE,
                 self.dir.as_raw(),
@@ -188,9 +228,14 @@ impl DmaBuf {
 
 impl Drop for DmaBuf {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant `addr` maps `buf` on `dev`, which is still valid.
+        // SAFETY: by the type invariant `addr` maps `buf` on the device, still valid.
         unsafe {
-            bindings::rswap_ib_dma_unmap_single(self.dev, self.addr, Self::SIZE, self.dir.as_raw())
+            bindings::rswap_ib_dma_unmap_single(
+                self.dev.device().as_raw(),
+                self.addr,
+                Self::SIZE,
+                self.dir.as_raw(),
+            )
         };
     }
 }

@@ -10,6 +10,11 @@ const char *rswap_ib_device_name(struct ib_device *dev)
 	return dev_name(&dev->dev);
 }
 
+void *rswap_ib_get_client_data(struct ib_device *dev, struct ib_client *client)
+{
+	return ib_get_client_data(dev, client);
+}
+
 /* A macro that names the caller's module (KBUILD_MODNAME, here "rswap"). */
 struct ib_pd *rswap_ib_alloc_pd(struct ib_device *dev, unsigned int flags)
 {
@@ -19,12 +24,6 @@ struct ib_pd *rswap_ib_alloc_pd(struct ib_device *dev, unsigned int flags)
 void rswap_ib_dealloc_pd(struct ib_pd *pd)
 {
 	ib_dealloc_pd(pd);
-}
-
-struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *private, int nr_cqe,
-				int comp_vector, enum ib_poll_context poll_ctx)
-{
-	return ib_alloc_cq(dev, private, nr_cqe, comp_vector, poll_ctx);
 }
 
 int rswap_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,

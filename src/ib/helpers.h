@@ -11,10 +11,9 @@
 #include <rdma/rdma_cm.h>
 
 const char *rswap_ib_device_name(struct ib_device *dev);
+void *rswap_ib_get_client_data(struct ib_device *dev, struct ib_client *client);
 struct ib_pd *rswap_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
 void rswap_ib_dealloc_pd(struct ib_pd *pd);
-struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *private, int nr_cqe,
-				int comp_vector, enum ib_poll_context poll_ctx);
 
 /* DMA mapping of one kernel buffer. Returns 0 and sets *addr, or -ENOMEM. */
 int rswap_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,

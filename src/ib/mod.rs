@@ -4,20 +4,26 @@
 //!
 //! This is the only part of rswap that touches the generated RDMA bindings. Everything
 //! above it (the transport, the block device) is safe Rust.
+//!
+//! - [`client`]: the IB client, one [`RdmaDevice`] (shared PD, users) per device;
+//! - [`cm`]: rdma_cm ids, which own their [`Qp`] (and its CQ from the device's pool);
+//! - [`cqe`]: work completions routed back to the object the work request owned;
+//! - [`dma`]: DMA mappings of small buffers and of block requests' scatterlists;
+//! - [`oneshot`]: a small buffer for exactly one work request.
 
-pub(crate) mod bindings;
+mod bindings;
 pub(crate) mod client;
 pub(crate) mod cm;
-pub(crate) mod cq;
+mod cq;
 pub(crate) mod cqe;
-pub(crate) mod device;
+mod device;
 pub(crate) mod dma;
 pub(crate) mod oneshot;
-pub(crate) mod pd;
+mod pd;
 pub(crate) mod qp;
+mod rdma_device;
 
 pub(crate) use client::{ClientCell, ClientDriver, Registration};
-pub(crate) use cq::Cq;
 pub(crate) use device::Device;
-pub(crate) use pd::Pd;
 pub(crate) use qp::Qp;
+pub(crate) use rdma_device::{DeviceUser, RdmaDevice};

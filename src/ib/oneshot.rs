@@ -7,10 +7,9 @@ use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    cqe::{Cqe, CqeOwner, Wc},
-    dma::{Direction, DmaBuf},
-    qp::{Qp, RdmaOp},
-    Device,
+    cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
+    dma::{Direction, DmaBuf, Sge},
+    rdma_device::RdmaDevice,
 };
 
 /// Told how a [`OneShot`] ended.
@@ -20,88 +19,68 @@ pub(crate) trait OneShotHandler: Send + Sync + 'static {
     fn done(&self, tag: u32, data: Option<&[u8]>);
 }
 
-struct Inner<H: OneShotHandler> {
+/// What the work request owns.
+pub(crate) struct OneShotBuf {
     cqe: Cqe,
     buf: DmaBuf,
     tag: u32,
-    /// A RECV reports how many bytes arrived; one-sided operations use the whole buffer.
-    is_recv: bool,
-    handler: Arc<H>,
+    handler: Arc<dyn OneShotHandler>,
 }
 
-/// A buffer of [`DmaBuf::SIZE`] bytes for exactly one work request.
-pub(crate) struct OneShot<H: OneShotHandler>(KBox<Inner<H>>);
+impl_has_cqe! { impl HasCqe for OneShotBuf { self.cqe } }
 
-impl<H: OneShotHandler> OneShot<H> {
+impl SgeList for OneShotBuf {
+    fn sges(&self) -> &[Sge] {
+        self.buf.sges()
+    }
+}
+
+/// A buffer of [`DmaBuf::SIZE`] bytes for exactly one work request: post it with
+/// [`super::Qp::post_recv`] or [`super::Qp::post_rdma`].
+pub(crate) struct OneShot(KBox<OneShotBuf>);
+
+impl OneShot {
     /// A buffer holding `contents` (zero-padded), mapped on `dev` for `dir`, whose
     /// completion goes to `handler` with `tag`.
     pub(crate) fn new(
-        dev: &Device,
+        dev: &Arc<RdmaDevice>,
         dir: Direction,
         contents: &[u8],
         tag: u32,
-        handler: Arc<H>,
+        handler: Arc<dyn OneShotHandler>,
     ) -> Result<Self> {
         let buf = DmaBuf::with_contents(dev, dir, contents)?;
         Ok(Self(KBox::new(
-            Inner {
+            OneShotBuf {
                 cqe: Cqe::new(),
                 buf,
                 tag,
-                is_recv: false,
                 handler,
             },
             GFP_KERNEL,
         )?))
     }
-
-    /// Posts a RECV into the buffer.
-    pub(crate) fn post_recv(mut self, qp: &Qp, lkey: u32) -> Result {
-        self.0.is_recv = true;
-        let sge = self.0.buf.sge(lkey);
-        qp.post_recv(self, &sge).map_err(|(e, _buf)| e)
-    }
-
-    /// Posts an RDMA READ into, or an RDMA WRITE from, the buffer at `remote_addr`.
-    #[allow(
-        dead_code,
-        reason = "used by samples/rdma_rw; rswap itself posts RDMA for block requests"
-    )]
-    pub(crate) fn post_rdma(
-        self,
-        qp: &Qp,
-        lkey: u32,
-        op: RdmaOp,
-        remote_addr: u64,
-        rkey: u32,
-    ) -> Result {
-        let sge = [self.0.buf.sge(lkey)];
-        let sges: *const [_] = &sge;
-        qp.post_rdma(self, sges, op, remote_addr, rkey)
-            .map_err(|(e, _buf)| e)
-    }
 }
 
-// SAFETY: `into_cqe` leaks the box and returns its `cqe` field, which stays put until
-// `from_cqe` rebuilds the box from it with `container_of`.
-unsafe impl<H: OneShotHandler> CqeOwner for OneShot<H> {
-    fn into_cqe(self) -> NonNull<Cqe> {
-        let inner = KBox::into_raw(self.0);
-        // SAFETY: `inner` is a valid, leaked allocation; taking a field's address.
-        unsafe { NonNull::new_unchecked(&raw mut (*inner).cqe) }
+// SAFETY: `into_raw` leaks the box, which stays put until `from_raw` rebuilds it.
+unsafe impl CqeOwner for OneShot {
+    type Target = OneShotBuf;
+
+    fn into_raw(self) -> NonNull<OneShotBuf> {
+        // SAFETY: `KBox::into_raw` never returns null.
+        unsafe { NonNull::new_unchecked(KBox::into_raw(self.0)) }
     }
 
-    unsafe fn from_cqe(cqe: NonNull<Cqe>) -> Self {
-        // SAFETY: `cqe` is the `cqe` field of a leaked `Inner<H>` (caller's contract).
-        let inner = unsafe { kernel::container_of!(cqe.as_ptr(), Inner<H>, cqe) };
-        // SAFETY: the allocation was leaked by `into_cqe` and is taken back once.
-        Self(unsafe { KBox::from_raw(inner) })
+    unsafe fn from_raw(target: NonNull<OneShotBuf>) -> Self {
+        // SAFETY: leaked by `into_raw` and taken back once (the caller's guarantee).
+        Self(unsafe { KBox::from_raw(target.as_ptr()) })
     }
 
     fn complete(mut self, wc: &Wc<'_>) {
         let inner = &mut *self.0;
         let data = inner.buf.contents_for_cpu();
-        let len = if inner.is_recv {
+        // A RECV reports how many bytes arrived; one-sided operations fill the buffer.
+        let len = if wc.is_recv() {
             usize::try_from(wc.byte_len()).map_or(0, |n| n.min(data.len()))
         } else {
             data.len()

@@ -5,15 +5,15 @@
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*};
 
-use super::{bindings, Device};
+use super::{bindings, device::Device};
 
 /// A kernel protection domain (`struct ib_pd`), deallocated on drop.
 ///
 /// # Invariants
 ///
 /// `ptr` came from a successful `ib_alloc_pd` and has not been deallocated. The device it
-/// belongs to outlives it: a `Pd` is created in an IB client's `add` callback (or later,
-/// for a device the client holds) and dropped no later than that client's `remove`.
+/// belongs to outlives it: a `Pd` is only created as the PD of an [`super::RdmaDevice`],
+/// whose device is valid as long as it exists.
 pub(crate) struct Pd {
     ptr: NonNull<bindings::ib_pd>,
 }
@@ -24,8 +24,8 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    /// Allocates a protection domain on `dev`.
-    pub(crate) fn alloc(dev: &Device) -> Result<Self> {
+    /// Allocates a protection domain on `dev`, for [`super::RdmaDevice`].
+    pub(super) fn alloc(dev: &Device) -> Result<Self> {
         // SAFETY: `dev` is a valid device (type invariant of `Device`).
         let ptr = from_err_ptr(unsafe { bindings::rswap_ib_alloc_pd(dev.as_raw(), 0) })?;
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
@@ -48,7 +48,8 @@ impl Pd {
 impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: by the type invariant the PD is valid and this is its only owner; every
-        // object created in it (QPs, MRs) holds a borrow or was dropped before.
+        // object created in it (QPs) holds a reference to its `RdmaDevice`, so it was
+        // dropped before.
         unsafe { bindings::rswap_ib_dealloc_pd(self.as_raw()) };
     }
 }

@@ -2,15 +2,17 @@
 
 //! Queue pairs created through rdma_cm, and posting work requests on them.
 
-use core::ptr::NonNull;
-use kernel::{error::to_result, prelude::*};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{error::to_result, prelude::*, sync::Arc};
 
 use super::{
     bindings,
-    cm::{CmHandler, CmId},
-    cqe::{self, CqeOwner},
-    dma::Sge,
-    Cq, Pd,
+    cq::Cq,
+    cqe::{CqeOwner, Posting},
+    rdma_device::RdmaDevice,
 };
 
 /// The shape of a QP.
@@ -32,15 +34,21 @@ pub(crate) enum RdmaOp {
     Write,
 }
 
-/// A reliable-connected QP on an rdma_cm id, destroyed on drop.
+/// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop.
+///
+/// Only a [`super::CmId`] makes and owns one, and drops it before destroying the id.
 ///
 /// # Invariants
 ///
-/// `id` has a QP created by `rdma_create_qp` that has not been destroyed. The id, the CQ
-/// and the PD it was created with outlive it: their owner declares them after the `Qp`, so
-/// they are dropped after it.
+/// `id` is valid and has a QP created by `rdma_create_qp` in `_cq`'s device's PD, with `_cq`
+/// for both directions, that has not been destroyed. The id outlives this value (its
+/// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
+    /// Set once drained: nothing can be posted after that, so once is enough.
+    drained: AtomicBool,
+    /// The QP's CQ, put back after the QP is destroyed.
+    _cq: Cq,
 }
 
 // SAFETY: posting and destroying work from any thread.
@@ -49,20 +57,27 @@ unsafe impl Send for Qp {}
 unsafe impl Sync for Qp {}
 
 impl Qp {
-    /// Creates the QP of `id` in `pd`, with `cq` for both send and receive completions.
-    pub(crate) fn create<H: CmHandler>(
-        id: &CmId<H>,
-        pd: &Pd,
-        cq: &Cq,
+    /// Creates the QP of `id` in `dev`'s PD, with a CQ from its pool for both directions.
+    ///
+    /// # Safety
+    ///
+    /// `id` must be a valid id with a resolved route on `dev`'s device and no QP, that
+    /// outlives the returned value.
+    pub(super) unsafe fn create(
+        id: NonNull<bindings::rdma_cm_id>,
+        dev: &Arc<RdmaDevice>,
         caps: &QpCaps,
+        vector_hint: u32,
     ) -> Result<Self> {
+        // One more of each for `ib_drain_qp`'s marker work requests.
+        let cqes = caps.send_wr + caps.recv_wr + 2;
+        let cq = Cq::get(dev, cqes, vector_hint)?;
         let mut attr = bindings::ib_qp_init_attr {
             // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
             event_handler: Some(bindings::rswap_ib_qp_event),
             send_cq: cq.as_raw(),
             recv_cq: cq.as_raw(),
             cap: bindings::ib_qp_cap {
-                // One more of each for `ib_drain_qp`'s marker work requests.
                 max_send_wr: caps.send_wr + 1,
                 max_recv_wr: caps.recv_wr + 1,
                 max_send_sge: caps.send_sge,
@@ -73,12 +88,15 @@ impl Qp {
             qp_type: bindings::ib_qp_type_IB_QPT_RC,
             ..Default::default()
         };
-        // SAFETY: the id is valid with a resolved route; `pd` and `cq` are valid and on the
-        // id's device; `attr` is valid for the call.
-        to_result(unsafe { bindings::rdma_create_qp(id.as_raw(), pd.as_raw(), &mut attr) })?;
-        // INVARIANT: the id now has a QP; the caller keeps id, CQ and PD beyond it.
+        // SAFETY: the id is valid with a resolved route and no QP (the caller's
+        // guarantee); the PD and CQ are valid and on the id's device; `attr` is valid for
+        // the call.
+        to_result(unsafe { bindings::rdma_create_qp(id.as_ptr(), dev.pd().as_raw(), &mut attr) })?;
+        // INVARIANT: the id now has a QP in the device's PD with `cq`.
         Ok(Self {
-            id: NonNull::new(id.as_raw()).ok_or(EINVAL)?,
+            id,
+            drained: AtomicBool::new(false),
+            _cq: cq,
         })
     }
 
@@ -87,31 +105,32 @@ impl Qp {
         unsafe { (*self.id.as_ptr()).qp }
     }
 
-    /// Posts one signalled RDMA READ or WRITE of `sges` at `remote_addr`/`rkey`, owning
-    /// `owner` until the completion hands it to `T::complete`. On failure nothing was
-    /// posted and `owner` comes back with the error.
+    /// Posts one signalled RDMA READ or WRITE of the SGEs of `owner`'s target at
+    /// `remote_addr`/`rkey`; the work request owns `owner` until its completion hands it
+    /// to `T::complete`. On failure nothing was posted and `owner` comes back with the
+    /// error.
     pub(crate) fn post_rdma<T: CqeOwner>(
         &self,
         owner: T,
-        sges: *const [Sge],
         op: RdmaOp,
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
-        let nsges = sges.len();
-        let Ok(n) = i32::try_from(nsges) else {
-            return Err((EINVAL, owner));
+        let posting = Posting::new(owner);
+        let (sges, len) = {
+            let sges = posting.sges();
+            (sges.as_ptr(), sges.len())
         };
-        let cqe = owner.into_cqe();
-        // SAFETY: `cqe` is a valid entry inside the owned object (`CqeOwner` contract).
-        cqe::arm::<T>(unsafe { cqe.as_ref() });
-        // SAFETY: the QP is valid; `sges` points into the object now owned by the work
-        // request (the caller takes it from `owner` before giving it up), valid until the
-        // completion, and the provider copies the SGEs before the request can complete.
+        let Ok(n) = i32::try_from(len) else {
+            return Err((EINVAL, posting.unpost()));
+        };
+        // SAFETY: the QP is valid; the SGEs and the completion entry are in the object
+        // the work request owns from now on, valid until its completion; the provider
+        // copies the SGEs during the call.
         let ret = unsafe {
             bindings::rswap_ib_post_rdma(
                 self.qp(),
-                cqe.as_ptr().cast(),
+                posting.cqe(),
                 op == RdmaOp::Write,
                 sges.cast::<bindings::ib_sge>().cast_mut(),
                 n,
@@ -120,40 +139,40 @@ impl Qp {
             )
         };
         if ret != 0 {
-            // SAFETY: nothing was posted, so ownership did not move to a work request.
-            return Err((Error::from_errno(ret), unsafe { T::from_cqe(cqe) }));
+            return Err((Error::from_errno(ret), posting.unpost()));
         }
         Ok(())
     }
 
-    /// Posts one receive into `sge`, owning `owner` until its completion.
-    pub(crate) fn post_recv<T: CqeOwner>(
-        &self,
-        owner: T,
-        sge: &Sge,
-    ) -> core::result::Result<(), (Error, T)> {
-        // The provider copies the SGE during the call; a local copy serves.
-        let mut sge = bindings::ib_sge {
-            addr: sge.0.addr,
-            length: sge.0.length,
-            lkey: sge.0.lkey,
+    /// Posts one receive into the (single) SGE of `owner`'s target, owning `owner` until
+    /// its completion.
+    pub(crate) fn post_recv<T: CqeOwner>(&self, owner: T) -> core::result::Result<(), (Error, T)> {
+        let posting = Posting::new(owner);
+        let sge = posting.sges().first().map(core::ptr::from_ref);
+        let Some(sge) = sge else {
+            return Err((EINVAL, posting.unpost()));
         };
-        let cqe = owner.into_cqe();
-        // SAFETY: `cqe` is a valid entry inside the owned object.
-        cqe::arm::<T>(unsafe { cqe.as_ref() });
-        let raw_cqe = cqe.as_ptr().cast();
-        // SAFETY: the QP is valid; the SGE is copied by the provider during the call.
-        let ret = unsafe { bindings::rswap_ib_post_recv(self.qp(), raw_cqe, &mut sge) };
+        // SAFETY: the QP is valid; the SGE and the completion entry are in the object the
+        // work request owns from now on; the provider copies the SGE during the call.
+        let ret = unsafe {
+            bindings::rswap_ib_post_recv(
+                self.qp(),
+                posting.cqe(),
+                sge.cast::<bindings::ib_sge>().cast_mut(),
+            )
+        };
         if ret != 0 {
-            // SAFETY: nothing was posted.
-            return Err((Error::from_errno(ret), unsafe { T::from_cqe(cqe) }));
+            return Err((Error::from_errno(ret), posting.unpost()));
         }
         Ok(())
     }
 
     /// Moves the QP to the error state and waits until every posted work request has
-    /// completed (flushed). Sleeps.
+    /// completed (flushed); later posts fail. Sleeps. Only the first call does anything.
     pub(crate) fn drain(&self) {
+        if self.drained.swap(true, Ordering::AcqRel) {
+            return;
+        }
         // SAFETY: the QP is valid; its CQ is not polled directly (softirq context), which
         // `ib_drain_qp` requires.
         unsafe { bindings::ib_drain_qp(self.qp()) };
@@ -162,8 +181,11 @@ impl Qp {
 
 impl Drop for Qp {
     fn drop(&mut self) {
+        // Every posted work request owns something (a request, a buffer): let each come
+        // back through its completion before the QP goes.
+        self.drain();
         // SAFETY: by the type invariant the id is valid and has a QP, which is destroyed
-        // once here.
+        // once here; the CQ is put back after (field drop).
         unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
     }
 }

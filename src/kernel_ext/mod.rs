@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Kernel facilities the kernel crate does not wrap yet, used by more than one layer:
-//! neither RDMA nor blk-mq specific. One file per facility.
+//! neither RDMA nor blk-mq specific.
 
+mod scatterlist;
 mod workqueue;
 
+pub(crate) use scatterlist::SgTable;
 pub(crate) use workqueue::ReclaimWorkqueue;
 
 /// A random 64-bit number (`get_random_u64`).

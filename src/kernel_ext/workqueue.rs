@@ -41,6 +41,14 @@ impl ReclaimWorkqueue {
     }
 }
 
+impl ReclaimWorkqueue {
+    /// Waits until every work item queued so far has run.
+    pub(crate) fn flush(&self) {
+        // SAFETY: valid by the type invariant.
+        unsafe { kernel::bindings::__flush_workqueue(self.wq.as_ptr()) };
+    }
+}
+
 impl core::ops::Deref for ReclaimWorkqueue {
     type Target = kernel::workqueue::Queue;
 

@@ -1,345 +1,80 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One RDMA queue to the memory server.
+//! One RDMA queue to the memory server, and its recovery.
 //!
-//! A [`Link`] is one rdma_cm connection with its own PD, CQ and QP. Setup follows the
-//! rdma_cm steps (resolve address, resolve route, create the QP, post the RECV for the
-//! region descriptor, connect) and waits, bounded, for each. Teardown is the reverse, by
-//! ownership: [`QueueConn`]'s drop disconnects and drains the QP, then its fields go in
-//! declaration order: QP, CQ, PD, cm_id.
-//!
-//! A [`Queue`] is what a hardware queue of the disk posts to: its current link and its
-//! recovery. When the link fails (a failed completion, a disconnect, a request timeout)
-//! the queue enters recovery: a work item takes the old link down (its work requests are
-//! flushed and their requests requeued), connects a new one to the same server and
-//! client id, checks that the server still holds the same region, and puts it in place.
-//! If that does not succeed within the recovery window, the queue is dead and its I/O
-//! fails. States: `LIVE -> RECOVERING -> LIVE | DEAD`; `shut_down` makes any state DEAD.
+//! A [`Queue`] is what a hardware queue of the disk posts to: its current [`Link`] and
+//! that link's recovery. When the link fails (a failed completion, a disconnect, a request
+//! timeout) the queue enters recovery: a work item takes the old link down (its work
+//! requests are flushed and their requests requeued), connects a new one to the same
+//! server and client id, checks that the server still holds the same region, and puts it
+//! in place. If that does not succeed within the recovery window, the queue is dead and
+//! its I/O fails. States: `Connecting -> Live -> Recovering -> Live | Dead`;
+//! [`Queue::shut_down`] makes any state `Dead`.
 
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     new_mutex, new_spinlock, new_work,
     prelude::*,
-    revocable::Revocable,
+    revocable::RevocableGuard,
     sync::{Arc, Mutex, SpinLock},
     time::{delay::fsleep, Delta, Instant, Monotonic},
-    workqueue::{self, impl_has_work, Work, WorkItem},
+    workqueue::{impl_has_work, Work, WorkItem},
 };
 
-use super::wire::{ConnectRequest, RegionDescriptor, RejectReason};
-use crate::{
-    blk::{NoIoScope, MAX_SEGMENTS},
-    ib::{
-        cm::{CmEvent, CmHandler, CmId, ConnectParams},
-        cq::PollContext,
-        dma::Direction,
-        oneshot::{OneShot, OneShotHandler},
-        qp::QpCaps,
-        Cq, Device, Pd, Qp,
-    },
+use super::{
+    link::{Conn, Link, LinkEvents, LinkParams},
+    name::Name,
+    wire::RegionDescriptor,
 };
+use crate::{blk::NoIoScope, ib::DeviceUser, kernel_ext::ReclaimWorkqueue};
 
-/// Where to connect and what to ask for.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Target {
-    /// The server's IPv4 address (host byte order).
-    pub(crate) ip: u32,
-    /// The server's port.
-    pub(crate) port: u16,
-    /// This client's identity (the server keeps a client's region across reconnects).
-    pub(crate) client_id: u64,
-    /// Bytes of remote memory to ask for.
-    pub(crate) size: u64,
-    /// Queues the client opens.
-    pub(crate) queue_count: u16,
-    /// Work requests in flight per queue.
-    pub(crate) depth: u32,
-    /// Milliseconds each connection step may take.
-    pub(crate) step_timeout_ms: u32,
-    /// Milliseconds a failed queue may spend reconnecting before its I/O fails; 0 fails
-    /// it at once.
-    pub(crate) recovery_ms: u32,
-}
-
-/// Connection progress as the CM reports it.
-#[repr(u32)]
+/// Where a queue is in its life.
+#[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    Idle = 0,
-    AddrResolved = 1,
-    RouteResolved = 2,
-    Established = 3,
-    Rejected = 4,
-    Failed = 5,
-    Disconnected = 6,
-    DeviceRemoval = 7,
-    /// rswap itself is tearing the queue down.
-    Closing = 8,
+pub(crate) enum State {
+    /// Its first link is being connected.
+    Connecting = 0,
+    /// Its link is up; I/O is posted on it.
+    Live = 1,
+    /// Its link failed; the recovery work is connecting a new one. I/O waits.
+    Recovering = 2,
+    /// Recovery failed or is off, or the queue was shut down. I/O fails.
+    Dead = 3,
 }
 
-/// Descriptor receive state.
-const DESC_PENDING: u32 = 0;
-const DESC_OK: u32 = 1;
-const DESC_FAILED: u32 = 2;
-
-/// What the CM and the descriptor receive report for one queue. Written from the CM's
-/// workqueue and from softirq completions, read by the thread that connects: atomics only.
-pub(crate) struct QueueEvents {
-    index: u16,
-    step: AtomicU32,
-    status: AtomicI32,
-    reject_code: AtomicU32,
-    reject_max: AtomicU64,
-    desc_state: AtomicU32,
-    desc: [AtomicU64; RegionDescriptor::SIZE / 8],
-}
-
-impl QueueEvents {
-    fn new(index: u16) -> Self {
-        Self {
-            index,
-            step: AtomicU32::new(Step::Idle as u32),
-            status: AtomicI32::new(0),
-            reject_code: AtomicU32::new(0),
-            reject_max: AtomicU64::new(0),
-            desc_state: AtomicU32::new(DESC_PENDING),
-            desc: [const { AtomicU64::new(0) }; RegionDescriptor::SIZE / 8],
-        }
-    }
-
-    fn step(&self) -> u32 {
-        self.step.load(Ordering::Acquire)
-    }
-
-    fn set(&self, step: Step) {
-        self.step.store(step as u32, Ordering::Release);
-    }
-
-    fn descriptor_bytes(&self) -> [u8; RegionDescriptor::SIZE] {
-        let mut out = [0u8; RegionDescriptor::SIZE];
-        for (chunk, word) in out.chunks_exact_mut(8).zip(self.desc.iter()) {
-            chunk.copy_from_slice(&word.load(Ordering::Acquire).to_le_bytes());
-        }
-        out
-    }
-}
-
-impl CmHandler for QueueEvents {
-    fn event(&self, ev: CmEvent<'_>) {
-        match ev {
-            CmEvent::AddrResolved => self.set(Step::AddrResolved),
-            CmEvent::RouteResolved => self.set(Step::RouteResolved),
-            CmEvent::Established => self.set(Step::Established),
-            CmEvent::Rejected {
-                status,
-                private_data,
-            } => {
-                self.status.store(status, Ordering::Relaxed);
-                let code = match RejectReason::decode(private_data) {
-                    Ok(r) => {
-                        self.reject_max.store(r.max_size, Ordering::Relaxed);
-                        u32::from(r.code.to_u16())
-                    }
-                    Err(_) => u32::MAX,
-                };
-                self.reject_code.store(code, Ordering::Relaxed);
-                self.set(Step::Rejected);
-            }
-            CmEvent::Disconnected => {
-                if self.step() == Step::Established as u32 {
-                    pr_warn!("queue {}: disconnected by the server\n", self.index);
-                }
-                if self.step() != Step::Closing as u32 {
-                    self.set(Step::Disconnected);
-                }
-            }
-            CmEvent::DeviceRemoval => self.set(Step::DeviceRemoval),
-            CmEvent::Failed { what, status } => {
-                pr_err!(
-                    "queue {}: {} failed (status {})\n",
-                    self.index,
-                    what,
-                    status
-                );
-                self.status.store(status, Ordering::Relaxed);
-                self.set(Step::Failed);
-            }
-            CmEvent::Other => {}
+impl State {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Connecting,
+            1 => Self::Live,
+            2 => Self::Recovering,
+            _ => Self::Dead,
         }
     }
 }
 
-impl OneShotHandler for QueueEvents {
-    fn done(&self, _tag: u32, data: Option<&[u8]>) {
-        match data {
-            Some(bytes) if bytes.len() >= RegionDescriptor::SIZE => {
-                for (word, chunk) in self.desc.iter().zip(bytes.chunks_exact(8)) {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(chunk);
-                    word.store(u64::from_le_bytes(b), Ordering::Relaxed);
-                }
-                self.desc_state.store(DESC_OK, Ordering::Release);
-            }
-            _ => self.desc_state.store(DESC_FAILED, Ordering::Release),
-        }
-    }
-}
+/// A [`State`] shared between the data path, completions and the recovery work.
+struct AtomicState(AtomicU8);
 
-/// The RDMA objects of a live connection. Dropping it tears the connection down in the
-/// order the hardware needs (see the module documentation).
-pub(crate) struct QueueConn {
-    qp: Qp,
-    #[expect(
-        dead_code,
-        reason = "owned for the QP's completions; dropped after the QP"
-    )]
-    cq: Cq,
-    pd: Pd,
-    cm: CmId<QueueEvents>,
-}
-
-impl QueueConn {
-    /// The device the connection runs on.
-    pub(crate) fn device(&self) -> Option<&Device> {
-        self.cm.device()
+impl AtomicState {
+    fn new(s: State) -> Self {
+        Self(AtomicU8::new(s as u8))
     }
 
-    /// The local key for DMA-mapped kernel memory.
-    pub(crate) fn lkey(&self) -> u32 {
-        self.pd.local_dma_lkey()
+    fn get(&self) -> State {
+        State::from_u8(self.0.load(Ordering::Acquire))
     }
 
-    /// The QP to post on.
-    pub(crate) fn qp(&self) -> &Qp {
-        &self.qp
+    fn set(&self, s: State) {
+        self.0.store(s as u8, Ordering::Release);
     }
 
-    /// Whether the connection is up: not disconnected by the server, its device not
-    /// going away.
-    pub(crate) fn is_established(&self) -> bool {
-        self.cm.handler().step() == Step::Established as u32
-    }
-}
-
-impl Drop for QueueConn {
-    fn drop(&mut self) {
-        // Disconnect (QP to error), then wait until every posted work request has come
-        // back through its completion; the fields are then dropped QP, CQ, PD, cm_id.
-        self.cm.handler().set(Step::Closing);
-        self.cm.disconnect();
-        self.qp.drain();
-    }
-}
-
-/// One connection of a queue: revocable, so the queue's recovery, device removal and
-/// teardown can take it down under the data path.
-///
-/// # Invariants
-///
-/// A link in a [`Queue`]'s slot leaves it only to be revoked, so the other references
-/// (short-lived clones taken by the data path) are never the last one to an unrevoked
-/// link: dropping them never runs the sleeping teardown in atomic context.
-#[pin_data]
-pub(crate) struct Link {
-    /// The device's identity (address), to find the queues of a device being removed.
-    device: usize,
-    max_sge: u32,
-    #[pin]
-    conn: Revocable<QueueConn>,
-}
-
-impl Link {
-    /// Connects queue `index` to `target` and waits for the region descriptor. Gives up
-    /// early (`ECANCELED`) once `abort` returns true.
-    fn connect(
-        target: &Target,
-        index: u16,
-        abort: &dyn Fn() -> bool,
-    ) -> Result<(Arc<Self>, RegionDescriptor)> {
-        let events = Arc::new(QueueEvents::new(index), GFP_KERNEL)?;
-        let cm = CmId::new(events.clone())?;
-        let ms = target.step_timeout_ms;
-
-        cm.resolve_addr(target.ip, target.port, ms)?;
-        wait_step(&events, Step::AddrResolved, ms, "address resolution", abort)?;
-        cm.resolve_route(ms)?;
-        wait_step(&events, Step::RouteResolved, ms, "route resolution", abort)?;
-
-        let dev = cm.device().ok_or(ENODEV)?;
-        let dev_key = dev.as_raw() as usize;
-        let pd = Pd::alloc(dev)?;
-        let cq = Cq::alloc(
-            dev,
-            target.depth + 4,
-            u32::from(index),
-            PollContext::Softirq,
-        )?;
-        let caps = QpCaps {
-            send_wr: target.depth,
-            recv_wr: 1,
-            send_sge: (MAX_SEGMENTS as u32).min(dev.max_send_sge()),
-        };
-        let qp = Qp::create(&cm, &pd, &cq, &caps)?;
-        OneShot::new(dev, Direction::FromDevice, &[], 0, events.clone())?
-            .post_recv(&qp, pd.local_dma_lkey())?;
-
-        let mut private = [0u8; ConnectRequest::SIZE];
-        ConnectRequest {
-            client_id: target.client_id,
-            queue_index: index,
-            queue_count: target.queue_count,
-            requested_size: target.size,
-        }
-        .encode(&mut private);
-        let initiator_depth = u8::try_from(dev.max_qp_init_rd_atom().min(16)).unwrap_or(16);
-        let conn = QueueConn { qp, cq, pd, cm };
-        conn.cm.connect(&ConnectParams {
-            private_data: &private,
-            initiator_depth,
-        })?;
-        // If anything below fails, dropping `conn` tears the half-made queue down.
-        let connect_ms = ms.saturating_mul(3);
-        if let Err(e) = wait_step(&events, Step::Established, connect_ms, "connect", abort) {
-            if events.step() == Step::Rejected as u32 {
-                report_reject(&events, target);
-                return Err(ECONNREFUSED);
-            }
-            return Err(e);
-        }
-        if !wait_for(ms, || {
-            events.desc_state.load(Ordering::Acquire) != DESC_PENDING || abort()
-        }) || abort()
-        {
-            if abort() {
-                return Err(ECANCELED);
-            }
-            pr_err!("queue {}: no region descriptor within {} ms\n", index, ms);
-            return Err(ETIMEDOUT);
-        }
-        if events.desc_state.load(Ordering::Acquire) != DESC_OK {
-            pr_err!("queue {}: receiving the region descriptor failed\n", index);
-            return Err(EIO);
-        }
-        let desc = RegionDescriptor::decode(&events.descriptor_bytes()).map_err(|e| {
-            pr_err!("queue {}: bad region descriptor: {:?}\n", index, e);
-            EPROTO
-        })?;
-        let link = Arc::pin_init(
-            pin_init!(Self {
-                device: dev_key,
-                max_sge: caps.send_sge,
-                conn <- Revocable::new(conn),
-            }),
-            GFP_KERNEL,
-        )?;
-        Ok((link, desc))
-    }
-
-    /// Whether the connection is up (not torn down, not disconnected by the server).
-    fn is_live(&self) -> bool {
-        self.conn
-            .try_access_with(QueueConn::is_established)
-            .unwrap_or(false)
+    /// Moves `from` to `to`; the state found otherwise.
+    fn change(&self, from: State, to: State) -> core::result::Result<(), State> {
+        self.0
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(State::from_u8)
     }
 }
 
@@ -352,32 +87,33 @@ pub(crate) enum Verdict {
     Fail,
 }
 
-const LIVE: u32 = 0;
-const RECOVERING: u32 = 1;
-const DEAD: u32 = 2;
-
 /// One queue of a session: the link its hardware queue posts to, and that link's
 /// recovery.
 #[pin_data]
 pub(crate) struct Queue {
     index: u16,
-    target: Target,
-    /// The region the first link got; every later link must get the same one.
-    region: RegionDescriptor,
-    /// The SGE limit the disk was set up with; a new link must take as many.
-    max_sge: u32,
+    name: Name,
+    params: LinkParams,
     /// How long recovery may try to reconnect; 0 turns recovery off.
     recovery_ms: u32,
-    state: AtomicU32,
-    /// Held by the recovery work while it runs and by `shut_down`: a link is only ever
-    /// retired or installed under it.
+    state: AtomicState,
+    /// Held while a link is connected and installed (first connect, recovery) and by
+    /// `shut_down`: a link is only ever installed or retired under it.
     #[pin]
     teardown: Mutex<()>,
+    /// The region the first link got; every later link must get the same one.
+    #[pin]
+    region: Mutex<Option<RegionDescriptor>>,
     recoveries: AtomicU32,
     /// Requests issued again after this queue failed under them.
     retried: AtomicU64,
+    /// The current link. The data path reads it in atomic context.
     #[pin]
     link: SpinLock<Option<Arc<Link>>>,
+    /// The connection attempt in progress, so that `shut_down` can end its waits.
+    #[pin]
+    attempt: SpinLock<Option<Arc<LinkEvents>>>,
+    wq: Arc<ReclaimWorkqueue>,
     #[pin]
     work: Work<Queue>,
 }
@@ -387,75 +123,72 @@ impl_has_work! {
 }
 
 impl Queue {
-    /// Connects queue `index` to `target`; returns it with the region descriptor it got.
-    pub(crate) fn connect(target: &Target, index: u16) -> Result<(Arc<Self>, RegionDescriptor)> {
-        let (link, desc) = Link::connect(target, index, &|| false)?;
-        let max_sge = link.max_sge;
-        // If this fails, the link moved into the initialiser is dropped there, unrevoked,
-        // in process context: its drop tears it down.
-        let queue = Arc::pin_init(
+    /// Queue `index` of session `name`, not connected yet; its recovery runs on `wq`.
+    pub(crate) fn new(
+        name: Name,
+        index: u16,
+        params: &LinkParams,
+        recovery_ms: u32,
+        wq: Arc<ReclaimWorkqueue>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
             pin_init!(Self {
                 index,
-                target: *target,
-                region: desc,
-                max_sge,
-                recovery_ms: target.recovery_ms,
-                state: AtomicU32::new(LIVE),
+                name,
+                params: *params,
+                recovery_ms,
+                state: AtomicState::new(State::Connecting),
                 teardown <- new_mutex!((), "rswap::Queue::teardown"),
+                region <- new_mutex!(None, "rswap::Queue::region"),
                 recoveries: AtomicU32::new(0),
                 retried: AtomicU64::new(0),
-                link <- new_spinlock!(Some(link), "rswap::Queue::link"),
+                link <- new_spinlock!(None, "rswap::Queue::link"),
+                attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
+                wq,
                 work <- new_work!("rswap::Queue::work"),
             }),
             GFP_KERNEL,
-        )?;
-        Ok((queue, desc))
+        )
     }
 
-    /// The most SGEs one work request on this queue may carry.
-    pub(crate) fn max_sge(&self) -> u32 {
-        self.max_sge
-    }
-
-    /// Whether the queue's current link runs on the device `dev` (by identity). A queue
-    /// that is reconnecting and has no link yet might land on any device: it counts as
-    /// on every device, so a device's removal stops it rather than race it.
-    pub(crate) fn is_on(&self, dev: &Device) -> bool {
-        match self.current() {
-            Some(l) => l.device == dev.as_raw() as usize,
-            None => self.state.load(Ordering::Acquire) == RECOVERING,
+    /// Connects the queue's first link; returns the link it runs on.
+    pub(crate) fn start(this: &Arc<Self>) -> Result<Arc<Link>> {
+        let _guard = this.teardown.lock();
+        let link = Self::connect_link(this)?;
+        *this.region.lock() = Some(*link.descriptor());
+        *this.link.lock() = Some(link.clone());
+        if let Err(state) = this.state.change(State::Connecting, State::Live) {
+            // Shut down meanwhile.
+            this.retire_link();
+            pr_err!(
+                "{}: queue {}: shut down while connecting ({:?})\n",
+                this.name,
+                this.index,
+                state
+            );
+            return Err(ECANCELED);
         }
+        Ok(link)
     }
 
-    fn current(&self) -> Option<Arc<Link>> {
-        self.link.lock().clone()
+    /// Connects one link, abortable by `shut_down` through `attempt`.
+    fn connect_link(this: &Arc<Self>) -> Result<Arc<Link>> {
+        let events = LinkEvents::new(this.name, this.index, this.params.size)?;
+        *this.attempt.lock() = Some(events.clone());
+        // `shut_down` sets `Dead` before it aborts the attempt it finds: seen here, or
+        // the attempt was found and aborted.
+        let result = if this.state.get() == State::Dead {
+            Err(ECANCELED)
+        } else {
+            Link::connect(&this.params, this.index, &events, this.clone())
+        };
+        *this.attempt.lock() = None;
+        result
     }
 
-    /// Runs `f` with the live connection, or returns `None` when the queue has none (torn
-    /// down, recovering). `f` runs in an RCU read-side section: it must not sleep.
-    pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&QueueConn) -> R) -> Option<R> {
-        if self.state.load(Ordering::Acquire) != LIVE {
-            return None;
-        }
-        // The clone may outlive the slot's reference; the link is revoked before the slot
-        // lets go of it (type invariant of `Link`), so dropping it here never sleeps.
-        let link = self.current()?;
-        link.conn.try_access_with(f)
-    }
-
-    /// Whether the queue is live and its connection up.
-    pub(crate) fn is_live(&self) -> bool {
-        self.state.load(Ordering::Acquire) == LIVE && self.current().is_some_and(|l| l.is_live())
-    }
-
-    /// Whether the queue is recovering.
-    pub(crate) fn is_recovering(&self) -> bool {
-        self.state.load(Ordering::Acquire) == RECOVERING
-    }
-
-    /// Whether the queue is dead (recovery failed or is off, or it was shut down).
-    pub(crate) fn is_dead(&self) -> bool {
-        self.state.load(Ordering::Acquire) == DEAD
+    /// The state.
+    pub(crate) fn state(&self) -> State {
+        self.state.get()
     }
 
     /// Successful recoveries so far.
@@ -473,36 +206,77 @@ impl Queue {
         self.retried.load(Ordering::Relaxed)
     }
 
-    /// Reports that I/O on the current link failed (`why`, for the log) and says what to
-    /// do with that I/O. The first report on a live queue starts recovery on `wq` (or,
-    /// with recovery off, kills the queue). Does not sleep: callable from completions.
-    pub(crate) fn fail(
-        this: &Arc<Self>,
-        wq: &workqueue::Queue,
-        why: &CStr,
-        status: u32,
-    ) -> Verdict {
-        let next = if this.recovery_ms == 0 {
-            DEAD
-        } else {
-            RECOVERING
+    /// Whether the queue is live and its connection up.
+    pub(crate) fn is_live(&self) -> bool {
+        self.state.get() == State::Live && self.current().is_some_and(|l| l.is_live())
+    }
+
+    /// The name of the session (the disk) for log lines.
+    pub(crate) fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// The queue's index.
+    pub(crate) fn index(&self) -> u16 {
+        self.index
+    }
+
+    fn current(&self) -> Option<Arc<Link>> {
+        self.link.lock().clone()
+    }
+
+    /// Runs `f` with the live link and its connection, handing `value` to it; gives
+    /// `value` back with the reason when the queue has no live connection. `f` runs in an
+    /// RCU read-side section: it must not sleep.
+    pub(crate) fn with_conn<T, R>(
+        &self,
+        value: T,
+        f: impl FnOnce(&Link, &Conn, T) -> R,
+    ) -> core::result::Result<R, (Verdict, T)> {
+        let no_link = |state: State| match state {
+            State::Dead => Verdict::Fail,
+            _ => Verdict::Retry,
         };
-        match this
-            .state
-            .compare_exchange(LIVE, next, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => {
+        let state = self.state.get();
+        if state != State::Live {
+            return Err((no_link(state), value));
+        }
+        // The clone may outlive the slot's reference; a link is revoked before the slot
+        // lets go of it, so dropping this clone never runs the sleeping teardown.
+        let Some(link) = self.current() else {
+            return Err((no_link(self.state.get()), value));
+        };
+        let conn: Option<RevocableGuard<'_, Conn>> = link.conn();
+        match conn {
+            Some(conn) => Ok(f(&link, &conn, value)),
+            None => Err((no_link(self.state.get()), value)),
+        }
+    }
+
+    /// Reports that I/O on the current link failed (`why`, for the log) and says what to
+    /// do with that I/O. The first report on a live queue starts recovery (or, with
+    /// recovery off, kills the queue). Does not sleep: callable from completions.
+    pub(crate) fn fail(this: &Arc<Self>, why: &CStr, status: u32) -> Verdict {
+        let next = if this.recovery_ms == 0 {
+            State::Dead
+        } else {
+            State::Recovering
+        };
+        match this.state.change(State::Live, next) {
+            Ok(()) => {
                 let code = StatusNote(status);
-                if next == RECOVERING {
+                if next == State::Recovering {
                     pr_warn!(
-                        "queue {}: {}{}: reconnecting; its I/O will be retried\n",
+                        "{}: queue {}: {}{}: reconnecting; its I/O will be retried\n",
+                        this.name,
                         this.index,
                         why,
                         code
                     );
                 } else {
                     pr_err!(
-                        "queue {}: {}{}; recovery is off: failing its I/O\n",
+                        "{}: queue {}: {}{}; recovery is off: failing its I/O\n",
+                        this.name,
                         this.index,
                         why,
                         code
@@ -510,16 +284,15 @@ impl Queue {
                 }
                 // The work item takes the old link down (and, when recovering, connects a
                 // new one). Already queued means the same work is pending anyway.
-                let _ = wq.enqueue(this.clone());
+                let _ = this.wq.enqueue(this.clone());
             }
-            Err(DEAD) => return Verdict::Fail,
-            // Already recovering.
+            Err(State::Dead) => return Verdict::Fail,
+            // Already recovering (or still connecting: nothing posted yet).
             Err(_) => {}
         }
-        if this.state.load(Ordering::Acquire) == DEAD {
-            Verdict::Fail
-        } else {
-            Verdict::Retry
+        match this.state.get() {
+            State::Dead => Verdict::Fail,
+            _ => Verdict::Retry,
         }
     }
 
@@ -528,59 +301,50 @@ impl Queue {
     fn retire_link(&self) {
         let old = self.link.lock().take();
         if let Some(link) = old {
-            link.conn.revoke();
+            link.revoke();
         }
     }
 
     /// The recovery work: runs on the session's workqueue, under `teardown`. With the
-    /// queue DEAD (recovery off, or shut down) it only retires the link.
-    fn recover(&self) {
-        self.retire_link();
-        if self.state.load(Ordering::Acquire) != RECOVERING {
+    /// queue `Dead` (recovery off, or shut down) it only retires the link.
+    fn recover(this: &Arc<Self>) {
+        this.retire_link();
+        if this.state.get() != State::Recovering {
             return;
         }
+        let Some(region) = *this.region.lock() else {
+            return;
+        };
         let start = Instant::<Monotonic>::now();
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            let abort = || self.state.load(Ordering::Acquire) != RECOVERING;
-            match Link::connect(&self.target, self.index, &abort) {
-                Ok((link, desc)) => {
-                    if !self.region.same_region(&desc) {
+            match Self::connect_link(this) {
+                Ok(link) => {
+                    let desc = *link.descriptor();
+                    if !region.same_region(&desc) {
                         pr_err!(
-                            "queue {}: the server no longer holds this client's region (got region {}, had {}): its data is lost, failing the queue's I/O\n",
-                            self.index,
+                            "{}: queue {}: the server no longer holds this client's region (got region {}, had {}): its data is lost, failing the queue's I/O\n",
+                            this.name,
+                            this.index,
                             desc.region_id,
-                            self.region.region_id
+                            region.region_id
                         );
-                        link.conn.revoke();
+                        link.revoke();
                         break;
                     }
-                    if link.max_sge < self.max_sge {
-                        pr_err!(
-                            "queue {}: the new connection takes {} SGEs, the disk needs {}\n",
-                            self.index,
-                            link.max_sge,
-                            self.max_sge
-                        );
-                        link.conn.revoke();
-                        break;
-                    }
-                    *self.link.lock() = Some(link);
-                    if self
-                        .state
-                        .compare_exchange(RECOVERING, LIVE, Ordering::AcqRel, Ordering::Acquire)
-                        .is_err()
-                    {
+                    *this.link.lock() = Some(link);
+                    if this.state.change(State::Recovering, State::Live).is_err() {
                         // Shut down meanwhile.
-                        self.retire_link();
+                        this.retire_link();
                         return;
                     }
-                    self.recoveries.fetch_add(1, Ordering::Relaxed);
+                    this.recoveries.fetch_add(1, Ordering::Relaxed);
                     let plural = if attempts == 1 { "" } else { "s" };
                     pr_info!(
-                        "queue {}: reconnected after {} ms ({} attempt{}, epoch {})\n",
-                        self.index,
+                        "{}: queue {}: reconnected after {} ms ({} attempt{}, epoch {})\n",
+                        this.name,
+                        this.index,
                         start.elapsed().as_millis(),
                         attempts,
                         plural,
@@ -589,38 +353,53 @@ impl Queue {
                     return;
                 }
                 Err(e) => {
-                    if self.state.load(Ordering::Acquire) != RECOVERING {
+                    if this.state.get() != State::Recovering {
                         // Shut down meanwhile: nothing to report.
                         return;
                     }
                     let spent = start.elapsed().as_millis();
-                    if spent >= i64::from(self.recovery_ms) {
+                    if spent >= i64::from(this.recovery_ms) {
                         pr_err!(
-                            "queue {}: not reconnected within {} ms ({} attempts, last error {:?}): failing its I/O\n",
-                            self.index,
-                            self.recovery_ms,
+                            "{}: queue {}: not reconnected within {} ms ({} attempts, last error {:?}): failing its I/O\n",
+                            this.name,
+                            this.index,
+                            this.recovery_ms,
                             attempts,
                             e
                         );
                         break;
                     }
-                    let pause = (i64::from(self.recovery_ms) - spent).clamp(1, 1000);
+                    // Between attempts: one a second at most, within the window.
+                    let pause = (i64::from(this.recovery_ms) - spent).clamp(1, 1000);
                     fsleep(Delta::from_millis(pause));
                 }
             }
         }
-        let _ = self
-            .state
-            .compare_exchange(RECOVERING, DEAD, Ordering::AcqRel, Ordering::Acquire);
+        let _ = this.state.change(State::Recovering, State::Dead);
     }
 
     /// Tears the queue down for good (idempotent): later I/O on it fails, I/O in flight is
-    /// flushed and ends with an error. Waits for a running recovery to give up (it checks
-    /// between attempts; one attempt is bounded by the step timeouts). Sleeps.
+    /// flushed and ends with an error. A connection attempt in progress is aborted; this
+    /// waits for it to give up. Sleeps.
     pub(crate) fn shut_down(&self) {
-        self.state.store(DEAD, Ordering::Release);
+        self.state.set(State::Dead);
+        let attempt = self.attempt.lock().clone();
+        if let Some(events) = attempt {
+            events.abort();
+        }
         let _guard = self.teardown.lock();
         self.retire_link();
+    }
+}
+
+impl DeviceUser for Queue {
+    fn device_removed(&self) {
+        pr_warn!(
+            "{}: queue {}: its RDMA device is being removed: failing its I/O\n",
+            self.name,
+            self.index
+        );
+        self.shut_down();
     }
 }
 
@@ -631,7 +410,7 @@ impl WorkItem for Queue {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
         let _guard = this.teardown.lock();
-        this.recover();
+        Self::recover(&this);
     }
 }
 
@@ -644,84 +423,5 @@ impl kernel::fmt::Display for StatusNote {
             0 => Ok(()),
             s => write!(f, " (status {s})"),
         }
-    }
-}
-
-/// Polls `cond` every 10 ms for up to `ms` milliseconds.
-fn wait_for(ms: u32, cond: impl Fn() -> bool) -> bool {
-    for _ in 0..=ms / 10 {
-        if cond() {
-            return true;
-        }
-        fsleep(Delta::from_millis(10));
-    }
-    cond()
-}
-
-/// Waits until the CM reports `want`; a failure step ends the wait early.
-fn wait_step(
-    events: &QueueEvents,
-    want: Step,
-    ms: u32,
-    what: &str,
-    abort: &dyn Fn() -> bool,
-) -> Result {
-    let failed = |s: u32| {
-        s == Step::Rejected as u32
-            || s == Step::Failed as u32
-            || s == Step::Disconnected as u32
-            || s == Step::DeviceRemoval as u32
-    };
-    wait_for(ms, || {
-        let s = events.step();
-        s == want as u32 || failed(s) || abort()
-    });
-    let s = events.step();
-    if s == want as u32 {
-        return Ok(());
-    }
-    if abort() {
-        return Err(ECANCELED);
-    }
-    if s == Step::Rejected as u32 {
-        return Err(ECONNREFUSED);
-    }
-    if failed(s) {
-        pr_err!(
-            "queue {}: {} failed (state {}, status {})\n",
-            events.index,
-            what,
-            s,
-            events.status.load(Ordering::Relaxed)
-        );
-        return Err(EHOSTUNREACH);
-    }
-    pr_err!(
-        "queue {}: {} timed out after {} ms\n",
-        events.index,
-        what,
-        ms
-    );
-    Err(ETIMEDOUT)
-}
-
-fn report_reject(events: &QueueEvents, target: &Target) {
-    let code = events.reject_code.load(Ordering::Relaxed);
-    let reason = u16::try_from(code)
-        .ok()
-        .and_then(|c| super::wire::RejectCode::from_u16(c).ok());
-    match reason {
-        Some(r) => pr_err!(
-            "queue {}: the server rejected the connection: {} (asked {} bytes, it can give {})\n",
-            events.index,
-            r.name(),
-            target.size,
-            events.reject_max.load(Ordering::Relaxed)
-        ),
-        None => pr_err!(
-            "queue {}: connection rejected (no rswap server at that address? CM status {})\n",
-            events.index,
-            events.status.load(Ordering::Relaxed)
-        ),
     }
 }

@@ -2,59 +2,107 @@
 
 //! A session: all queues of one client to one memory server, and the region they share.
 
-use kernel::{prelude::*, sync::Arc, workqueue};
-
-use crate::kernel_ext::ReclaimWorkqueue;
+use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    queue::{Queue, Target},
-    remote::RemoteRegion,
+    link::LinkParams,
+    name::Name,
+    queue::{Queue, State},
     wire::RegionDescriptor,
 };
+use crate::kernel_ext::ReclaimWorkqueue;
 
-/// A connected client: `queue_count` queues, each with the same region descriptor, and
-/// the workqueue their recovery runs on.
+/// What a session connects to and how it behaves.
+pub(crate) struct SessionConfig {
+    /// The name log lines carry (the disk's).
+    pub(crate) name: Name,
+    /// Where each queue connects and what it asks for.
+    pub(crate) link: LinkParams,
+    /// Milliseconds a failed queue may spend reconnecting before its I/O fails; 0 fails
+    /// it at once.
+    pub(crate) recovery_ms: u32,
+}
+
+/// How a session's queues are doing.
+pub(crate) struct Health {
+    /// Queues in total.
+    pub(crate) total: usize,
+    /// Live, with their connection up.
+    pub(crate) live: usize,
+    /// Recovering.
+    pub(crate) recovering: usize,
+    /// Dead.
+    pub(crate) dead: usize,
+    /// Successful recoveries, all queues.
+    pub(crate) recoveries: u32,
+    /// Requests issued again, all queues.
+    pub(crate) retried: u64,
+}
+
+/// A connected client: `queue_count` queues, each on the same region, and the workqueue
+/// their recovery runs on.
 ///
-/// Drop order: every queue is shut down (recovery stopped, links torn down), then the
-/// queues are released, then the workqueue is destroyed after running what is queued
-/// (recovery work of a dead queue only returns).
+/// Drop: every queue is shut down (recovery stopped, links torn down) and the recovery
+/// work queued meanwhile has run; then the queues are released, and with the last of
+/// them the workqueue.
 pub(crate) struct Session {
     queues: KVec<Arc<Queue>>,
     max_sge: u32,
-    region: RemoteRegion,
     descriptor: RegionDescriptor,
-    recovery_wq: ReclaimWorkqueue,
+    recovery_wq: Arc<ReclaimWorkqueue>,
 }
 
 impl Session {
-    /// Connects every queue of `target` and checks that the server gave each the same
+    /// Connects every queue of `config` and checks that the server gave each the same
     /// region, at least as large as asked. On any failure the queues made so far are torn
-    /// down (dropped) and the error returned.
-    pub(crate) fn connect(target: &Target) -> Result<Self> {
-        let recovery_wq = ReclaimWorkqueue::new(c"rswap_recovery")?;
-        let mut queues = KVec::with_capacity(usize::from(target.queue_count), GFP_KERNEL)?;
+    /// down and the error returned.
+    pub(crate) fn connect(config: &SessionConfig) -> Result<Self> {
+        let recovery_wq = Arc::new(ReclaimWorkqueue::new(c"rswap_recovery")?, GFP_KERNEL)?;
+        let mut queues = KVec::with_capacity(usize::from(config.link.queue_count), GFP_KERNEL)?;
+        match Self::start_queues(config, &recovery_wq, &mut queues) {
+            Ok((descriptor, max_sge)) => Ok(Self {
+                queues,
+                max_sge,
+                descriptor,
+                recovery_wq,
+            }),
+            Err(e) => {
+                for q in queues.iter() {
+                    q.shut_down();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes and connects the queues into `queues`; returns the region and the SGE limit
+    /// they share.
+    fn start_queues(
+        config: &SessionConfig,
+        wq: &Arc<ReclaimWorkqueue>,
+        queues: &mut KVec<Arc<Queue>>,
+    ) -> Result<(RegionDescriptor, u32)> {
         let mut first: Option<RegionDescriptor> = None;
         let mut max_sge = u32::MAX;
-        for index in 0..target.queue_count {
-            let (queue, desc) = Queue::connect(target, index)?;
-            max_sge = max_sge.min(queue.max_sge());
-            queues.push(queue, GFP_KERNEL)?;
+        for index in 0..config.link.queue_count {
+            let queue = Queue::new(
+                config.name,
+                index,
+                &config.link,
+                config.recovery_ms,
+                wq.clone(),
+            )?;
+            queues.push(queue.clone(), GFP_KERNEL)?;
+            let link = Queue::start(&queue)?;
+            let desc = *link.descriptor();
+            max_sge = max_sge.min(link.max_sge());
             match first {
-                None => {
-                    if desc.length < target.size {
-                        pr_err!(
-                            "the server's region is {} bytes, {} were asked for\n",
-                            desc.length,
-                            target.size
-                        );
-                        return Err(EPROTO);
-                    }
-                    first = Some(desc);
-                }
+                None => first = Some(desc),
                 Some(f) if f == desc => {}
                 Some(f) => {
                     pr_err!(
-                        "queue {} got region {} (epoch {}), queue 0 got region {} (epoch {})\n",
+                        "{}: queue {} got region {} (epoch {}), queue 0 got region {} (epoch {})\n",
+                        config.name,
                         index,
                         desc.region_id,
                         desc.epoch,
@@ -65,23 +113,7 @@ impl Session {
                 }
             }
         }
-        let descriptor = first.ok_or(EINVAL)?;
-        Ok(Self {
-            queues,
-            max_sge,
-            region: RemoteRegion {
-                addr: descriptor.remote_addr,
-                len: target.size,
-                rkey: descriptor.rkey,
-            },
-            descriptor,
-            recovery_wq,
-        })
-    }
-
-    /// The workqueue queue recovery runs on.
-    pub(crate) fn recovery_wq(&self) -> &workqueue::Queue {
-        &self.recovery_wq
+        Ok((first.ok_or(EINVAL)?, max_sge))
     }
 
     /// The queues, one per hardware queue of the disk.
@@ -94,14 +126,32 @@ impl Session {
         self.max_sge
     }
 
-    /// The usable remote region (its length is what the client asked for).
-    pub(crate) fn region(&self) -> &RemoteRegion {
-        &self.region
-    }
-
     /// The descriptor the server sent.
     pub(crate) fn descriptor(&self) -> &RegionDescriptor {
         &self.descriptor
+    }
+
+    /// How the queues are doing.
+    pub(crate) fn health(&self) -> Health {
+        let mut h = Health {
+            total: self.queues.len(),
+            live: 0,
+            recovering: 0,
+            dead: 0,
+            recoveries: 0,
+            retried: 0,
+        };
+        for q in self.queues.iter() {
+            h.live += usize::from(q.is_live());
+            match q.state() {
+                State::Recovering => h.recovering += 1,
+                State::Dead => h.dead += 1,
+                State::Connecting | State::Live => {}
+            }
+            h.recoveries += q.recoveries();
+            h.retried += q.retried();
+        }
+        h
     }
 
     /// Tears every queue down (idempotent). Sleeps.
@@ -115,5 +165,9 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.shut_down();
+        // A recovery work item queued before the shutdown holds its queue; let it run
+        // (a dead queue's work only returns) so that the queues, and with them the
+        // workqueue, are released here rather than inside that work.
+        self.recovery_wq.flush();
     }
 }

@@ -160,6 +160,7 @@ pub(crate) enum RejectCode {
 
 impl RejectCode {
     /// The code's value on the wire.
+    #[cfg(not(MODULE))]
     pub(crate) fn to_u16(self) -> u16 {
         match self {
             Self::BadVersion => 1,

@@ -86,7 +86,7 @@ r0=$(recoveries)
 start=$(date +%s)
 if [[ $st_lost == disconnected* ]] \
 	&& dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none && cmp -s /tmp/rec8 /tmp/rec8b \
-	&& [ "$(recoveries)" -gt "$r0" ] && dmesg | grep -q 'rswap: queue [0-9]: reconnected after'; then
+	&& [ "$(recoveries)" -gt "$r0" ] && dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: reconnected after'; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "after SIGUSR1: $st_lost" "read back in $(( $(date +%s) - start ))s; now: $(cat $T/state)" \
 		"$(dmesg | grep 'rswap: queue [0-9]: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"

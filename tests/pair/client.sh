@@ -79,7 +79,7 @@ if tc qdisc add dev eth0 root netem loss 100%; then
 	timeout 120 dd if=/dev/rswap0 of=/dev/null bs=4k count=1 skip=3 iflag=direct status=none 2>/dev/null; rc=$?
 	took=$(( $(date +%s) - start ))
 	tc qdisc del dev eth0 root
-	if [ $rc != 0 ] && [ $rc != 124 ] && dmesg | grep -q 'rswap: request at sector .* timed out on queue'; then
+	if [ $rc != 0 ] && [ $rc != 124 ] && dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: request at sector .* timed out'; then
 		ktap_pass "$(ktap_name)"
 		ktap_diag "read failed after ${took}s; state: $(cat $T/state)"
 	else

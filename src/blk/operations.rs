@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a blk-mq driver implements.
+
+use super::request::{OwnedRequest, Status, TimedOutRequest};
+
+/// What to do with a request that timed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimeoutAction {
+    /// The driver makes sure it completes (for rswap: its QP was moved to the error state,
+    /// so the work request holding it is flushed and its completion ends it).
+    Done,
+    /// Re-arm the timer: the driver is recovering and will complete or requeue it.
+    ResetTimer,
+}
+
+/// A request of driver `T`.
+pub(crate) type Request<T> =
+    OwnedRequest<<T as Operations>::RequestData, <T as Operations>::HwQueue>;
+
+/// A blk-mq driver.
+pub(crate) trait Operations: Sized + Send + Sync + 'static {
+    /// The driver's data of each request, preallocated with every tag (`Default`) and
+    /// dropped when the tag set frees its requests.
+    type RequestData: Default + Send;
+
+    /// What each hardware queue's driver data points to (`hctx->driver_data`).
+    type HwQueue: Send + Sync;
+
+    /// The data of hardware queue `index`, or `None` if there is no such queue. It must
+    /// live as long as the driver.
+    fn hw_queue(&self, index: u32) -> Option<&Self::HwQueue>;
+
+    /// Issue `rq` on hardware queue `hwq`: hand it to the hardware (ownership moves with
+    /// it) or give it back with a status (blk-mq ends it with an error or, for
+    /// [`Status::Resource`], retries it later). Runs in atomic context: no sleeping, no
+    /// allocation.
+    fn queue_rq(
+        hwq: &Self::HwQueue,
+        rq: Request<Self>,
+    ) -> core::result::Result<(), (Status, Request<Self>)>;
+
+    /// `rq` timed out on hardware queue `hwq`.
+    fn timeout(hwq: &Self::HwQueue, rq: &TimedOutRequest<'_>) -> TimeoutAction;
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The block device `/dev/rswapN`: a disk over a session to a memory server.
+//!
+//! [`RemoteDisk::create`] is what `echo 1 > enable` does: take a disk number, connect the
+//! session (one queue per hardware queue), and add the disk, sized and limited by what
+//! the session got. Dropping it is `echo 0 > enable`: the disk goes first (deleting it
+//! waits for I/O in flight), then the session's queues, then the number. The data path is
+//! in [`request`].
+
+mod request;
+
+use kernel::{prelude::*, str::CString, sync::Arc};
+
+use crate::{
+    blk::{Disk, DiskIndex, DiskParams},
+    transport::{
+        link::LinkParams,
+        name::Name,
+        session::{Health, Session, SessionConfig},
+        wire::RegionDescriptor,
+    },
+};
+use request::{Driver, MAX_SEGMENTS};
+
+/// The block size of every rswap disk: the page size swap writes.
+const BLOCK_SIZE: u32 = 4096;
+
+/// What a disk connects to and how (the target's configuration).
+pub(crate) struct DiskConfig {
+    /// The server's IPv4 address (host byte order).
+    pub(crate) ip: u32,
+    /// The server's port.
+    pub(crate) port: u16,
+    /// Bytes of remote memory, the disk's capacity.
+    pub(crate) size: u64,
+    /// Hardware queues, one connection each.
+    pub(crate) queues: u16,
+    /// Requests in flight per queue.
+    pub(crate) depth: u32,
+    /// This client's identity towards the server.
+    pub(crate) client_id: u64,
+    /// Milliseconds each connection step may take.
+    pub(crate) timeout_ms: u32,
+    /// Milliseconds a failed queue may spend reconnecting; 0 turns recovery off.
+    pub(crate) recovery_ms: u32,
+}
+
+/// A connected disk.
+///
+/// Fields are dropped in declaration order: the disk (which owns the tag set and, through
+/// it, a reference to the driver), then the driver and its session, then the number.
+pub(crate) struct RemoteDisk {
+    disk: Pin<KBox<Disk<Driver>>>,
+    driver: Arc<Driver>,
+    name: Name,
+    _index: DiskIndex,
+}
+
+impl RemoteDisk {
+    /// Connects to the server and adds `/dev/rswapN`.
+    pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
+        let index = DiskIndex::take()?;
+        let name = Name::new(fmt!("rswap{}", index.get()));
+        let session = Session::connect(&SessionConfig {
+            name,
+            link: LinkParams {
+                ip: config.ip,
+                port: config.port,
+                client_id: config.client_id,
+                size: config.size,
+                queue_count: config.queues,
+                depth: config.depth,
+                max_sge: MAX_SEGMENTS as u32,
+                timeout_ms: config.timeout_ms,
+            },
+            recovery_ms: config.recovery_ms,
+        })?;
+        let desc = *session.descriptor();
+        // One SGE per segment: no more segments than every queue takes in a work request.
+        let max_segments = session.max_sge().min(MAX_SEGMENTS as u32);
+        let driver = Arc::new(Driver::new(session), GFP_KERNEL)?;
+        let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
+        let disk = Disk::new(
+            &DiskParams {
+                name: &disk_name,
+                capacity: config.size,
+                block_size: BLOCK_SIZE,
+                hw_queues: u32::from(config.queues),
+                queue_depth: config.depth,
+                max_segments,
+                max_request_bytes: max_segments * BLOCK_SIZE,
+            },
+            driver.clone(),
+        )?;
+        let ip = config.ip;
+        pr_info!(
+            "{}: {} bytes of remote memory at {}.{}.{}.{}:{} (region {}, epoch {}{}), {} queues\n",
+            name,
+            config.size,
+            ip >> 24,
+            (ip >> 16) & 0xff,
+            (ip >> 8) & 0xff,
+            ip & 0xff,
+            config.port,
+            desc.region_id,
+            desc.epoch,
+            if desc.reused() { ", reconnected" } else { "" },
+            config.queues
+        );
+        Ok(Self {
+            disk,
+            driver,
+            name,
+            _index: index,
+        })
+    }
+
+    /// The disk's name, e.g. `rswap0`.
+    pub(crate) fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// Whether anything holds the disk open (swapon, a mount, a file descriptor).
+    pub(crate) fn is_open(&self) -> bool {
+        self.disk.is_open()
+    }
+
+    /// How the queues are doing.
+    pub(crate) fn health(&self) -> Health {
+        self.driver.session().health()
+    }
+
+    /// The region descriptor the server sent.
+    pub(crate) fn descriptor(&self) -> &RegionDescriptor {
+        self.driver.session().descriptor()
+    }
+}

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path: each block request becomes one RDMA READ (read) or RDMA WRITE (write)
+//! work request on the queue of its hardware queue, with the request's segments as SGEs.
+//! The work request owns the request and its DMA mapping until its completion unmaps
+//! and ends (or requeues) it, exactly once.
+//!
+//! A failed completion, a lost connection or a timeout puts the queue into recovery
+//! (see [`crate::transport::queue`]): its requests are requeued and issued again on the
+//! new connection, up to [`MAX_RETRIES`] times each; a dead queue fails them.
+
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
+use kernel::{prelude::*, sync::Arc};
+
+use crate::{
+    blk::{self, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
+    ib::{
+        cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
+        dma::{Direction, SgDma, Sge},
+        qp::RdmaOp,
+    },
+    transport::{
+        link::{Conn, Link},
+        queue::{Queue, Verdict},
+        session::Session,
+    },
+};
+
+/// Segments per request (the disk's `max_segments` at most; also the SGEs of one work
+/// request).
+pub(super) const MAX_SEGMENTS: usize = 32;
+
+/// How many times one request is issued again after its queue failed under it. A request
+/// that keeps breaking its connection fails rather than looping.
+const MAX_RETRIES: u8 = 5;
+
+/// Failed requests logged so far (all disks): the first 20 and every 1000th after that,
+/// so a dead link cannot flood the log from the I/O path.
+static FAILURES: AtomicU32 = AtomicU32::new(0);
+
+fn log_failure() -> bool {
+    let n = FAILURES.fetch_add(1, Ordering::Relaxed);
+    n < 20 || n % 1000 == 0
+}
+
+/// The whole RDMA state of one request, preallocated with its tag: the work request's
+/// completion entry, the scatterlist and its DMA mapping, and the retry count.
+#[derive(Default)]
+pub(super) struct RequestData {
+    cqe: Cqe,
+    dma: SgDma<MAX_SEGMENTS>,
+    /// Times this request was requeued because its queue failed.
+    retries: u8,
+}
+
+impl_has_cqe! { impl HasCqe for RequestData { self.cqe } }
+
+impl SgeList for RequestData {
+    fn sges(&self) -> &[Sge] {
+        self.dma.sges()
+    }
+}
+
+/// A block request while a work request owns it.
+struct Posted(Request<Driver>);
+
+// SAFETY: `into_raw` gives up the request and returns its data, which blk-mq keeps in
+// place (the request's PDU) until the request is ended; `from_raw` takes the same
+// request back from its data.
+unsafe impl CqeOwner for Posted {
+    type Target = RequestData;
+
+    fn into_raw(self) -> NonNull<RequestData> {
+        self.0.into_data()
+    }
+
+    unsafe fn from_raw(target: NonNull<RequestData>) -> Self {
+        // SAFETY: `target` came from `into_raw`, i.e. from `into_data` of a request of
+        // this driver, and is taken back once (the caller's guarantee).
+        Self(unsafe { OwnedRequest::from_data(target) })
+    }
+
+    fn complete(self, wc: &Wc<'_>) {
+        complete(self.0, wc);
+    }
+}
+
+/// The blk-mq driver of one disk.
+pub(super) struct Driver {
+    session: Session,
+}
+
+impl Driver {
+    /// A driver over a connected session.
+    pub(super) fn new(session: Session) -> Self {
+        Self { session }
+    }
+
+    /// The session.
+    pub(super) fn session(&self) -> &Session {
+        &self.session
+    }
+}
+
+/// Why a request was not posted.
+enum Refusal {
+    /// Out of a resource (DMA mapping, send queue): blk-mq issues it again soon.
+    Busy,
+    /// The queue is recovering: blk-mq issues it again a few ms later.
+    Wait,
+    /// It fails, for this reason.
+    Fail(&'static str),
+}
+
+type NotPosted = (Refusal, Request<Driver>);
+
+/// Ends `rq` with `status`, ready for its tag's next request.
+fn end(mut rq: Request<Driver>, status: Status) {
+    rq.data().retries = 0;
+    rq.end(status);
+}
+
+/// Maps `rq` and posts it on `queue`'s live connection.
+fn post(
+    queue: &Arc<Queue>,
+    rq: Request<Driver>,
+    op: RdmaOp,
+) -> core::result::Result<(), NotPosted> {
+    match queue.with_conn(rq, |link, conn, rq| post_on(queue, link, conn, rq, op)) {
+        Ok(result) => result,
+        Err((Verdict::Retry, rq)) => Err((Refusal::Wait, rq)),
+        // Dead: device removed, recovery failed or off, disabled.
+        Err((Verdict::Fail, rq)) => Err((Refusal::Fail("the queue is dead"), rq)),
+    }
+}
+
+fn post_on(
+    queue: &Arc<Queue>,
+    link: &Link,
+    conn: &Conn,
+    mut rq: Request<Driver>,
+    op: RdmaOp,
+) -> core::result::Result<(), NotPosted> {
+    if !conn.is_established() {
+        // The server disconnected: recover (issue it again later) or fail.
+        return Err(match Queue::fail(queue, c"connection lost", 0) {
+            Verdict::Retry => (Refusal::Wait, rq),
+            Verdict::Fail => (Refusal::Fail("the queue is dead"), rq),
+        });
+    }
+    let Ok(remote_addr) = link
+        .region()
+        .remote_addr(rq.offset(), u64::from(rq.bytes()))
+    else {
+        return Err((Refusal::Fail("outside the remote region"), rq));
+    };
+    let Some(qp) = conn.qp() else {
+        return Err((Refusal::Fail("the connection has no QP"), rq));
+    };
+    let Some(nents) = rq.map_sg(|data| data.dma.table()) else {
+        return Err((Refusal::Fail("more segments than the disk allows"), rq));
+    };
+    let dir = match op {
+        RdmaOp::Read => Direction::FromDevice,
+        RdmaOp::Write => Direction::ToDevice,
+    };
+    let dev = conn.rdma_device();
+    match rq.data().dma.map(dev, nents, dir) {
+        Ok(()) => {}
+        // Out of mapping resources: retry later. Anything else will not improve.
+        Err(e) if e == ENOMEM => return Err((Refusal::Busy, rq)),
+        Err(_) => return Err((Refusal::Fail("DMA mapping failed"), rq)),
+    }
+    qp.post_rdma(Posted(rq), op, remote_addr, link.region().rkey)
+        .map_err(|(e, Posted(mut rq))| {
+            rq.data().dma.unmap(dev.device());
+            if e == ENOMEM {
+                (Refusal::Busy, rq)
+            } else {
+                (Refusal::Fail("posting the work request failed"), rq)
+            }
+        })
+}
+
+/// The work request carrying `rq` completed: unmap, then end or requeue it. Runs in
+/// softirq context.
+fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
+    rq.data().dma.unmap(wc.device());
+    if wc.is_ok() {
+        return end(rq, Status::Ok);
+    }
+    let verdict = Queue::fail(rq.hw_queue(), wc.status_msg(), wc.status());
+    if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
+        rq.data().retries += 1;
+        rq.hw_queue().count_retry();
+        return rq.requeue();
+    }
+    if log_failure() {
+        let why = match verdict {
+            Verdict::Retry => ", retried too often",
+            Verdict::Fail => "",
+        };
+        let queue = rq.hw_queue();
+        pr_err!(
+            "{}: queue {}: I/O at sector {} failed: {} (status {}{})\n",
+            queue.name(),
+            queue.index(),
+            rq.sector(),
+            wc.status_msg(),
+            wc.status(),
+            why
+        );
+    }
+    end(rq, Status::IoErr);
+}
+
+impl blk::Operations for Driver {
+    type RequestData = RequestData;
+    type HwQueue = Arc<Queue>;
+
+    fn hw_queue(&self, index: u32) -> Option<&Arc<Queue>> {
+        self.session.queues().get(usize::try_from(index).ok()?)
+    }
+
+    fn queue_rq(
+        queue: &Arc<Queue>,
+        rq: Request<Self>,
+    ) -> core::result::Result<(), (Status, Request<Self>)> {
+        let op = match rq.op() {
+            Op::Read => RdmaOp::Read,
+            Op::Write => RdmaOp::Write,
+            // A write completes only when the server's memory holds it (RC acknowledges
+            // placement), so there is no volatile cache to flush.
+            Op::Flush => {
+                end(rq, Status::Ok);
+                return Ok(());
+            }
+            Op::Other(_) => return Err((Status::NotSupp, rq)),
+        };
+        post(queue, rq, op).map_err(|(refusal, mut rq)| match refusal {
+            Refusal::Busy | Refusal::Wait => (Status::Resource, rq),
+            Refusal::Fail(why) => {
+                rq.data().retries = 0;
+                if log_failure() {
+                    pr_err!(
+                        "{}: queue {}: {:?} of {} bytes at sector {} failed: {}\n",
+                        queue.name(),
+                        queue.index(),
+                        op,
+                        rq.bytes(),
+                        rq.sector(),
+                        why
+                    );
+                }
+                (Status::IoErr, rq)
+            }
+        })
+    }
+
+    fn timeout(queue: &Arc<Queue>, rq: &TimedOutRequest<'_>) -> TimeoutAction {
+        pr_warn!(
+            "{}: queue {}: request at sector {} timed out\n",
+            queue.name(),
+            queue.index(),
+            rq.sector()
+        );
+        // The queue's link is taken down either way, which flushes every request it holds
+        // (this one included); each flush completion requeues its request (recovering)
+        // or ends it with an I/O error (dead).
+        match Queue::fail(queue, c"request timed out", 0) {
+            Verdict::Retry => TimeoutAction::ResetTimer,
+            Verdict::Fail => TimeoutAction::Done,
+        }
+    }
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A preallocated scatterlist table (`struct scatterlist[N]`).
+//!
+//! The block layer fills it from a request's segments and the RDMA layer maps it for DMA:
+//! the type sits here so that neither layer has to know the other.
+
+use kernel::types::Opaque;
+
+/// `N` scatterlist entries, embedded in per-request data so that nothing is allocated
+/// when a request is issued.
+///
+/// The kernel crate's `scatterlist::SGEntry` only borrows entries of an existing table;
+/// this type owns the storage.
+#[repr(transparent)]
+pub(crate) struct SgTable<const N: usize>([Opaque<kernel::bindings::scatterlist>; N]);
+
+// SAFETY: the table is plain memory owned by its holder; it holds no references.
+unsafe impl<const N: usize> Send for SgTable<N> {}
+
+impl<const N: usize> SgTable<N> {
+    /// An all-zero table.
+    pub(crate) const fn new() -> Self {
+        Self([const { Opaque::zeroed() }; N])
+    }
+
+    /// The first entry, for the wrappers that fill or map the table. The caller needs
+    /// `&mut self`, so nothing else touches the table meanwhile.
+    pub(crate) fn as_raw(&mut self) -> *mut kernel::bindings::scatterlist {
+        // CAST: `Opaque<T>` is a transparent `T`, and the array is contiguous.
+        self.0.as_mut_ptr().cast()
+    }
+}
+
+impl<const N: usize> Default for SgTable<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

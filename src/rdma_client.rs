@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rswap's IB client: which RDMA devices rswap can use.
+//!
+//! For every RDMA device the IB layer makes the per-device object ([`RdmaDevice`]: the
+//! protection domain every connection on the device shares); a connection resolved to a
+//! device finds it with [`device`]. When a device goes away, the queues on it are shut
+//! down (their I/O fails) before its PD is released.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::ib::{ClientCell, ClientDriver, Device, RdmaDevice};
+
+/// The IB client of rswap.
+pub(crate) struct RswapClient;
+
+static RSWAP_CLIENT: ClientCell<RswapClient> = ClientCell::new();
+
+impl ClientDriver for RswapClient {
+    fn cell() -> &'static ClientCell<Self> {
+        &RSWAP_CLIENT
+    }
+
+    fn add(&self, dev: &RdmaDevice) -> Result {
+        pr_info!(
+            "{}: device added, PD allocated (local_dma_lkey {:#x})\n",
+            dev.name(),
+            dev.pd().local_dma_lkey()
+        );
+        Ok(())
+    }
+
+    fn remove(&self, dev: &Device, users: usize) {
+        if users > 0 {
+            pr_warn!(
+                "{}: device removed under {} queue(s): their I/O now fails\n",
+                dev.name(),
+                users
+            );
+        }
+        pr_info!(
+            "{}: device removed, its queues and PD released\n",
+            dev.name()
+        );
+    }
+}
+
+/// The object of `dev`, if rswap took the device and it is not being removed.
+pub(crate) fn device(dev: &Device) -> Option<Arc<RdmaDevice>> {
+    RSWAP_CLIENT.get()?.device(dev)
+}

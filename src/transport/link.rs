@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One rdma_cm connection of a queue to the memory server: a [`Link`].
+//!
+//! Setup follows the rdma_cm steps: resolve the address, resolve the route, take the
+//! device's object (shared PD) and register the queue as a user of the device, create
+//! the QP with a CQ from the device's pool, post the RECV for the region descriptor,
+//! connect with the [`ConnectRequest`] as private data, and take the descriptor the server
+//! sends once the connection is up. Each step waits, bounded, for the event that ends it:
+//! the CM handler and the receive completion record their events in [`LinkEvents`] and
+//! wake the connecting thread; nothing polls. [`LinkEvents::abort`] ends a wait at once
+//! (teardown, device removal).
+//!
+//! Teardown is the reverse, by ownership: [`Conn`]'s drop disconnects and drains the QP
+//! (every posted work request completes, flushed) and leaves the device's users; then the
+//! cm_id goes, destroying its QP first.
+
+use kernel::{
+    new_condvar, new_spinlock_irq,
+    prelude::*,
+    revocable::{Revocable, RevocableGuard},
+    sync::{Arc, CondVar, CondVarTimeoutResult, SpinLockIrq},
+    time::{msecs_to_jiffies, Instant, Monotonic},
+};
+
+use super::{
+    name::Name,
+    remote::RemoteRegion,
+    wire::{ConnectRequest, RegionDescriptor, RejectReason},
+};
+use crate::{
+    ib::{
+        cm::{CmEvent, CmHandler, CmId, ConnectParams},
+        dma::Direction,
+        oneshot::{OneShot, OneShotHandler},
+        qp::QpCaps,
+        DeviceUser, Qp, RdmaDevice,
+    },
+    rdma_client,
+};
+
+/// Where to connect and what to ask for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkParams {
+    /// The server's IPv4 address (host byte order).
+    pub(crate) ip: u32,
+    /// The server's port.
+    pub(crate) port: u16,
+    /// This client's identity (the server keeps a client's region across reconnects).
+    pub(crate) client_id: u64,
+    /// Bytes of remote memory to ask for.
+    pub(crate) size: u64,
+    /// Queues the client opens.
+    pub(crate) queue_count: u16,
+    /// Work requests in flight per queue.
+    pub(crate) depth: u32,
+    /// Most SGEs one work request needs.
+    pub(crate) max_sge: u32,
+    /// Milliseconds each connection step may take (the connect itself: three times
+    /// that).
+    pub(crate) timeout_ms: u32,
+}
+
+/// How far the connection got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Started,
+    AddrResolved,
+    RouteResolved,
+    Established,
+}
+
+/// Why the connection ended or never came up.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    /// The server refused it; its reason, if it gave one rswap understands.
+    Rejected(i32, Option<RejectReason>),
+    /// A step failed (`what`) with a CM status.
+    Failed(&'static str, i32),
+    /// The connection went down after it was up.
+    Disconnected,
+    /// The RDMA device is being removed.
+    DeviceRemoval,
+    /// rswap gave up on it (teardown).
+    Aborted,
+}
+
+/// The region descriptor's receive.
+#[derive(Clone, Copy)]
+enum Descriptor {
+    Pending,
+    Received([u8; RegionDescriptor::SIZE]),
+    Failed,
+}
+
+struct Progress {
+    step: Step,
+    failure: Option<Failure>,
+    descriptor: Descriptor,
+}
+
+/// What the CM and the descriptor's receive report for one link, and the wait for it.
+/// Written from the CM's workqueue and from softirq completions, hence an IRQ-safe lock.
+#[pin_data]
+pub(crate) struct LinkEvents {
+    name: Name,
+    index: u16,
+    /// The bytes asked for, for the log.
+    asked: u64,
+    #[pin]
+    progress: SpinLockIrq<Progress>,
+    #[pin]
+    changed: CondVar,
+}
+
+impl LinkEvents {
+    /// The events of a new link of queue `index` of `name` asking for `asked` bytes.
+    pub(crate) fn new(name: Name, index: u16, asked: u64) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                name,
+                index,
+                asked,
+                progress <- new_spinlock_irq!(
+                    Progress {
+                        step: Step::Started,
+                        failure: None,
+                        descriptor: Descriptor::Pending,
+                    },
+                    "rswap::LinkEvents::progress"
+                ),
+                changed <- new_condvar!("rswap::LinkEvents::changed"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Progress)) {
+        f(&mut self.progress.lock());
+        self.changed.notify_all();
+    }
+
+    /// Ends any wait of this link at once with `ECANCELED` (and every later one).
+    pub(crate) fn abort(&self) {
+        self.update(|p| {
+            p.failure.get_or_insert(Failure::Aborted);
+        });
+    }
+
+    /// Whether the connection is up (not refused, failed, disconnected or torn down).
+    pub(crate) fn is_established(&self) -> bool {
+        let p = self.progress.lock();
+        p.step == Step::Established && p.failure.is_none()
+    }
+
+    /// Waits up to `ms` for `ready` to give a value; `Err` with the failure that ended
+    /// the link, or `ETIMEDOUT`, otherwise.
+    fn wait<R>(
+        &self,
+        ms: u32,
+        what: &str,
+        mut ready: impl FnMut(&Progress) -> Option<R>,
+    ) -> Result<R> {
+        let start = Instant::<Monotonic>::now();
+        let mut p = self.progress.lock();
+        loop {
+            if let Some(failure) = p.failure {
+                drop(p);
+                return Err(self.report(failure, what));
+            }
+            if let Some(r) = ready(&p) {
+                return Ok(r);
+            }
+            let left = i64::from(ms) - start.elapsed().as_millis();
+            if left <= 0 {
+                drop(p);
+                pr_err!(
+                    "{}: queue {}: {} timed out after {} ms\n",
+                    self.name,
+                    self.index,
+                    what,
+                    ms
+                );
+                return Err(ETIMEDOUT);
+            }
+            let left = u32::try_from(left).unwrap_or(u32::MAX);
+            if let CondVarTimeoutResult::Signal { .. } = self
+                .changed
+                .wait_interruptible_timeout(&mut p, msecs_to_jiffies(left))
+            {
+                return Err(EINTR);
+            }
+        }
+    }
+
+    /// Logs why `what` failed, and the error for it.
+    fn report(&self, failure: Failure, what: &str) -> Error {
+        match failure {
+            Failure::Aborted => ECANCELED,
+            Failure::Rejected(_, Some(r)) => {
+                pr_err!(
+                    "{}: queue {}: the server rejected the connection: {} (asked {} bytes, it can give {})\n",
+                    self.name,
+                    self.index,
+                    r.code.name(),
+                    self.asked,
+                    r.max_size
+                );
+                ECONNREFUSED
+            }
+            Failure::Rejected(status, None) => {
+                pr_err!(
+                    "{}: queue {}: connection rejected (no rswap server at that address? CM status {})\n",
+                    self.name,
+                    self.index,
+                    status
+                );
+                ECONNREFUSED
+            }
+            Failure::Failed(step, status) => {
+                pr_err!(
+                    "{}: queue {}: {} failed (status {})\n",
+                    self.name,
+                    self.index,
+                    step,
+                    status
+                );
+                EHOSTUNREACH
+            }
+            Failure::Disconnected | Failure::DeviceRemoval => {
+                pr_err!(
+                    "{}: queue {}: {} failed ({:?})\n",
+                    self.name,
+                    self.index,
+                    what,
+                    failure
+                );
+                EHOSTUNREACH
+            }
+        }
+    }
+}
+
+impl CmHandler for LinkEvents {
+    fn event(&self, ev: CmEvent<'_>) {
+        match ev {
+            CmEvent::AddrResolved => self.update(|p| p.step = p.step.max(Step::AddrResolved)),
+            CmEvent::RouteResolved => self.update(|p| p.step = p.step.max(Step::RouteResolved)),
+            CmEvent::Established => self.update(|p| p.step = Step::Established),
+            CmEvent::Rejected {
+                status,
+                private_data,
+            } => {
+                let reason = RejectReason::decode(private_data).ok();
+                self.update(|p| {
+                    p.failure.get_or_insert(Failure::Rejected(status, reason));
+                });
+            }
+            CmEvent::Disconnected => {
+                let mut was_up = false;
+                self.update(|p| {
+                    was_up = p.step == Step::Established && p.failure.is_none();
+                    p.failure.get_or_insert(Failure::Disconnected);
+                });
+                if was_up {
+                    pr_warn!(
+                        "{}: queue {}: disconnected by the server\n",
+                        self.name,
+                        self.index
+                    );
+                }
+            }
+            CmEvent::DeviceRemoval => self.update(|p| {
+                p.failure.get_or_insert(Failure::DeviceRemoval);
+            }),
+            CmEvent::Failed { what, status } => self.update(|p| {
+                p.failure.get_or_insert(Failure::Failed(what, status));
+            }),
+            CmEvent::Other => {}
+        }
+    }
+}
+
+impl OneShotHandler for LinkEvents {
+    fn done(&self, _tag: u32, data: Option<&[u8]>) {
+        let received = data
+            .and_then(|d| d.get(..RegionDescriptor::SIZE))
+            .and_then(|d| <[u8; RegionDescriptor::SIZE]>::try_from(d).ok());
+        self.update(|p| {
+            p.descriptor = match received {
+                Some(bytes) => Descriptor::Received(bytes),
+                None => Descriptor::Failed,
+            }
+        });
+    }
+}
+
+/// The RDMA objects of a live connection. Dropping it tears the connection down in the
+/// order the hardware needs (see the module documentation).
+pub(crate) struct Conn {
+    cm: CmId<LinkEvents>,
+    dev: Arc<RdmaDevice>,
+    /// The queue, registered as a user of `dev` while this connection exists.
+    user: Arc<dyn DeviceUser>,
+}
+
+impl Conn {
+    /// The QP to post on (`None` only for a connection that never got one).
+    pub(crate) fn qp(&self) -> Option<&Qp> {
+        self.cm.qp()
+    }
+
+    /// The device's object.
+    pub(crate) fn rdma_device(&self) -> &RdmaDevice {
+        &self.dev
+    }
+
+    /// Whether the connection is up: not disconnected by the server, its device not
+    /// going away.
+    pub(crate) fn is_established(&self) -> bool {
+        self.cm.handler().is_established()
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Disconnect (QP to error), wait until every posted work request has come back
+        // through its completion, and leave the device's users; the cm_id then destroys
+        // the QP, then itself.
+        self.cm.handler().abort();
+        self.cm.disconnect();
+        if let Some(qp) = self.cm.qp() {
+            qp.drain();
+        }
+        self.dev.detach(&*self.user);
+    }
+}
+
+/// One connection of a queue, and what it got from the server: revocable, so the queue's
+/// recovery, device removal and teardown can take it down under the data path.
+#[pin_data]
+pub(crate) struct Link {
+    /// The region as the data path addresses it (its length is what the client asked
+    /// for).
+    region: RemoteRegion,
+    /// The descriptor the server sent.
+    descriptor: RegionDescriptor,
+    max_sge: u32,
+    #[pin]
+    conn: Revocable<Conn>,
+}
+
+impl Link {
+    /// Connects queue `index` as `params` say and waits for the region descriptor; `user`
+    /// (the queue) becomes a user of the device the connection runs on. `events` is this
+    /// attempt's, so that the caller can abort it.
+    pub(crate) fn connect(
+        params: &LinkParams,
+        index: u16,
+        events: &Arc<LinkEvents>,
+        user: Arc<dyn DeviceUser>,
+    ) -> Result<Arc<Self>> {
+        let name = events.name;
+        let ms = params.timeout_ms;
+        let cm = CmId::new(events.clone())?;
+
+        cm.resolve_addr(params.ip, params.port, ms)?;
+        events.wait(ms, "address resolution", |p| {
+            (p.step >= Step::AddrResolved).then_some(())
+        })?;
+        cm.resolve_route(ms)?;
+        events.wait(ms, "route resolution", |p| {
+            (p.step >= Step::RouteResolved).then_some(())
+        })?;
+
+        let dev = cm.device().and_then(rdma_client::device).ok_or(ENODEV)?;
+        dev.attach(user.clone())?;
+        // From here on, dropping `conn` tears the half-made connection down.
+        let mut conn = Conn { cm, dev, user };
+        let caps = QpCaps {
+            send_wr: params.depth,
+            recv_wr: 1,
+            send_sge: params.max_sge.min(conn.dev.device().max_send_sge()),
+        };
+        let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
+        let recv = OneShot::new(&conn.dev, Direction::FromDevice, &[], 0, events.clone())?;
+        qp.post_recv(recv).map_err(|(e, _)| e)?;
+        let initiator_depth =
+            u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);
+
+        let mut private = [0u8; ConnectRequest::SIZE];
+        ConnectRequest {
+            client_id: params.client_id,
+            queue_index: index,
+            queue_count: params.queue_count,
+            requested_size: params.size,
+        }
+        .encode(&mut private);
+        conn.cm.connect(&ConnectParams {
+            private_data: &private,
+            initiator_depth,
+        })?;
+        events.wait(ms.saturating_mul(3), "connect", |p| {
+            (p.step == Step::Established).then_some(())
+        })?;
+        let bytes = events.wait(ms, "receiving the region descriptor", |p| {
+            match p.descriptor {
+                Descriptor::Pending => None,
+                Descriptor::Received(b) => Some(Ok(b)),
+                Descriptor::Failed => Some(Err(())),
+            }
+        })?;
+        let bytes = bytes.map_err(|()| {
+            pr_err!(
+                "{}: queue {}: receiving the region descriptor failed\n",
+                name,
+                index
+            );
+            EIO
+        })?;
+        let descriptor = RegionDescriptor::decode(&bytes).map_err(|e| {
+            pr_err!(
+                "{}: queue {}: bad region descriptor: {:?}\n",
+                name,
+                index,
+                e
+            );
+            EPROTO
+        })?;
+        if descriptor.length < params.size {
+            pr_err!(
+                "{}: queue {}: the server's region is {} bytes, {} were asked for\n",
+                name,
+                index,
+                descriptor.length,
+                params.size
+            );
+            return Err(EPROTO);
+        }
+        Arc::pin_init(
+            pin_init!(Self {
+                region: RemoteRegion {
+                    addr: descriptor.remote_addr,
+                    len: params.size,
+                    rkey: descriptor.rkey,
+                },
+                descriptor,
+                max_sge: caps.send_sge,
+                conn <- Revocable::new(conn),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The region as the data path addresses it.
+    pub(crate) fn region(&self) -> &RemoteRegion {
+        &self.region
+    }
+
+    /// The descriptor the server sent.
+    pub(crate) fn descriptor(&self) -> &RegionDescriptor {
+        &self.descriptor
+    }
+
+    /// The most SGEs one work request on this link may carry.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.max_sge
+    }
+
+    /// The connection, unless it was taken down. The guard is an RCU read-side section:
+    /// do not sleep while holding it.
+    pub(crate) fn conn(&self) -> Option<RevocableGuard<'_, Conn>> {
+        self.conn.try_access()
+    }
+
+    /// Whether the connection is up (not torn down, not disconnected by the server).
+    pub(crate) fn is_live(&self) -> bool {
+        self.conn
+            .try_access_with(Conn::is_established)
+            .unwrap_or(false)
+    }
+
+    /// Takes the connection down (sleeps): its posted work requests are flushed, and
+    /// their completions run before this returns.
+    pub(crate) fn revoke(&self) {
+        self.conn.revoke();
+    }
+}
