@@ -91,12 +91,14 @@ impl configfs::GroupOperations for Root {
                 recovery_ms: 10,
             ],
         };
+        let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
         let name = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
         let queues = kernel_ext::nr_cpus().clamp(1, 64) as u16;
         Ok(configfs::Group::new(
             name,
             item_type,
             try_pin_init!(TargetConfig {
+                name: target,
                 inner <- new_mutex!(Settings {
                     addr: None,
                     port: DEFAULT_PORT,
@@ -121,6 +123,8 @@ impl configfs::GroupOperations for Root {
 /// One remote-memory target: a directory under `/sys/kernel/config/rswap`.
 #[pin_data]
 pub(crate) struct TargetConfig {
+    /// The directory's name, which log lines about the target carry until it has a disk.
+    name: CString,
     /// Serialises configuration changes, enable and disable.
     #[pin]
     inner: Mutex<Settings>,
@@ -139,8 +143,8 @@ struct Settings {
     enabled: Option<RemoteDisk>,
 }
 
-fn invalid(what: &str, e: Invalid) -> Error {
-    pr_err!("configfs: {}: {}\n", what, e.0);
+fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
+    pr_err!("{}: configfs: {}: {}\n", &*this.name, what, e.0);
     EINVAL
 }
 
@@ -149,7 +153,8 @@ fn store_setting(this: &TargetConfig, what: &str, f: impl FnOnce(&mut Settings))
     let mut s = this.inner.lock();
     if s.enabled.is_some() {
         pr_err!(
-            "configfs: {}: read-only while enabled (write 0 to enable first)\n",
+            "{}: configfs: {}: read-only while enabled (write 0 to enable first)\n",
+            &*this.name,
             what
         );
         return Err(EBUSY);
@@ -167,13 +172,13 @@ fn show_with(
     Ok(w.bytes_written())
 }
 
-fn enable(s: &mut Settings) -> Result {
+fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
     let Some(ip) = s.addr else {
-        pr_err!("configfs: enable: set addr first\n");
+        pr_err!("{}: configfs: enable: set addr first\n", &*this.name);
         return Err(EINVAL);
     };
     let Some(size) = s.size else {
-        pr_err!("configfs: enable: set size first\n");
+        pr_err!("{}: configfs: enable: set size first\n", &*this.name);
         return Err(EINVAL);
     };
     let config = DiskConfig {
@@ -187,7 +192,7 @@ fn enable(s: &mut Settings) -> Result {
         recovery_ms: s.recovery_ms,
     };
     let disk = RemoteDisk::create(&config).inspect_err(|e| {
-        pr_err!("configfs: enable failed: {:?}\n", e);
+        pr_err!("{}: configfs: enable failed: {:?}\n", &*this.name, e);
     })?;
     s.enabled = Some(disk);
     Ok(())
@@ -205,8 +210,8 @@ macro_rules! setting_attr {
             }
 
             fn store(this: &TargetConfig, page: &[u8]) -> Result {
-                let $text = parse::text(page).map_err(|e| invalid($name, e))?;
-                let $v = $parse.map_err(|e| invalid($name, e))?;
+                let $text = parse::text(page).map_err(|e| invalid(this, $name, e))?;
+                let $v = $parse.map_err(|e| invalid(this, $name, e))?;
                 store_setting(this, $name, |$st| $apply)
             }
         }
@@ -293,17 +298,18 @@ impl configfs::AttributeOperations<7> for TargetConfig {
     }
 
     fn store(this: &TargetConfig, page: &[u8]) -> Result {
-        let text = parse::text(page).map_err(|e| invalid("enable", e))?;
-        let on = parse::boolean(text).map_err(|e| invalid("enable", e))?;
+        let text = parse::text(page).map_err(|e| invalid(this, "enable", e))?;
+        let on = parse::boolean(text).map_err(|e| invalid(this, "enable", e))?;
         let mut s = this.inner.lock();
         match (on, s.enabled.is_some()) {
-            (true, false) => enable(&mut s),
+            (true, false) => enable(this, &mut s),
             (false, true) => {
                 if let Some(disk) = &s.enabled {
                     if disk.is_open() {
                         pr_err!(
-                            "configfs: enable: {} is open (swapon, mount or a process); close it first\n",
-                                                        disk.name()
+                            "{}: configfs: enable: {} is open (swapon, mount or a process); close it first\n",
+                            &*this.name,
+                            disk.name()
                         );
                         return Err(EBUSY);
                     }
