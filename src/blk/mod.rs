@@ -3,15 +3,16 @@
 //! The blk-mq pieces rswap needs and the kernel's Rust blk-mq abstractions lack:
 //! per-request driver data preallocated per tag and dropped with it, sector/operation/
 //! segment accessors, completion with an error status, a timeout callback, per-hardware-
-//! queue driver data, a disk whose `block_device_operations.owner` pins the module while
-//! the disk is open, disk numbers, and a no-I/O allocation scope for the work that lets
-//! the disk's I/O finish.
+//! queue driver data and stopping a hardware queue, a disk whose
+//! `block_device_operations.owner` pins the module while the disk is open, disk numbers,
+//! and a no-I/O allocation scope for the work that lets the disk's I/O finish.
 //!
 //! Nothing here knows about RDMA: a driver plugs in through [`Operations`].
 
 mod bindings;
 mod disk;
 mod disk_index;
+mod hw_ctx;
 mod noio;
 mod operations;
 mod request;
@@ -19,6 +20,7 @@ mod tag_set;
 
 pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
+pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use noio::NoIoScope;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use request::{Op, OwnedRequest, Status, TimedOutRequest};

@@ -2,7 +2,10 @@
 
 //! What a blk-mq driver implements.
 
-use super::request::{OwnedRequest, Status, TimedOutRequest};
+use super::{
+    hw_ctx::HwCtxSlot,
+    request::{OwnedRequest, Status, TimedOutRequest},
+};
 
 /// What to do with a request that timed out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +33,10 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
     /// The data of hardware queue `index`, or `None` if there is no such queue. It must
     /// live as long as the driver.
     fn hw_queue(&self, index: u32) -> Option<&Self::HwQueue>;
+
+    /// Where hardware queue `hwq` keeps its blk-mq context, so that the driver can stop
+    /// and start the queue.
+    fn hw_ctx(hwq: &Self::HwQueue) -> &HwCtxSlot;
 
     /// Issue `rq` on hardware queue `hwq`: hand it to the hardware (ownership moves with
     /// it) or give it back with a status (blk-mq ends it with an error or, for

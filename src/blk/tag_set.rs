@@ -35,6 +35,7 @@ impl<T: Operations> TagSet<T> {
         queue_rq: Some(queue_rq_callback::<T>),
         timeout: Some(timeout_callback::<T>),
         init_hctx: Some(init_hctx_callback::<T>),
+        exit_hctx: Some(exit_hctx_callback::<T>),
         init_request: Some(init_request_callback::<T>),
         exit_request: Some(exit_request_callback::<T>),
         // SAFETY: all-zeroes is a valid `blk_mq_ops` (no callbacks).
@@ -99,6 +100,11 @@ unsafe extern "C" fn init_hctx_callback<T: Operations>(
     let Some(hwq) = driver.hw_queue(index) else {
         return EINVAL.to_errno();
     };
+    let Some(ctx) = NonNull::new(hctx) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: blk-mq keeps the context valid until `exit_hctx`, which clears the slot.
+    unsafe { T::hw_ctx(hwq).set(ctx) };
     // SAFETY: `hctx` is valid; the queue data lives as long as the driver, hence as long
     // as the tag set and its requests.
     unsafe {
@@ -108,6 +114,21 @@ unsafe extern "C" fn init_hctx_callback<T: Operations>(
         )
     };
     0
+}
+
+/// Forgets a hardware context that is going away.
+///
+/// # Safety
+///
+/// Called by blk-mq with a hardware context of a tag set made by [`TagSet::new`] for `T`
+/// that `init_hctx` initialised.
+unsafe extern "C" fn exit_hctx_callback<T: Operations>(
+    hctx: *mut kernel::bindings::blk_mq_hw_ctx,
+    _index: ffi::c_uint,
+) {
+    // SAFETY: `hctx` is a valid, initialised context of a tag set of `T`.
+    let hwq = unsafe { hw_queue_of::<T>(hctx) };
+    T::hw_ctx(hwq).clear();
 }
 
 /// # Safety

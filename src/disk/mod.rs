@@ -79,7 +79,7 @@ impl RemoteDisk {
         let desc = *session.descriptor();
         // One SGE per segment: no more segments than every queue takes in a work request.
         let max_segments = session.max_sge().min(MAX_SEGMENTS as u32);
-        let driver = Arc::new(Driver::new(session), GFP_KERNEL)?;
+        let driver = Arc::new(Driver::new(session)?, GFP_KERNEL)?;
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {

@@ -16,7 +16,7 @@ use core::{
 use kernel::{prelude::*, sync::Arc};
 
 use crate::{
-    blk::{self, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
+    blk::{self, HwCtxSlot, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
     ib::{
         cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
         dma::{Direction, SgDma, Sge},
@@ -24,7 +24,7 @@ use crate::{
     },
     transport::{
         link::{Conn, Link},
-        queue::{Queue, Verdict},
+        queue::{Queue, Resume, State, Verdict},
         session::Session,
     },
 };
@@ -88,15 +88,46 @@ unsafe impl CqeOwner for Posted {
     }
 }
 
+/// A hardware queue of the disk: the queue it posts to, and its blk-mq context, stopped
+/// while the queue recovers.
+pub(super) struct DiskQueue {
+    queue: Arc<Queue>,
+    ctx: Arc<HwCtxSlot>,
+}
+
+/// A recovering queue's hardware queue is stopped; the queue starts it again when it is
+/// live again (or dead, so that its I/O fails).
+impl Resume for HwCtxSlot {
+    fn resume(&self) {
+        self.start();
+    }
+}
+
 /// The blk-mq driver of one disk.
+///
+/// Fields are dropped in declaration order: the session shuts its queues down before the
+/// hardware queues let go of them.
 pub(super) struct Driver {
     session: Session,
+    queues: KVec<DiskQueue>,
 }
 
 impl Driver {
-    /// A driver over a connected session.
-    pub(super) fn new(session: Session) -> Self {
-        Self { session }
+    /// A driver over a connected session, one hardware queue per queue.
+    pub(super) fn new(session: Session) -> Result<Self> {
+        let mut queues = KVec::with_capacity(session.queues().len(), GFP_KERNEL)?;
+        for queue in session.queues() {
+            let ctx = HwCtxSlot::new()?;
+            queue.set_resume(ctx.clone());
+            queues.push(
+                DiskQueue {
+                    queue: queue.clone(),
+                    ctx,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self { session, queues })
     }
 
     /// The session.
@@ -109,7 +140,7 @@ impl Driver {
 enum Refusal {
     /// Out of a resource (DMA mapping, send queue): blk-mq issues it again soon.
     Busy,
-    /// The queue is recovering: blk-mq issues it again a few ms later.
+    /// The queue is recovering: the hardware queue waits until it is live again.
     Wait,
     /// It fails, for this reason.
     Fail(&'static str),
@@ -192,10 +223,10 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     if wc.is_ok() {
         return end(rq, Status::Ok);
     }
-    let verdict = Queue::fail(rq.hw_queue(), wc.status_msg(), wc.status());
+    let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
     if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
         rq.data().retries += 1;
-        rq.hw_queue().count_retry();
+        rq.hw_queue().queue.count_retry();
         return rq.requeue();
     }
     if log_failure() {
@@ -203,7 +234,7 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
             Verdict::Retry => ", retried too often",
             Verdict::Fail => "",
         };
-        let queue = rq.hw_queue();
+        let queue = &rq.hw_queue().queue;
         pr_err!(
             "{}: queue {}: I/O at sector {} failed: {} (status {}{})\n",
             queue.name(),
@@ -219,16 +250,21 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
 
 impl blk::Operations for Driver {
     type RequestData = RequestData;
-    type HwQueue = Arc<Queue>;
+    type HwQueue = DiskQueue;
 
-    fn hw_queue(&self, index: u32) -> Option<&Arc<Queue>> {
-        self.session.queues().get(usize::try_from(index).ok()?)
+    fn hw_queue(&self, index: u32) -> Option<&DiskQueue> {
+        self.queues.get(usize::try_from(index).ok()?)
+    }
+
+    fn hw_ctx(hwq: &DiskQueue) -> &HwCtxSlot {
+        &hwq.ctx
     }
 
     fn queue_rq(
-        queue: &Arc<Queue>,
+        hwq: &DiskQueue,
         rq: Request<Self>,
     ) -> core::result::Result<(), (Status, Request<Self>)> {
+        let queue = &hwq.queue;
         let op = match rq.op() {
             Op::Read => RdmaOp::Read,
             Op::Write => RdmaOp::Write,
@@ -241,7 +277,16 @@ impl blk::Operations for Driver {
             Op::Other(_) => return Err((Status::NotSupp, rq)),
         };
         post(queue, rq, op).map_err(|(refusal, mut rq)| match refusal {
-            Refusal::Busy | Refusal::Wait => (Status::Resource, rq),
+            Refusal::Busy => (Status::Resource, rq),
+            Refusal::Wait => {
+                // Wait for the queue's recovery instead of being retried every few ms;
+                // if it ended meanwhile, its `resume` may have run before the stop.
+                hwq.ctx.stop();
+                if queue.state() != State::Recovering {
+                    hwq.ctx.start();
+                }
+                (Status::Resource, rq)
+            }
             Refusal::Fail(why) => {
                 rq.data().retries = 0;
                 if log_failure() {
@@ -260,7 +305,8 @@ impl blk::Operations for Driver {
         })
     }
 
-    fn timeout(queue: &Arc<Queue>, rq: &TimedOutRequest<'_>) -> TimeoutAction {
+    fn timeout(hwq: &DiskQueue, rq: &TimedOutRequest<'_>) -> TimeoutAction {
+        let queue = &hwq.queue;
         pr_warn!(
             "{}: queue {}: request at sector {} timed out\n",
             queue.name(),

@@ -9,7 +9,8 @@
 //! server and client id, checks that the server still holds the same region, and puts it
 //! in place. If that does not succeed within the recovery window, the queue is dead and
 //! its I/O fails. States: `Connecting -> Live -> Recovering -> Live | Dead`;
-//! [`Queue::shut_down`] makes any state `Dead`.
+//! [`Queue::shut_down`] makes any state `Dead`. While a queue is not `Live` the data path
+//! makes its I/O wait; [`Resume`] hears when it may go on.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use kernel::{
@@ -78,6 +79,13 @@ impl AtomicState {
     }
 }
 
+/// Told when a queue that made its I/O wait takes I/O again: its recovery ended (the
+/// I/O goes on the new link, or fails on a dead queue) or it was shut down.
+pub(crate) trait Resume: Send + Sync {
+    /// The queue takes I/O again. Runs in process context; must not sleep.
+    fn resume(&self);
+}
+
 /// What the data path should do with I/O whose link failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -113,6 +121,9 @@ pub(crate) struct Queue {
     /// The connection attempt in progress, so that `shut_down` can end its waits.
     #[pin]
     attempt: SpinLock<Option<Arc<LinkEvents>>>,
+    /// Who to tell when the queue takes I/O again.
+    #[pin]
+    resume: SpinLock<Option<Arc<dyn Resume>>>,
     wq: Arc<ReclaimWorkqueue>,
     #[pin]
     work: Work<Queue>,
@@ -144,6 +155,7 @@ impl Queue {
                 retried: AtomicU64::new(0),
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
+                resume <- new_spinlock!(None, "rswap::Queue::resume"),
                 wq,
                 work <- new_work!("rswap::Queue::work"),
             }),
@@ -184,6 +196,18 @@ impl Queue {
         };
         *this.attempt.lock() = None;
         result
+    }
+
+    /// Tells `r` whenever the queue takes I/O again after it had to wait.
+    pub(crate) fn set_resume(&self, r: Arc<dyn Resume>) {
+        *self.resume.lock() = Some(r);
+    }
+
+    fn resumed(&self) {
+        let r = self.resume.lock().clone();
+        if let Some(r) = r {
+            r.resume();
+        }
     }
 
     /// The state.
@@ -387,8 +411,10 @@ impl Queue {
         if let Some(events) = attempt {
             events.abort();
         }
-        let _guard = self.teardown.lock();
+        let guard = self.teardown.lock();
         self.retire_link();
+        drop(guard);
+        self.resumed();
     }
 }
 
@@ -409,8 +435,11 @@ impl WorkItem for Queue {
     fn run(this: Arc<Queue>) {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
-        let _guard = this.teardown.lock();
+        let guard = this.teardown.lock();
         Self::recover(&this);
+        drop(guard);
+        // Live again or dead: the I/O that waited goes on (or fails) either way.
+        this.resumed();
     }
 }
 
