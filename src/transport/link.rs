@@ -61,6 +61,13 @@ pub(crate) struct LinkParams {
     pub(crate) timeout_ms: u32,
 }
 
+/// Told when a link that was up goes down on its own (the server disconnected it).
+pub(crate) trait LinkWatcher: Send + Sync {
+    /// The link is lost, for reason `why`. Runs in the CM's process context; must not
+    /// sleep for long.
+    fn link_lost(&self, why: &CStr);
+}
+
 /// How far the connection got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Step {
@@ -107,6 +114,8 @@ pub(crate) struct LinkEvents {
     index: u16,
     /// The bytes asked for, for the log.
     asked: u64,
+    /// Told when the link, once up, goes down.
+    watcher: Arc<dyn LinkWatcher>,
     #[pin]
     progress: SpinLockIrq<Progress>,
     #[pin]
@@ -114,13 +123,20 @@ pub(crate) struct LinkEvents {
 }
 
 impl LinkEvents {
-    /// The events of a new link of queue `index` of `name` asking for `asked` bytes.
-    pub(crate) fn new(name: Name, index: u16, asked: u64) -> Result<Arc<Self>> {
+    /// The events of a new link of queue `index` of `name` asking for `asked` bytes;
+    /// `watcher` hears when it goes down after it was up.
+    pub(crate) fn new(
+        name: Name,
+        index: u16,
+        asked: u64,
+        watcher: Arc<dyn LinkWatcher>,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 name,
                 index,
                 asked,
+                watcher,
                 progress <- new_spinlock_irq!(
                     Progress {
                         step: Step::Started,
@@ -263,11 +279,9 @@ impl CmHandler for LinkEvents {
                     p.failure.get_or_insert(Failure::Disconnected);
                 });
                 if was_up {
-                    pr_warn!(
-                        "{}: queue {}: disconnected by the server\n",
-                        self.name,
-                        self.index
-                    );
+                    // Recover now, not at the next I/O: an idle disk must not outwait
+                    // the server's grace period.
+                    self.watcher.link_lost(c"disconnected by the server");
                 }
             }
             CmEvent::DeviceRemoval => self.update(|p| {

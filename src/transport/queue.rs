@@ -3,11 +3,12 @@
 //! One RDMA queue to the memory server, and its recovery.
 //!
 //! A [`Queue`] is what a hardware queue of the disk posts to: its current [`Link`] and
-//! that link's recovery. When the link fails (a failed completion, a disconnect, a request
-//! timeout) the queue enters recovery: a work item takes the old link down (its work
-//! requests are flushed and their requests requeued), connects a new one to the same
-//! server and client id, checks that the server still holds the same region, and puts it
-//! in place. If that does not succeed within the recovery window, the queue is dead and
+//! that link's recovery. When the link fails (a failed completion, the server's
+//! disconnect, the removal of its RDMA device, a request timeout) the queue enters
+//! recovery at once, whether or not I/O is pending: a work item takes the old link down
+//! (its work requests are flushed and their requests requeued), connects a new one to the
+//! same server and client id, checks that the server still holds the same region, and
+//! puts it in place. If that does not succeed within the recovery window, the queue is dead and
 //! its I/O fails. States: `Connecting -> Live -> Recovering -> Live | Dead`;
 //! [`Queue::shut_down`] makes any state `Dead`. While a queue is not `Live` the data path
 //! makes its I/O wait; [`Resume`] hears when it may go on.
@@ -23,7 +24,7 @@ use kernel::{
 };
 
 use super::{
-    link::{Conn, Link, LinkEvents, LinkParams},
+    link::{Conn, Link, LinkEvents, LinkParams, LinkWatcher},
     name::Name,
     wire::RegionDescriptor,
 };
@@ -183,16 +184,18 @@ impl Queue {
         Ok(link)
     }
 
-    /// Connects one link, abortable by `shut_down` through `attempt`.
+    /// Connects one link, abortable by `shut_down` through `attempt`. The link reports its
+    /// loss and its device's removal to the queue.
     fn connect_link(this: &Arc<Self>) -> Result<Arc<Link>> {
-        let events = LinkEvents::new(this.name, this.index, this.params.size)?;
+        let watcher = Arc::new(QueueRef(this.clone()), GFP_KERNEL)?;
+        let events = LinkEvents::new(this.name, this.index, this.params.size, watcher.clone())?;
         *this.attempt.lock() = Some(events.clone());
         // `shut_down` sets `Dead` before it aborts the attempt it finds: seen here, or
         // the attempt was found and aborted.
         let result = if this.state.get() == State::Dead {
             Err(ECANCELED)
         } else {
-            Link::connect(&this.params, this.index, &events, this.clone())
+            Link::connect(&this.params, this.index, &events, watcher)
         };
         *this.attempt.lock() = None;
         result
@@ -329,12 +332,15 @@ impl Queue {
         }
     }
 
-    /// The recovery work: runs on the session's workqueue, under `teardown`. With the
-    /// queue `Dead` (recovery off, or shut down) it only retires the link.
+    /// The recovery work, on the session's workqueue. It retires the old link, then
+    /// connects new ones until one gets the same region or the window ends. `teardown` is
+    /// held for each retire and each attempt, not between attempts, so that `shut_down`
+    /// and device removal never wait longer than one attempt. With the queue `Dead`
+    /// (recovery off, or shut down) it only retires the link.
     fn recover(this: &Arc<Self>) {
-        this.retire_link();
-        if this.state.get() != State::Recovering {
-            return;
+        {
+            let _guard = this.teardown.lock();
+            this.retire_link();
         }
         let Some(region) = *this.region.lock() else {
             return;
@@ -342,7 +348,12 @@ impl Queue {
         let start = Instant::<Monotonic>::now();
         let mut attempts = 0u32;
         loop {
+            if this.state.get() != State::Recovering {
+                // Shut down meanwhile: nothing to report.
+                return;
+            }
             attempts += 1;
+            let guard = this.teardown.lock();
             match Self::connect_link(this) {
                 Ok(link) => {
                     let desc = *link.descriptor();
@@ -363,6 +374,7 @@ impl Queue {
                         this.retire_link();
                         return;
                     }
+                    drop(guard);
                     this.recoveries.fetch_add(1, Ordering::Relaxed);
                     let plural = if attempts == 1 { "" } else { "s" };
                     pr_info!(
@@ -377,8 +389,8 @@ impl Queue {
                     return;
                 }
                 Err(e) => {
+                    drop(guard);
                     if this.state.get() != State::Recovering {
-                        // Shut down meanwhile: nothing to report.
                         return;
                     }
                     let spent = start.elapsed().as_millis();
@@ -402,6 +414,25 @@ impl Queue {
         let _ = this.state.change(State::Recovering, State::Dead);
     }
 
+    /// The RDMA device under the queue's link (or its connection attempt) is being
+    /// removed: recover, as from any other transport failure, and let go of the device
+    /// before returning (its removal waits for that). The new link lands on whichever
+    /// device then routes to the server, within `recovery_ms`.
+    fn device_removed(this: &Arc<Self>) {
+        pr_warn!(
+            "{}: queue {}: its RDMA device is being removed\n",
+            this.name,
+            this.index
+        );
+        let _ = Self::fail(this, c"RDMA device removed", 0);
+        let attempt = this.attempt.lock().clone();
+        if let Some(events) = attempt {
+            events.abort();
+        }
+        let _guard = this.teardown.lock();
+        this.retire_link();
+    }
+
     /// Tears the queue down for good (idempotent): later I/O on it fails, I/O in flight is
     /// flushed and ends with an error. A connection attempt in progress is aborted; this
     /// waits for it to give up. Sleeps.
@@ -418,14 +449,20 @@ impl Queue {
     }
 }
 
-impl DeviceUser for Queue {
+/// What a connection of a queue reports back to it: a lost link and the removal of its
+/// device. One per connection attempt: it holds the queue, and the connection holds it
+/// until it is torn down.
+struct QueueRef(Arc<Queue>);
+
+impl LinkWatcher for QueueRef {
+    fn link_lost(&self, why: &CStr) {
+        let _ = Queue::fail(&self.0, why, 0);
+    }
+}
+
+impl DeviceUser for QueueRef {
     fn device_removed(&self) {
-        pr_warn!(
-            "{}: queue {}: its RDMA device is being removed: failing its I/O\n",
-            self.name,
-            self.index
-        );
-        self.shut_down();
+        Queue::device_removed(&self.0);
     }
 }
 
@@ -435,9 +472,7 @@ impl WorkItem for Queue {
     fn run(this: Arc<Queue>) {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
-        let guard = this.teardown.lock();
         Self::recover(&this);
-        drop(guard);
         // Live again or dead: the I/O that waited goes on (or fails) either way.
         this.resumed();
     }

@@ -29,7 +29,7 @@ NAMES=(
 	"pinning: rmmod and disable are refused while /dev/rswap0 is open"
 	"connect: enable with no server listening fails within 20 s and leaves nothing"
 	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
-	"removal: rdma link delete under fio fails the I/O, no hang; disable and rmmod work"
+	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the data-path tests"
 )
 ktap_plan ${#NAMES[@]}
@@ -182,7 +182,9 @@ else
 	ktap_fail "$(ktap_name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1"
 fi
 
-# Device removal under I/O.
+# Device removal under I/O, with nothing to reconnect to: the removal starts recovery,
+# which finds no RDMA device for the server's address within recovery_ms.
+echo 5000 > $T/recovery_ms
 echo 1 > $T/enable
 fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
 	--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &

@@ -107,7 +107,7 @@ fi
 ktap_diag "rswap state: $(cat $T/state)"
 [ -f "$OUT/slab-peak.txt" ] && sed 's/^/peak slab: /' "$OUT/slab-peak.txt" | while IFS= read -r l; do ktap_diag "$l"; done
 since_mark() { dmesg | sed -n '/rswap-test-mark: 40-swap/,$p'; }
-since_mark | grep 'rswap: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -5 | sed 's/^/# recovery log: /'
+since_mark | grep 'rswap: rswap[0-9]*: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -5 | sed 's/^/# recovery log: /'
 since_mark | grep -E 'qp#[0-9]+|mr#[0-9]+' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -8 | sed 's/^/# rxe debug: /'
 rdma statistic show link rxe0/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed 's/^/# rxe0 counters: /'
 dout=$((out1 - out0)); din=$((in1 - in0))

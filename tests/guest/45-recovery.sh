@@ -21,7 +21,8 @@ DEV=/dev/rswap0
 
 NAMES=(
 	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000"
-	"recovery: the server closes every connection while idle; the next I/O reconnects to the same region and reads the data back"
+	"recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back"
+	"recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)"
 	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
 	"recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data"
 	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
@@ -73,26 +74,59 @@ fi
 enable_with 60000 0x4501 || ktap_skip_rest "enable failed: $(dmesg | grep rswap | tail -3)"
 ktap_diag "state: $(cat $T/state)"
 
-# 1. Idle: the server drops the connections; nothing is in flight. The next I/O sees the
-# lost connection, recovery reconnects, and the data written before is still there.
+# 1. Idle: the server drops the connections; nothing is in flight. The disconnect itself
+# starts recovery: the queues reconnect with no I/O, and the data written before is there.
 head -c 8M /dev/urandom > /tmp/rec8
 dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
 closed=$(grep -c queue_closed "$OUT/server.log")
-kill -USR1 "$SPID"
-wait_closed 2 "$closed"
-sleep 1
-st_lost=$(cat $T/state)
 r0=$(recoveries)
 start=$(date +%s)
-if [[ $st_lost == disconnected* ]] \
+kill -USR1 "$SPID"
+wait_closed 2 "$closed"
+for _ in $(seq 100); do
+	[[ $(cat $T/state) == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] && break
+	sleep 0.1
+done
+st_back=$(cat $T/state)
+took=$(( $(date +%s) - start ))
+if [[ $st_back == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] \
 	&& dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none && cmp -s /tmp/rec8 /tmp/rec8b \
-	&& [ "$(recoveries)" -gt "$r0" ] && dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: reconnected after'; then
+	&& dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: reconnected after'; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "after SIGUSR1: $st_lost" "read back in $(( $(date +%s) - start ))s; now: $(cat $T/state)" \
-		"$(dmesg | grep 'rswap: queue [0-9]: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+	ktap_diag "reconnected with no I/O within ${took}s of SIGUSR1: $st_back" \
+		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
 else
-	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+	ktap_fail "$(ktap_name)" "state $(cat $T/state) after ${took}s; $(dmesg | grep rswap | tail -6)"
 fi
+
+# 1b. The same with a server whose grace period (5 s) is shorter than the idle time after
+# its maintenance (12 s): the region survives only because the queues reconnect at once.
+G=$CFG/grace
+GLOG=$OUT/server-grace.log
+"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 >"$GLOG" 2>&1 &
+GPID=$!
+for _ in $(seq 100); do grep -q listening "$GLOG" && break; sleep 0.1; done
+mkdir $G
+echo "$IP" > $G/addr; echo $((PORT + 1)) > $G/port; echo 16M > $G/size; echo 2 > $G/queues
+if echo 1 > $G/enable; then
+	GDEV=/dev/$(cat $G/device)
+	head -c 4M /dev/urandom > /tmp/grace4
+	dd if=/tmp/grace4 of=$GDEV bs=1M oflag=direct status=none
+	kill -USR1 "$GPID"
+	sleep 12
+	if dd if=$GDEV of=/tmp/grace4b bs=1M count=4 iflag=direct status=none && cmp -s /tmp/grace4 /tmp/grace4b \
+		&& ! grep -q region_freed "$GLOG"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "12 s after the maintenance: $(cat $G/state)"
+	else
+		ktap_fail "$(ktap_name)" "state $(cat $G/state); $(grep -E 'region_freed|queue_' "$GLOG" | tail -4); $(dmesg | grep rswap | tail -4)"
+	fi
+	echo 0 > $G/enable
+else
+	ktap_fail "$(ktap_name)" "enable failed: $(dmesg | grep rswap | tail -3)"
+fi
+rmdir $G
+kill "$GPID"; wait "$GPID" 2>/dev/null
 
 # 2. Under load: fio writes with verification on both queues while the server drops every
 # connection. The flushed requests are requeued and issued again after the reconnect.

@@ -12,6 +12,7 @@ NAMES=(
 	"two guests: enable connects to the server in the other guest"
 	"two guests: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
+	"two guests: the client's RDMA device is removed and added back while idle; the queues reconnect on it and the data reads back"
 	"two guests: the link drops every packet for 20 s under a read; the read times out, the queue recovers, the read returns the right data"
 	"two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
@@ -43,6 +44,24 @@ echo 0 > $T/enable; echo 1 > $T/enable
 if dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then ktap_pass "$(ktap_name)"
 else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
 
+# The RDMA device goes away (hot unplug, rdma link delete) and comes back: its removal
+# starts recovery, which lands on the new device once it routes to the server.
+rec0=$(state_field $T recoveries)
+rdma link delete rxe0
+sleep 2
+rxe_up >/dev/null
+for _ in $(seq 60); do
+	[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
+	sleep 0.5
+done
+if [[ $(cat $T/state) == connected* ]] \
+	&& dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "recoveries $rec0 -> $(state_field $T recoveries); $(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+fi
+
 # A network blackout under a read: the read times out (io_timeout 5 s; soft-RoCE's own
 # retries outlast a 20 s blackout), the timeout starts recovery, which takes the queue
 # down and reconnects once packets flow again, and the read is issued again.
@@ -60,7 +79,7 @@ if tc qdisc add dev eth0 root netem loss 100%; then
 	same=no; cmp -s /tmp/r4 /tmp/r4b && same=yes
 	if [ $rc = 0 ] && [ $same = yes ] && [ "$rec1" -gt "$rec0" ]; then
 		ktap_pass "$(ktap_name)"
-		ktap_diag "recoveries $rec0 -> $rec1; $(dmesg | grep 'rswap: queue [0-9]: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+		ktap_diag "recoveries $rec0 -> $rec1; $(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
 	else
 		ktap_fail "$(ktap_name)" "dd exit $rc, same data $same, recoveries $rec0 -> $rec1; $(cat "$OUT/blackout.err"); $(dmesg | grep rswap | tail -6)"
 	fi
