@@ -49,6 +49,11 @@ pub(crate) enum CmEvent<'a> {
 pub(crate) trait CmHandler: Send + Sync + 'static {
     /// One event.
     fn event(&self, ev: CmEvent<'_>);
+
+    /// What the id's QP is called in the kernel log (its asynchronous events).
+    fn log_name(&self) -> Option<&CStr> {
+        None
+    }
 }
 
 /// Connection parameters sent with a connect request.
@@ -150,9 +155,11 @@ impl<H: CmHandler> CmId<H> {
         if self.qp.is_some() || !on_dev {
             return Err(EINVAL);
         }
+        let name = self.handler.log_name();
         // SAFETY: the id is valid, has a resolved route on `dev`'s device and no QP; the
-        // QP is stored in `self.qp`, which drop destroys before the id.
-        let qp = unsafe { Qp::create(self.id, dev, caps, vector_hint)? };
+        // QP is stored in `self.qp`, which drop destroys before the id; `name`, if any,
+        // lives in the handler, which this id keeps until after it destroys the QP.
+        let qp = unsafe { Qp::create(self.id, dev, caps, vector_hint, name)? };
         // INVARIANT: `qp` is the id's QP.
         Ok(self.qp.insert(qp))
     }

@@ -74,7 +74,9 @@ void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int n
 
 void rswap_ib_qp_event(struct ib_event *event, void *context)
 {
-	ibdev_warn_ratelimited(event->device, "rswap: QP %u: async event: %s (%d)\n",
+	const char *name = context ? context : "rswap";
+
+	ibdev_warn_ratelimited(event->device, "%s: QP %u: async event: %s (%d)\n", name,
 			       event->element.qp ? event->element.qp->qp_num : 0,
 			       ib_event_msg(event->event), event->event);
 }

@@ -31,7 +31,10 @@ int rswap_ib_dma_map_sg_sges(struct ib_device *dev, struct scatterlist *sgl, int
 void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int nents,
 			   enum dma_data_direction dir);
 
-/* Logs a QP's asynchronous events (fatal errors, path migration, ...) with the device. */
+/*
+ * Logs a QP's asynchronous events (fatal errors, path migration, ...) with the device and
+ * @context, the QP's name (a NUL-terminated string that outlives the QP) or NULL.
+ */
 void rswap_ib_qp_event(struct ib_event *event, void *context);
 
 /* Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe. */

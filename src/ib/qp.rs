@@ -6,7 +6,7 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicBool, Ordering},
 };
-use kernel::{error::to_result, prelude::*, sync::Arc};
+use kernel::{error::to_result, prelude::*, str::CStrExt, sync::Arc};
 
 use super::{
     bindings,
@@ -57,17 +57,19 @@ unsafe impl Send for Qp {}
 unsafe impl Sync for Qp {}
 
 impl Qp {
-    /// Creates the QP of `id` in `dev`'s PD, with a CQ from its pool for both directions.
+    /// Creates the QP of `id` in `dev`'s PD, with a CQ from its pool for both directions;
+    /// its asynchronous events are logged with `name`.
     ///
     /// # Safety
     ///
     /// `id` must be a valid id with a resolved route on `dev`'s device and no QP, that
-    /// outlives the returned value.
+    /// outlives the returned value; so must `name`.
     pub(super) unsafe fn create(
         id: NonNull<bindings::rdma_cm_id>,
         dev: &Arc<RdmaDevice>,
         caps: &QpCaps,
         vector_hint: u32,
+        name: Option<&CStr>,
     ) -> Result<Self> {
         // One more of each for `ib_drain_qp`'s marker work requests.
         let cqes = caps.send_wr + caps.recv_wr + 2;
@@ -75,6 +77,7 @@ impl Qp {
         let mut attr = bindings::ib_qp_init_attr {
             // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
             event_handler: Some(bindings::rswap_ib_qp_event),
+            qp_context: name.map_or(core::ptr::null_mut(), |n| n.as_char_ptr().cast_mut().cast()),
             send_cq: cq.as_raw(),
             recv_cq: cq.as_raw(),
             cap: bindings::ib_qp_cap {

@@ -258,6 +258,10 @@ impl LinkEvents {
 }
 
 impl CmHandler for LinkEvents {
+    fn log_name(&self) -> Option<&CStr> {
+        Some(self.name.as_cstr())
+    }
+
     fn event(&self, ev: CmEvent<'_>) {
         match ev {
             CmEvent::AddrResolved => self.update(|p| p.step = p.step.max(Step::AddrResolved)),
