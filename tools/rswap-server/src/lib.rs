@@ -6,6 +6,7 @@
 
 mod client;
 mod config;
+mod ids;
 mod log;
 mod policy;
 mod rdma;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::config::{self, Parsed, ServerConfig};
+use crate::ids;
 use crate::log;
 use crate::policy::{self, Admit, Existing, Limits, PAGE};
 use crate::rdma::{
@@ -78,7 +79,6 @@ struct Server {
     cfg: ServerConfig,
     unit: u64,
     used: u64,
-    next_region_id: u64,
     queues: HashMap<IdKey, Queue>,
     clients: BTreeMap<u64, Client>,
     listener: Option<CmId>,
@@ -115,23 +115,6 @@ fn meminfo(field: &str) -> Option<u64> {
         let rest = l.strip_prefix(field)?.strip_prefix(':')?;
         rest.split_whitespace().next()?.parse().ok()
     })
-}
-
-/// First region id of this server instance: a random high half (so ids of a
-/// restarted server do not repeat those of the previous run), counter from 1.
-fn first_region_id() -> u64 {
-    use std::io::Read;
-    let mut b = [0u8; 4];
-    let random = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map(|()| u32::from_le_bytes(b));
-    let high = random.unwrap_or_else(|_| {
-        // No /dev/urandom: the start time will do.
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.subsec_nanos() ^ (d.as_secs() as u32))
-    });
-    (u64::from(high) << 32) | 1
 }
 
 fn run(cfg: ServerConfig) -> Result<(), String> {
@@ -189,7 +172,6 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         cfg,
         unit,
         used: 0,
-        next_region_id: first_region_id(),
         queues: HashMap::new(),
         clients: BTreeMap::new(),
         listener: Some(listener),
@@ -374,7 +356,6 @@ impl Server {
                 match self.new_client(&req, &device, length, charge) {
                     Ok(c) => {
                         self.used += c.charge;
-                        self.next_region_id = self.next_region_id.wrapping_add(1);
                         log::info("region_allocated")
                             .kv("client_id", req.client_id)
                             .kv("region_id", c.region_id)
@@ -464,6 +445,13 @@ impl Server {
         );
     }
 
+    /// A new region id: random, not 0, not one this server holds.
+    fn new_region_id(&self) -> u64 {
+        ids::pick_region_id(ids::random_u64, |id| {
+            self.clients.values().any(|c| c.region_id == id)
+        })
+    }
+
     fn new_client(
         &self,
         req: &ConnectRequest,
@@ -484,7 +472,7 @@ impl Server {
             format!("region: {e}")
         })?;
         Ok(Client {
-            region_id: self.next_region_id,
+            region_id: self.new_region_id(),
             epoch: 1,
             queue_count: req.queue_count,
             charge,
