@@ -3,6 +3,7 @@
 //! Command lines of `rswap-server` and `rswap-testclient`, parsed into plain structs.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::log::Level;
@@ -85,6 +86,8 @@ pub(crate) struct ServerConfig {
     pub(crate) mlock: bool,
     /// Most verbose log level printed.
     pub(crate) log_level: Level,
+    /// Keep regions as files here, so they outlive the process (`--state-dir`).
+    pub(crate) state_dir: Option<PathBuf>,
 }
 
 /// Default `--max-clients`.
@@ -128,13 +131,25 @@ Options:
                        on a swap device it serves (a client on the same host) could
                        otherwise wait on its own clients. A failure is logged and the
                        server runs on.
+  --state-dir DIR      keep every region's memory in a file in DIR (plus a small
+                       metadata file), so regions outlive the server process: a
+                       restarted server (after SIGKILL, a crash, SIGTERM or an
+                       upgrade) maps them again, with the same region ids, and each
+                       client that reconnects within --grace of the start gets its
+                       region and data back. DIR should be on tmpfs (or hugetlbfs
+                       with --hugepages) large enough for the whole pool: memory
+                       that survives the process but not a reboot. Created (mode
+                       0700) if missing; one server per DIR. Incomplete or
+                       inconsistent entries are logged and deleted at start.
   --log-level LVL      error, warn, info (default) or debug. Logs are one line each,
                        key=value, on stderr.
   --help               print this help and exit.
 
 SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
-exits with status 0. SIGUSR1 disconnects all clients but keeps their regions for
-the grace period: clients reconnect and find their data (rswap does so by itself).
+exits with status 0; with --state-dir it keeps the regions' files instead, for the
+next server (SIGKILL and crashes keep them too; a reboot of a tmpfs loses them).
+SIGUSR1 disconnects all clients but keeps their regions for the grace period:
+clients reconnect and find their data (rswap does so by itself).
 A bad option or an address that cannot be bound exits with
 status 2 or 1 and one line on stderr.
 ";
@@ -153,10 +168,18 @@ pub(crate) fn parse_server_args(
     let mut hugepages = false;
     let mut mlock = true;
     let mut log_level = Level::Info;
+    let mut state_dir = None;
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
         match opt.as_str() {
             "--help" => return Ok(Parsed::Help),
+            "--state-dir" => {
+                let v = a.value(&opt, inline)?;
+                if v.is_empty() {
+                    return Err("--state-dir: empty path".into());
+                }
+                state_dir = Some(PathBuf::from(v));
+            }
             "--listen" => listen = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
             "--size" => {
                 let v = a.value(&opt, inline)?;
@@ -199,6 +222,7 @@ pub(crate) fn parse_server_args(
         hugepages,
         mlock,
         log_level,
+        state_dir,
     }))
 }
 
@@ -384,6 +408,7 @@ mod tests {
         assert!(!c.hugepages);
         assert!(c.mlock);
         assert_eq!(c.log_level, Level::Info);
+        assert_eq!(c.state_dir, None);
     }
 
     #[test]
@@ -398,6 +423,8 @@ mod tests {
             "--no-mlock",
             "--log-level",
             "debug",
+            "--state-dir",
+            "/run/rswap",
         ]) else {
             panic!("did not parse");
         };
@@ -408,6 +435,11 @@ mod tests {
         assert!(c.hugepages);
         assert!(!c.mlock);
         assert_eq!(c.log_level, Level::Debug);
+        assert_eq!(c.state_dir, Some(PathBuf::from("/run/rswap")));
+        let Ok(Parsed::Run(c)) = srv(&["--listen=[::1]:9", "--size=1M", "--state-dir=d"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.state_dir, Some(PathBuf::from("d")));
     }
 
     #[test]
@@ -421,6 +453,7 @@ mod tests {
             "--grace",
             "--hugepages",
             "--log-level",
+            "--state-dir",
         ] {
             assert!(SERVER_HELP.contains(opt), "{opt} not in --help");
         }
@@ -491,6 +524,14 @@ mod tests {
             "unexpected argument",
         );
         err(&["-h"], "unexpected argument");
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--state-dir"],
+            "needs a value",
+        );
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--state-dir="],
+            "empty path",
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod policy;
 mod rdma;
 mod server;
 mod size;
+mod store;
 
 /// The wire format, the very file the kernel module compiles.
 #[allow(

@@ -2,7 +2,8 @@
 
 //! The memory server: a single-threaded poll loop over the rdma_cm event channel,
 //! a signalfd (SIGINT/SIGTERM: exit; SIGUSR1: disconnect everyone) and the grace-period
-//! timers.
+//! timers. With `--state-dir`, regions live in files ([`crate::store`]) and are
+//! restored at start.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
@@ -13,9 +14,11 @@ use crate::ids;
 use crate::log;
 use crate::policy::{self, Admit, Existing, Limits, PAGE};
 use crate::rdma::{
-    self, CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RemoteRegion, SignalFd,
+    self, CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RegionMemory,
+    RemoteRegion, SignalFd,
 };
 use crate::size::format_size;
+use crate::store::{self, Meta, Store, Verdict};
 use crate::wire::{ConnectRequest, RegionDescriptor, RejectCode, RejectReason, WireError};
 
 /// QP sizes of a server-side queue: one SEND (the descriptor), no receives needed
@@ -42,25 +45,37 @@ struct Queue {
     send_pending: bool,
 }
 
-/// One client's region and bookkeeping.
-struct Client {
-    region_id: u64,
-    epoch: u32,
-    queue_count: u16,
-    charge: u64,
-    /// Live queues by index.
-    queues: BTreeMap<u16, IdKey>,
-    /// Set while no queue is live: when the region is freed.
-    grace_until: Option<Instant>,
+/// A region's registration on the device its client connects through.
+struct Registration {
     /// Deregistered before the PD is released (the region pins the PD anyway).
     region: RemoteRegion,
     pd: Pd,
     device: Device,
 }
 
+/// One client's region and bookkeeping.
+struct Client {
+    region_id: u64,
+    epoch: u32,
+    queue_count: u16,
+    charge: u64,
+    /// Registered length (what the client asked for, rounded up to 4 KiB).
+    length: u64,
+    /// Live queues by index.
+    queues: BTreeMap<u16, IdKey>,
+    /// Set while no queue is live: when the region is freed.
+    grace_until: Option<Instant>,
+    /// `None` only for a region restored from the state directory that no queue
+    /// has connected to yet: it is registered on the device of its first queue.
+    reg: Option<Registration>,
+    /// The memory (pinned by the registration too).
+    mem: RegionMemory,
+}
+
 impl Client {
-    fn descriptor(&self) -> RegionDescriptor {
-        RegionDescriptor {
+    fn descriptor(&self) -> Option<RegionDescriptor> {
+        let reg = self.reg.as_ref()?;
+        Some(RegionDescriptor {
             flags: if self.epoch > 1 {
                 RegionDescriptor::FLAG_REUSED
             } else {
@@ -68,9 +83,21 @@ impl Client {
             },
             region_id: self.region_id,
             epoch: self.epoch,
-            rkey: self.region.rkey(),
-            remote_addr: self.region.addr(),
-            length: self.region.size() as u64,
+            rkey: reg.region.rkey(),
+            remote_addr: reg.region.addr(),
+            length: reg.region.size() as u64,
+        })
+    }
+
+    /// What the state directory keeps about the region.
+    fn meta(&self, client_id: u64) -> Meta {
+        Meta {
+            client_id,
+            region_id: self.region_id,
+            length: self.length,
+            map_length: self.mem.len() as u64,
+            epoch: self.epoch,
+            queue_count: self.queue_count,
         }
     }
 }
@@ -81,6 +108,8 @@ struct Server {
     used: u64,
     queues: HashMap<IdKey, Queue>,
     clients: BTreeMap<u64, Client>,
+    /// The state directory, with `--state-dir`.
+    store: Option<Store>,
     listener: Option<CmId>,
     chan: EventChannel,
 }
@@ -118,7 +147,7 @@ fn meminfo(field: &str) -> Option<u64> {
 }
 
 fn run(cfg: ServerConfig) -> Result<(), String> {
-    let unit = if cfg.hugepages {
+    let mut unit = if cfg.hugepages {
         let kb = meminfo("Hugepagesize")
             .ok_or("--hugepages: cannot read Hugepagesize from /proc/meminfo")?;
         if meminfo("HugePages_Total").unwrap_or(0) == 0 {
@@ -148,6 +177,15 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     // Block the signals before anything could start a thread.
     let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1])
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
+    let (store, clients, used) = match &cfg.state_dir {
+        Some(dir) => {
+            let store = Store::open(dir)?;
+            unit = state_dir_unit(&store, &cfg, unit)?;
+            let (clients, used) = restore(&store, &cfg)?;
+            (Some(store), clients, used)
+        }
+        None => (None, BTreeMap::new(), 0),
+    };
     let chan = EventChannel::new()
         .map_err(|e| format!("cannot open rdma_cm (is the rdma_ucm module loaded?): {e}"))?;
     let mut listener = chan
@@ -156,7 +194,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     listener
         .listen(cfg.listen, 128)
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-    log::info("listening")
+    let mut line = log::info("listening")
         .kv("addr", cfg.listen)
         .kv(
             "device",
@@ -166,20 +204,153 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("max_clients", cfg.max_clients)
         .kv("grace_s", cfg.grace.as_secs())
         .kv("hugepages", cfg.hugepages)
-        .kv("memory_locked", memory_locked)
-        .emit();
+        .kv("memory_locked", memory_locked);
+    if let Some(s) = &store {
+        line = line
+            .kv("state_dir", s.dir().display())
+            .kv("restored", clients.len());
+    }
+    line.emit();
     let mut srv = Server {
         cfg,
         unit,
-        used: 0,
+        used,
         queues: HashMap::new(),
-        clients: BTreeMap::new(),
+        clients,
+        store,
         listener: Some(listener),
         chan,
     };
     let res = srv.event_loop(&signals);
     srv.shutdown();
     res
+}
+
+/// Checks the state directory's file system against `--hugepages` and returns
+/// the allocation unit: a file on hugetlbfs is made of its hugepages.
+fn state_dir_unit(store: &Store, cfg: &ServerConfig, unit: u64) -> Result<u64, String> {
+    let (magic, block) = store.fs_type();
+    let dir = store.dir().display();
+    match (magic == store::HUGETLBFS_MAGIC, cfg.hugepages) {
+        (true, true) => return Ok(block.max(PAGE)),
+        (true, false) => {
+            return Err(format!(
+                "--state-dir: {dir} is on hugetlbfs: add --hugepages"
+            ))
+        }
+        (false, true) => {
+            return Err(format!(
+                "--hugepages with --state-dir needs the directory on hugetlbfs; {dir} is not"
+            ))
+        }
+        (false, false) => {}
+    }
+    if magic != store::TMPFS_MAGIC && magic != store::RAMFS_MAGIC {
+        log::warn("state_dir_not_tmpfs")
+            .kv("dir", &dir)
+            .hex("fs_magic", magic)
+            .kv(
+                "effect",
+                "regions are files on a disk file system; ibv_reg_mr may refuse them",
+            )
+            .emit();
+    }
+    Ok(unit)
+}
+
+/// Scans the state directory: deletes what is incomplete or inconsistent, maps
+/// every complete region and starts its grace period. Returns the regions by
+/// client id and the pool bytes they take.
+fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, u64), String> {
+    let dir = store.dir().display();
+    let verdicts = store
+        .scan()
+        .map_err(|e| format!("--state-dir: cannot read {dir}: {e}"))?;
+    let mut clients = BTreeMap::new();
+    let mut used: u64 = 0;
+    let grace_until = Instant::now() + cfg.grace;
+    for v in verdicts {
+        match v {
+            Verdict::Ignore { name, why } => {
+                log::warn("state_file_ignored")
+                    .kv("file", name)
+                    .kv("why", why)
+                    .emit();
+            }
+            Verdict::Discard {
+                region_id,
+                files,
+                why,
+            } => {
+                let res = store.remove_files(&files);
+                let mut line = log::warn("region_discarded")
+                    .kv("region_id", region_id)
+                    .kv("files", files.join(","))
+                    .kv("why", why);
+                if let Err(e) = res {
+                    line = line.kv("error", e);
+                }
+                line.emit();
+            }
+            Verdict::Restore(meta) => {
+                let cannot = |e: &dyn std::fmt::Display| {
+                    format!(
+                        "--state-dir: cannot restore region {} of client {} in {dir}: {e}",
+                        meta.region_id, meta.client_id
+                    )
+                };
+                let file = store
+                    .open_memory(meta.region_id, meta.map_length)
+                    .map_err(|e| cannot(&e))?;
+                let map_len = usize::try_from(meta.map_length).map_err(|e| cannot(&e))?;
+                let (mem, lock_err) =
+                    RegionMemory::shared(&file, map_len, cfg.mlock).map_err(|e| cannot(&e))?;
+                if let Some(e) = lock_err {
+                    log::warn("region_mlock_failed")
+                        .kv("client_id", meta.client_id)
+                        .kv("region_id", meta.region_id)
+                        .kv("error", e)
+                        .emit();
+                }
+                used = used.saturating_add(meta.map_length);
+                log::info("region_restored")
+                    .kv("client_id", meta.client_id)
+                    .kv("region_id", meta.region_id)
+                    .kv("length", meta.length)
+                    .kv("epoch", meta.epoch)
+                    .kv("grace_s", cfg.grace.as_secs())
+                    .kv("pool_left", cfg.size.saturating_sub(used))
+                    .emit();
+                clients.insert(
+                    meta.client_id,
+                    Client {
+                        region_id: meta.region_id,
+                        epoch: meta.epoch,
+                        queue_count: meta.queue_count,
+                        charge: meta.map_length,
+                        length: meta.length,
+                        queues: BTreeMap::new(),
+                        grace_until: Some(grace_until),
+                        reg: None,
+                        mem,
+                    },
+                );
+            }
+        }
+    }
+    if used > cfg.size || clients.len() > cfg.max_clients {
+        log::warn("pool_overcommitted")
+            .kv("restored", clients.len())
+            .kv("restored_bytes", used)
+            .kv("pool", cfg.size)
+            .kv("max_clients", cfg.max_clients)
+            .kv(
+                "effect",
+                "new clients are refused until enough restored regions are freed",
+            )
+            .emit();
+    }
+    Ok((clients, used))
 }
 
 impl Server {
@@ -317,7 +488,7 @@ impl Server {
         };
         let existing = match self.clients.get(&req.client_id) {
             None => Existing::None,
-            Some(c) if !device.same(&c.device) => {
+            Some(c) if c.reg.as_ref().is_some_and(|r| !device.same(&r.device)) => {
                 return self.reject(
                     id,
                     RejectCode::BadRequest,
@@ -325,12 +496,10 @@ impl Server {
                     "region is on another device",
                 );
             }
-            Some(c) if c.queues.is_empty() => Existing::Grace {
-                length: c.region.size() as u64,
-            },
+            Some(c) if c.queues.is_empty() => Existing::Grace { length: c.length },
             Some(c) => Existing::Live {
                 queue_count: c.queue_count,
-                length: c.region.size() as u64,
+                length: c.length,
             },
         };
         let limits = Limits {
@@ -359,9 +528,9 @@ impl Server {
                         log::info("region_allocated")
                             .kv("client_id", req.client_id)
                             .kv("region_id", c.region_id)
-                            .kv("length", c.region.size())
-                            .hex("remote_addr", c.region.addr())
-                            .hex("rkey", c.region.rkey().into())
+                            .kv("length", c.length)
+                            .hex("remote_addr", c.mem.addr())
+                            .hex("rkey", c.reg.as_ref().map_or(0, |r| r.region.rkey()).into())
                             .kv("device", device.name())
                             .kv("pool_left", self.remaining())
                             .emit();
@@ -373,6 +542,9 @@ impl Server {
                 }
             }
             Admit::Revive => {
+                if let Err(e) = self.register_restored(req.client_id, &device) {
+                    return self.reject(id, RejectCode::NoMemory, Some(&req), &e);
+                }
                 if let Some(c) = self.clients.get_mut(&req.client_id) {
                     c.epoch = c.epoch.wrapping_add(1).max(1);
                     c.queue_count = req.queue_count;
@@ -383,6 +555,7 @@ impl Server {
                         .kv("epoch", c.epoch)
                         .emit();
                 }
+                self.persist(req.client_id);
             }
             Admit::JoinLive => {}
         }
@@ -395,7 +568,12 @@ impl Server {
         if let Some(old) = stale {
             self.drop_queue(old, "replaced by a new connection of the same queue");
         }
-        let Some(pd) = self.clients.get(&req.client_id).map(|c| c.pd.clone()) else {
+        let Some(pd) = self
+            .clients
+            .get(&req.client_id)
+            .and_then(|c| c.reg.as_ref())
+            .map(|r| r.pd.clone())
+        else {
             return;
         };
         let peer = id.peer();
@@ -463,35 +641,145 @@ impl Server {
         let map_len =
             usize::try_from(charge).map_err(|_| "size does not fit in memory".to_string())?;
         let pd = Pd::new(device).map_err(|e| format!("protection domain: {e}"))?;
-        let region = RemoteRegion::new(&pd, len, map_len, self.cfg.hugepages).map_err(|e| {
+        let failed = |e: &dyn std::fmt::Display| {
             log::error("region_alloc_failed")
                 .kv("client_id", req.client_id)
                 .kv("length", length)
+                .kv("error", e)
+                .emit();
+            format!("region: {e}")
+        };
+        let (region_id, mem, region) = match &self.store {
+            None => {
+                let mem = RegionMemory::anon(map_len.max(len), self.cfg.hugepages)
+                    .map_err(|e| failed(&e))?;
+                let region = RemoteRegion::new(&pd, &mem, len).map_err(|e| failed(&e))?;
+                (self.new_region_id(), mem, region)
+            }
+            Some(store) => {
+                // O_EXCL: an id whose files are still on disk is never reused.
+                let mut tries = 0;
+                let (region_id, file) = loop {
+                    let id = self.new_region_id();
+                    match store.create_memory(id, charge) {
+                        Ok(f) => break (id, f),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                            tries += 1;
+                        }
+                        Err(e) => return Err(failed(&format_args!("state dir: {e}"))),
+                    }
+                };
+                let made = (|| {
+                    let (mem, lock_err) = RegionMemory::shared(&file, map_len, self.cfg.mlock)?;
+                    if let Some(e) = lock_err {
+                        log::warn("region_mlock_failed")
+                            .kv("client_id", req.client_id)
+                            .kv("region_id", region_id)
+                            .kv("error", e)
+                            .emit();
+                    }
+                    let region = RemoteRegion::new(&pd, &mem, len)?;
+                    let meta = Meta {
+                        client_id: req.client_id,
+                        region_id,
+                        length,
+                        map_length: charge,
+                        epoch: 1,
+                        queue_count: req.queue_count,
+                    };
+                    store
+                        .write_meta(&meta)
+                        .map_err(|e| std::io::Error::new(e.kind(), format!("state dir: {e}")))?;
+                    Ok::<_, std::io::Error>((mem, region))
+                })();
+                match made {
+                    Ok((mem, region)) => (region_id, mem, region),
+                    Err(e) => {
+                        let _ = store.remove_region(region_id);
+                        return Err(failed(&e));
+                    }
+                }
+            }
+        };
+        Ok(Client {
+            region_id,
+            epoch: 1,
+            queue_count: req.queue_count,
+            charge,
+            length,
+            queues: BTreeMap::new(),
+            grace_until: None,
+            reg: Some(Registration {
+                region,
+                pd,
+                device: device.clone(),
+            }),
+            mem,
+        })
+    }
+
+    /// Registers a restored region on `device` (its first queue's) if it is not
+    /// registered yet.
+    fn register_restored(&mut self, client_id: u64, device: &Device) -> Result<(), String> {
+        let Some(c) = self.clients.get_mut(&client_id) else {
+            return Ok(());
+        };
+        if c.reg.is_some() {
+            return Ok(());
+        }
+        let len =
+            usize::try_from(c.length).map_err(|_| "size does not fit in memory".to_string())?;
+        let pd = Pd::new(device).map_err(|e| format!("protection domain: {e}"))?;
+        let region = RemoteRegion::new(&pd, &c.mem, len).map_err(|e| {
+            log::error("region_alloc_failed")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("length", c.length)
                 .kv("error", &e)
                 .emit();
             format!("region: {e}")
         })?;
-        Ok(Client {
-            region_id: self.new_region_id(),
-            epoch: 1,
-            queue_count: req.queue_count,
-            charge,
-            queues: BTreeMap::new(),
-            grace_until: None,
+        log::info("region_registered")
+            .kv("client_id", client_id)
+            .kv("region_id", c.region_id)
+            .kv("length", c.length)
+            .hex("remote_addr", c.mem.addr())
+            .hex("rkey", region.rkey().into())
+            .kv("device", device.name())
+            .emit();
+        c.reg = Some(Registration {
             region,
             pd,
             device: device.clone(),
-        })
+        });
+        Ok(())
+    }
+
+    /// Writes a client's metadata to the state directory (if there is one).
+    fn persist(&self, client_id: u64) {
+        let (Some(store), Some(c)) = (&self.store, self.clients.get(&client_id)) else {
+            return;
+        };
+        if let Err(e) = store.write_meta(&c.meta(client_id)) {
+            log::error("state_write_failed")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("error", e)
+                .emit();
+        }
     }
 
     fn on_established(&mut self, key: IdKey) {
+        let Some(client_id) = self.queues.get(&key).map(|q| q.client_id) else {
+            return;
+        };
+        let Some(desc) = self.clients.get(&client_id).and_then(Client::descriptor) else {
+            self.close_queue(key, "region not registered");
+            return;
+        };
         let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
-        let Some(c) = self.clients.get(&q.client_id) else {
-            return;
-        };
-        let desc = c.descriptor();
         let mut buf = [0u8; RegionDescriptor::SIZE];
         desc.encode(&mut buf);
         match q.id.post_send_inline(&buf) {
@@ -621,11 +909,39 @@ impl Server {
             log::info("region_freed")
                 .kv("client_id", client_id)
                 .kv("region_id", c.region_id)
-                .kv("length", c.region.size())
+                .kv("length", c.length)
                 .kv("why", why)
                 .kv("pool_left", self.remaining())
                 .emit();
+            let region_id = c.region_id;
             // Dropping deregisters the MR, unmaps the memory and frees the PD.
+            drop(c);
+            if let Some(store) = &self.store {
+                if let Err(e) = store.remove_region(region_id) {
+                    log::error("state_remove_failed")
+                        .kv("client_id", client_id)
+                        .kv("region_id", region_id)
+                        .kv("error", e)
+                        .emit();
+                }
+            }
+        }
+    }
+
+    /// With `--state-dir`, at shutdown: releases the region in this process but
+    /// keeps its files, for the next server.
+    fn keep_client(&mut self, client_id: u64, why: &str) {
+        self.persist(client_id);
+        if let Some(c) = self.clients.remove(&client_id) {
+            self.used = self.used.saturating_sub(c.charge);
+            log::info("region_kept")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("length", c.length)
+                .kv("epoch", c.epoch)
+                .kv("why", why)
+                .emit();
+            // Dropping deregisters the MR and unmaps the memory; the files stay.
         }
     }
 
@@ -641,7 +957,8 @@ impl Server {
     }
 
     fn shutdown(&mut self) {
-        // Stop accepting first, then close every queue, then free every region.
+        // Stop accepting first, then close every queue, then free every region
+        // (with a state directory: keep every region's files).
         self.listener = None;
         let keys: Vec<IdKey> = self.queues.keys().copied().collect();
         for key in keys {
@@ -649,7 +966,11 @@ impl Server {
         }
         let ids: Vec<u64> = self.clients.keys().copied().collect();
         for id in ids {
-            self.free_client(id, "server shutdown");
+            if self.store.is_some() {
+                self.keep_client(id, "server shutdown");
+            } else {
+                self.free_client(id, "server shutdown");
+            }
         }
         log::info("stopped").emit();
     }

@@ -10,7 +10,7 @@
 //! - every [`CmId`], [`Device`], [`Pd`] holds an `Rc` of the event channel, so the
 //!   channel (and the device contexts it pins) outlives them;
 //! - a [`Pd`] pins its [`Device`]; a [`RemoteRegion`] / [`LocalBuf`] and a QP pin
-//!   their [`Pd`];
+//!   their [`Pd`]; a [`RemoteRegion`] also pins its [`RegionMemory`]'s mapping;
 //! - a [`CmId`] destroys, in order, its QP, its CQ, its receive buffer, then the id.
 //!
 //! Events are copied out of librdmacm and acknowledged inside
@@ -18,6 +18,7 @@
 
 use std::cell::RefCell;
 use std::ffi::CStr;
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -399,7 +400,7 @@ impl Pd {
     }
 }
 
-/// An anonymous private memory mapping.
+/// A memory mapping: anonymous and private, or a shared mapping of a file.
 struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
@@ -432,12 +433,81 @@ impl Mapping {
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap: NULL"))?;
         Ok(Self { ptr, len })
     }
+
+    /// Maps the first `len` bytes of `file` shared, read-write.
+    fn shared(file: &File, len: usize) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::other("mmap: empty file"));
+        }
+        // SAFETY: a fresh shared mapping of an open file; the kernel picks the
+        // address. The mapping stays valid after the descriptor is closed.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(last_err("mmap(MAP_SHARED)"));
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap: NULL"))?;
+        Ok(Self { ptr, len })
+    }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: we own the mapping [ptr, ptr + len) and nothing references it now.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The memory behind a client's region: anonymous (the default) or a shared
+/// mapping of a file in the state directory (`--state-dir`), which outlives the
+/// server process. It can be registered ([`RemoteRegion::new`]) on any device,
+/// again after a restart; the server never reads or writes it itself.
+pub struct RegionMemory {
+    map: Rc<Mapping>,
+}
+
+impl RegionMemory {
+    /// Maps `len` anonymous, private bytes (hugepages if `huge`).
+    pub fn anon(len: usize, huge: bool) -> io::Result<Self> {
+        Ok(Self {
+            map: Rc::new(Mapping::anon(len, huge)?),
+        })
+    }
+
+    /// Maps the first `len` bytes of `file` shared and excludes them from core
+    /// dumps. With `lock`, also locks them in memory; a failed lock does not fail
+    /// the mapping but is returned as the second value.
+    pub fn shared(file: &File, len: usize, lock: bool) -> io::Result<(Self, Option<io::Error>)> {
+        let map = Mapping::shared(file, len)?;
+        // SAFETY: advice on our own mapping; it changes no memory contents. A
+        // failure only means the pages may show up in a core dump.
+        unsafe { libc::madvise(map.ptr.as_ptr().cast(), len, libc::MADV_DONTDUMP) };
+        let lock_err = if lock {
+            // SAFETY: locks pages of our own mapping; no memory contents change.
+            let rc = unsafe { libc::mlock(map.ptr.as_ptr().cast(), len) };
+            (rc != 0).then(|| last_err("mlock"))
+        } else {
+            None
+        };
+        Ok((Self { map: Rc::new(map) }, lock_err))
+    }
+
+    /// The mapping's address (what peers use as `remote_addr`).
+    pub fn addr(&self) -> u64 {
+        self.map.ptr.as_ptr().addr() as u64
+    }
+
+    /// The mapping's length in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len
     }
 }
 
@@ -464,22 +534,21 @@ pub struct RemoteRegion {
     mr: NonNull<sys::ibv_mr>,
     len: usize,
     // Dropped after the MR is deregistered (see Drop), in this order.
-    map: Mapping,
+    map: Rc<Mapping>,
     _pd: Rc<PdInner>,
 }
 
 impl RemoteRegion {
-    /// Maps `map_len` bytes (hugepages if `huge`) and registers the first `len`.
-    pub fn new(pd: &Pd, len: usize, map_len: usize, huge: bool) -> io::Result<Self> {
-        let map = Mapping::anon(map_len.max(len), huge)?;
+    /// Registers the first `len` bytes of `mem` in `pd`.
+    pub fn new(pd: &Pd, mem: &RegionMemory, len: usize) -> io::Result<Self> {
         let access = sys::ibv_access_flags_IBV_ACCESS_LOCAL_WRITE
             | sys::ibv_access_flags_IBV_ACCESS_REMOTE_READ
             | sys::ibv_access_flags_IBV_ACCESS_REMOTE_WRITE;
-        let mr = reg_mr(pd, &map, len, access)?;
+        let mr = reg_mr(pd, &mem.map, len, access)?;
         Ok(Self {
             mr,
-            len,
-            map,
+            len: len.min(mem.map.len),
+            map: Rc::clone(&mem.map),
             _pd: Rc::clone(&pd.inner),
         })
     }
@@ -1074,6 +1143,54 @@ pub fn lock_all_memory() -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Allocates the blocks of `file`'s first `len` bytes (`fallocate(2)`, mode 0), so
+/// a full tmpfs fails here rather than when the memory is first touched. A file
+/// system without fallocate (`EOPNOTSUPP`) is not an error.
+pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::other("file too large"))?;
+    // SAFETY: a plain system call on an open descriptor.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+/// Takes an exclusive `flock(2)` on `file` without waiting; `WouldBlock` when
+/// another process holds it. Released when the file is closed.
+pub fn try_lock_file(file: &File) -> io::Result<()> {
+    // SAFETY: a plain system call on an open descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Magic number (`f_type`) and block size of the file system holding `file`.
+pub fn fs_type(file: &File) -> io::Result<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: fstatfs fills the zeroed struct for an open descriptor.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(last_err("fstatfs"));
+    }
+    // SAFETY: zero-initialised and filled by fstatfs; plain integers.
+    let st = unsafe { st.assume_init() };
+    #[allow(
+        clippy::unnecessary_cast,
+        clippy::cast_sign_loss,
+        reason = "f_type and f_bsize differ in type between architectures"
+    )]
+    Ok((st.f_type as u64, st.f_bsize as u64))
 }
 
 /// Waits until one of `fds` is readable or `timeout` passes (`None`: forever).
