@@ -160,7 +160,9 @@ fn post(
     rq: Request<Driver>,
     op: RdmaOp,
 ) -> core::result::Result<(), NotPosted> {
-    match queue.with_conn(rq, |link, conn, rq| post_on(queue, link, conn, rq, op)) {
+    match Queue::with_conn(queue, rq, |link, conn, rq| {
+        post_on(queue, link, conn, rq, op)
+    }) {
         Ok(result) => result,
         Err((Verdict::Retry, rq)) => Err((Refusal::Wait, rq)),
         // Dead: device removed, recovery failed or off, disabled.

@@ -110,9 +110,11 @@ pub(crate) struct Queue {
     /// `shut_down`: a link is only ever installed or retired under it.
     #[pin]
     teardown: Mutex<()>,
-    /// The region the first link got; every later link must get the same one.
+    /// The region the first link got, and the SGEs it takes per work request: every later
+    /// link must get the same region and take as many SGEs (the disk's limits follow the
+    /// first).
     #[pin]
-    region: Mutex<Option<RegionDescriptor>>,
+    region: Mutex<Option<(RegionDescriptor, u32)>>,
     recoveries: AtomicU32,
     /// Requests issued again after this queue failed under them.
     retried: AtomicU64,
@@ -125,6 +127,11 @@ pub(crate) struct Queue {
     /// Who to tell when the queue takes I/O again.
     #[pin]
     resume: SpinLock<Option<Arc<dyn Resume>>>,
+    /// Whether the queue was shut down, checked when the recovery work is queued: no work
+    /// is queued after a shutdown, so the session's one flush after shutting its queues
+    /// down finds all there will ever be.
+    #[pin]
+    shut: SpinLock<bool>,
     wq: Arc<ReclaimWorkqueue>,
     #[pin]
     work: Work<Queue>,
@@ -157,6 +164,7 @@ impl Queue {
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
                 resume <- new_spinlock!(None, "rswap::Queue::resume"),
+                shut <- new_spinlock!(false, "rswap::Queue::shut"),
                 wq,
                 work <- new_work!("rswap::Queue::work"),
             }),
@@ -168,7 +176,7 @@ impl Queue {
     pub(crate) fn start(this: &Arc<Self>) -> Result<Arc<Link>> {
         let _guard = this.teardown.lock();
         let link = Self::connect_link(this)?;
-        *this.region.lock() = Some(*link.descriptor());
+        *this.region.lock() = Some((*link.descriptor(), link.max_sge()));
         *this.link.lock() = Some(link.clone());
         if let Err(state) = this.state.change(State::Connecting, State::Live) {
             // Shut down meanwhile.
@@ -180,6 +188,10 @@ impl Queue {
                 state
             );
             return Err(ECANCELED);
+        }
+        // A disconnect while the queue was not live yet was not acted on: act now.
+        if !link.is_live() {
+            let _ = Self::fail(this, c"disconnected while connecting", 0);
         }
         Ok(link)
     }
@@ -256,27 +268,26 @@ impl Queue {
     /// `value` back with the reason when the queue has no live connection. `f` runs in an
     /// RCU read-side section: it must not sleep.
     pub(crate) fn with_conn<T, R>(
-        &self,
+        this: &Arc<Self>,
         value: T,
         f: impl FnOnce(&Link, &Conn, T) -> R,
     ) -> core::result::Result<R, (Verdict, T)> {
-        let no_link = |state: State| match state {
-            State::Dead => Verdict::Fail,
-            _ => Verdict::Retry,
-        };
-        let state = self.state.get();
+        let state = this.state.get();
         if state != State::Live {
-            return Err((no_link(state), value));
+            let verdict = match state {
+                State::Dead => Verdict::Fail,
+                _ => Verdict::Retry,
+            };
+            return Err((verdict, value));
         }
         // The clone may outlive the slot's reference; a link is revoked before the slot
         // lets go of it, so dropping this clone never runs the sleeping teardown.
-        let Some(link) = self.current() else {
-            return Err((no_link(self.state.get()), value));
-        };
-        let conn: Option<RevocableGuard<'_, Conn>> = link.conn();
-        match conn {
-            Some(conn) => Ok(f(&link, &conn, value)),
-            None => Err((no_link(self.state.get()), value)),
+        let link = this.current();
+        let conn: Option<RevocableGuard<'_, Conn>> = link.as_ref().and_then(|l| l.conn());
+        match (&link, conn) {
+            (Some(link), Some(conn)) => Ok(f(link, &conn, value)),
+            // Live with no connection: it was taken down under the queue; recover.
+            _ => Err((Self::fail(this, c"no connection", 0), value)),
         }
     }
 
@@ -310,8 +321,12 @@ impl Queue {
                     );
                 }
                 // The work item takes the old link down (and, when recovering, connects a
-                // new one). Already queued means the same work is pending anyway.
-                let _ = this.wq.enqueue(this.clone());
+                // new one). Already queued means the same work is pending anyway. Never
+                // after a shutdown: the session flushes the workqueue once, after it.
+                let shut = this.shut.lock();
+                if !*shut {
+                    let _ = this.wq.enqueue(this.clone());
+                }
             }
             Err(State::Dead) => return Verdict::Fail,
             // Already recovering (or still connecting: nothing posted yet).
@@ -342,7 +357,7 @@ impl Queue {
             let _guard = this.teardown.lock();
             this.retire_link();
         }
-        let Some(region) = *this.region.lock() else {
+        let Some((region, max_sge)) = *this.region.lock() else {
             return;
         };
         let start = Instant::<Monotonic>::now();
@@ -368,6 +383,17 @@ impl Queue {
                         link.revoke();
                         break;
                     }
+                    if link.max_sge() < max_sge {
+                        pr_err!(
+                            "{}: queue {}: the new connection takes {} SGEs, the disk needs {}\n",
+                            this.name,
+                            this.index,
+                            link.max_sge(),
+                            max_sge
+                        );
+                        link.revoke();
+                        break;
+                    }
                     *this.link.lock() = Some(link);
                     if this.state.change(State::Recovering, State::Live).is_err() {
                         // Shut down meanwhile.
@@ -375,6 +401,10 @@ impl Queue {
                         return;
                     }
                     drop(guard);
+                    // A disconnect while the queue was not live yet was not acted on.
+                    if !this.current().is_some_and(|l| l.is_live()) {
+                        let _ = Self::fail(this, c"disconnected while connecting", 0);
+                    }
                     this.recoveries.fetch_add(1, Ordering::Relaxed);
                     let plural = if attempts == 1 { "" } else { "s" };
                     pr_info!(
@@ -424,12 +454,14 @@ impl Queue {
             this.name,
             this.index
         );
-        let _ = Self::fail(this, c"RDMA device removed", 0);
         let attempt = this.attempt.lock().clone();
         if let Some(events) = attempt {
             events.abort();
         }
+        // Under `teardown`, so that a link installed meanwhile (a connection that
+        // completed on this device just before) is failed and retired too.
         let _guard = this.teardown.lock();
+        let _ = Self::fail(this, c"RDMA device removed", 0);
         this.retire_link();
     }
 
@@ -438,6 +470,7 @@ impl Queue {
     /// waits for it to give up. Sleeps.
     pub(crate) fn shut_down(&self) {
         self.state.set(State::Dead);
+        *self.shut.lock() = true;
         let attempt = self.attempt.lock().clone();
         if let Some(events) = attempt {
             events.abort();

@@ -70,6 +70,9 @@ impl Session {
                 for q in queues.iter() {
                     q.shut_down();
                 }
+                // As in `drop`: recovery work queued before the shutdown runs here, not
+                // with the last reference to its queue.
+                recovery_wq.flush();
                 Err(e)
             }
         }
