@@ -253,6 +253,6 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         DmaBuf::SIZE
     );
     cm.disconnect();
-    qp.drain();
+    cm.drain();
     Ok(())
 }

@@ -169,6 +169,15 @@ impl<H: CmHandler> CmId<H> {
         self.qp.as_ref()
     }
 
+    /// Moves the QP (if any) to the error state and waits until every work request posted
+    /// on it has completed, flushed. Sleeps. For teardown: the caller must post nothing
+    /// more (it holds the id mutably, and the QP is destroyed with it).
+    pub(crate) fn drain(&mut self) {
+        if let Some(qp) = &self.qp {
+            qp.drain();
+        }
+    }
+
     /// Starts connecting; `Established`, `Rejected` or `Failed` follows.
     pub(crate) fn connect(&self, params: &ConnectParams<'_>) -> Result {
         let len = u8::try_from(params.private_data.len()).map_err(|_| EINVAL)?;

@@ -125,18 +125,18 @@ impl<const N: usize> SgDma<N> {
 
     /// Undoes the mapping, if any. `dev` must be the device it was made on, which the
     /// caller proves valid by holding it (a completion's device, a connection's device);
-    /// on any other device the mapping is left alone and a warning logged.
+    /// on any other device the mapping stays (and the table with it: it cannot be filled
+    /// again) and a warning is logged.
     pub(crate) fn unmap(&mut self, dev: &Device) {
-        let Some(m) = self.mapped.take() else {
+        let Some(m) = self.mapped.take_if(|m| m.dev.as_ptr() == dev.as_raw()) else {
+            if self.mapped.is_some() {
+                pr_warn!(
+                    "{}: not unmapping a scatterlist mapped on another device\n",
+                    dev.name()
+                );
+            }
             return;
         };
-        if m.dev.as_ptr() != dev.as_raw() {
-            pr_warn!(
-                "{}: not unmapping a scatterlist mapped on another device\n",
-                dev.name()
-            );
-            return;
-        }
         // SAFETY: the entries are mapped for `dir` on this device (type invariant), which
         // is valid while `dev` is borrowed.
         unsafe {

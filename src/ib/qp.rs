@@ -36,7 +36,7 @@ pub(crate) enum RdmaOp {
 
 /// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop.
 ///
-/// Only a [`super::CmId`] makes and owns one, and drops it before destroying the id.
+/// Only a [`super::cm::CmId`] makes and owns one, and drops it before destroying the id.
 ///
 /// # Invariants
 ///
@@ -171,8 +171,9 @@ impl Qp {
     }
 
     /// Moves the QP to the error state and waits until every posted work request has
-    /// completed (flushed); later posts fail. Sleeps. Only the first call does anything.
-    pub(crate) fn drain(&self) {
+    /// completed (flushed). Sleeps. Only the first call does anything, so it is for the
+    /// owner's teardown alone ([`super::cm::CmId::drain`] and drop), once nothing posts.
+    pub(super) fn drain(&self) {
         if self.drained.swap(true, Ordering::AcqRel) {
             return;
         }

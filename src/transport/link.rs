@@ -347,9 +347,7 @@ impl Drop for Conn {
         // the QP, then itself.
         self.cm.handler().abort();
         self.cm.disconnect();
-        if let Some(qp) = self.cm.qp() {
-            qp.drain();
-        }
+        self.cm.drain();
         self.dev.detach(&*self.user);
     }
 }
