@@ -268,15 +268,15 @@ impl RegionDescriptor {
         self.flags & Self::FLAG_REUSED != 0
     }
 
-    /// Whether `other` describes the same memory with the same data: the same region,
-    /// address, key and length. The epoch and flags may differ (a reconnect after all
-    /// queues were gone bumps the epoch); a server that restarted or freed the region
-    /// hands out a different region id.
+    /// Whether `other` describes the same memory with the same data: the same region id
+    /// and length. A region id names one region's memory for its whole life, across
+    /// server restarts that keep it (`rswap-server --state-dir`), and is never reused for
+    /// other memory; a server that freed or lost the region hands out a different one.
+    /// The address and key may differ (a restarted server registers the memory anew), and
+    /// so may the epoch and flags (a reconnect after all queues were gone bumps the
+    /// epoch).
     pub(crate) fn same_region(&self, other: &Self) -> bool {
-        self.region_id == other.region_id
-            && self.remote_addr == other.remote_addr
-            && self.rkey == other.rkey
-            && self.length == other.length
+        self.region_id == other.region_id && self.length == other.length
     }
 
     /// Encodes the descriptor into `out`.
@@ -368,23 +368,26 @@ mod tests {
     }
 
     #[test]
-    fn same_region_ignores_epoch_and_flags_only() {
+    fn same_region_is_the_region_id_and_length() {
         let revived = RegionDescriptor {
             flags: 0,
             epoch: 7,
             ..DESC
         };
         assert!(DESC.same_region(&revived));
+        // A server restarted with its state directory registers the memory anew.
+        let restored = RegionDescriptor {
+            remote_addr: DESC.remote_addr + 4096,
+            rkey: 1,
+            epoch: 2,
+            ..DESC
+        };
+        assert!(DESC.same_region(&restored));
         for other in [
             RegionDescriptor {
                 region_id: DESC.region_id + 1,
                 ..DESC
             },
-            RegionDescriptor {
-                remote_addr: DESC.remote_addr + 4096,
-                ..DESC
-            },
-            RegionDescriptor { rkey: 1, ..DESC },
             RegionDescriptor {
                 length: DESC.length * 2,
                 ..DESC
