@@ -50,20 +50,6 @@ client() {
 	CS=$?
 	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
 }
-# field KEY [LINE-PATTERN]: value of KEY= in the first line of $CO matching the pattern.
-field() { printf '%s\n' "$CO" | grep -m1 -- "${2:-^queue=0 }" | sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
-# wait_log FILE PATTERN SECS
-wait_log() {
-	local i
-	for i in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
-}
-# wait_exit PID SECS: succeeds with the process's exit status once it ended.
-wait_exit() {
-	local i
-	for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1"; return; }; sleep 0.1; done
-	return 124
-}
 # LOG: the current server's log; each run of the server gets its own.
 RUN=0 LOG=
 # start [OPTIONS...]: starts the server on the state directory (grace 120 s unless given,

@@ -74,6 +74,22 @@ target_cleanup() {
 	true
 }
 
+# For scripts that drive rswap-testclient: `field KEY [LINE-PATTERN]` is the value of KEY=
+# in the first line of its output $CO matching the pattern (default: queue 0's line).
+field() { printf '%s\n' "$CO" | grep -m1 -- "${2:-^queue=0 }" | sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
+# wait_log FILE PATTERN SECS: until FILE has a line matching PATTERN (extended regex).
+wait_log() {
+	local i
+	for i in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+# wait_exit PID SECS: succeeds with the process's exit status once it ended (124 if not).
+wait_exit() {
+	local i
+	for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1"; return; }; sleep 0.1; done
+	return 124
+}
+
 # A numeric field of target $1's state line, e.g. state_field $T recoveries.
 state_field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1/state"; }
 
