@@ -226,6 +226,26 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     res
 }
 
+/// Maps a region's memory file (`--state-dir`), locked unless `mlock` is false; a lock
+/// that fails is logged, not fatal (as for the process's own memory).
+fn map_region_file(
+    file: &std::fs::File,
+    map_len: usize,
+    mlock: bool,
+    client_id: u64,
+    region_id: u64,
+) -> std::io::Result<RegionMemory> {
+    let (mem, lock_err) = RegionMemory::shared(file, map_len, mlock)?;
+    if let Some(e) = lock_err {
+        log::warn("region_mlock_failed")
+            .kv("client_id", client_id)
+            .kv("region_id", region_id)
+            .kv("error", e)
+            .emit();
+    }
+    Ok(mem)
+}
+
 /// Checks the state directory's file system against `--hugepages` and returns
 /// the allocation unit: a file on hugetlbfs is made of its hugepages.
 fn state_dir_unit(store: &Store, cfg: &ServerConfig, unit: u64) -> Result<u64, String> {
@@ -303,15 +323,9 @@ fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, 
                     .open_memory(meta.region_id, meta.map_length)
                     .map_err(|e| cannot(&e))?;
                 let map_len = usize::try_from(meta.map_length).map_err(|e| cannot(&e))?;
-                let (mem, lock_err) =
-                    RegionMemory::shared(&file, map_len, cfg.mlock).map_err(|e| cannot(&e))?;
-                if let Some(e) = lock_err {
-                    log::warn("region_mlock_failed")
-                        .kv("client_id", meta.client_id)
-                        .kv("region_id", meta.region_id)
-                        .kv("error", e)
-                        .emit();
-                }
+                let mem =
+                    map_region_file(&file, map_len, cfg.mlock, meta.client_id, meta.region_id)
+                        .map_err(|e| cannot(&e))?;
                 used = used.saturating_add(meta.map_length);
                 log::info("region_restored")
                     .kv("client_id", meta.client_id)
@@ -670,14 +684,8 @@ impl Server {
                     }
                 };
                 let made = (|| {
-                    let (mem, lock_err) = RegionMemory::shared(&file, map_len, self.cfg.mlock)?;
-                    if let Some(e) = lock_err {
-                        log::warn("region_mlock_failed")
-                            .kv("client_id", req.client_id)
-                            .kv("region_id", region_id)
-                            .kv("error", e)
-                            .emit();
-                    }
+                    let mem =
+                        map_region_file(&file, map_len, self.cfg.mlock, req.client_id, region_id)?;
                     let region = RemoteRegion::new(&pd, &mem, len)?;
                     let meta = Meta {
                         client_id: req.client_id,
