@@ -106,10 +106,14 @@ for s in "${suites[@]}"; do
 	fi
 done
 # Kernel lines only ("[  12.345678] ..."), so test names that mention these words don't count.
+# A known soft-RoCE race with no rswap frame is left out (tests/lib/kernel-log-filter.awk).
 kbad='^\[ *[0-9]+\.[0-9]+\] .*(BUG:|Oops|KASAN|WARNING:|possible circular locking|kernel BUG|general protection)'
-if grep -qE "$kbad" "$out/guest/serial.log" 2>/dev/null; then
+klog() { awk -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/guest/serial.log" 2>/dev/null; }
+races=$(awk -v count=1 -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/guest/serial.log" 2>/dev/null || echo 0)
+[ "${races:-0}" = 0 ] || log "guest: $races soft-RoCE rxe_sched_task race reports with no rswap frame left out of the check"
+if klog | grep -qE "$kbad"; then
 	result fail "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep" \
-		"$(grep -E -A3 "$kbad" "$out/guest/serial.log" | head -30)"
+		"$(klog | grep -E -A3 "$kbad" | head -30)"
 else
 	result ok "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep"
 fi

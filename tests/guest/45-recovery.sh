@@ -207,5 +207,6 @@ else
 	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
 fi
 
+dmesg_note_rxe_races
 ktap_check "$(ktap_name)" dmesg_clean
 ktap_finish

@@ -264,6 +264,7 @@ else
 fi
 
 # 10. the kernel stayed quiet
+dmesg_note_rxe_races
 if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
 
 [ -z "$MOUNTED" ] || { umount "$SD" && MOUNTED=; }

@@ -115,5 +115,6 @@ if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(
 
 n=$(dmesg_alloc_failures)
 [ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
+dmesg_note_rxe_races
 ktap_check "$(ktap_name)" dmesg_clean
 ktap_finish
