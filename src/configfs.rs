@@ -10,12 +10,22 @@
 //! echo 0 > enable          # tear down (refused while the disk is open)
 //! ```
 //!
+//! While the disk is open (swapon, a mount, a process), `echo 0 > enable` and `rmdir` of
+//! the directory fail with `EBUSY`: each opener of the disk holds a configfs dependency on
+//! the directory ([`ItemDepend`]) and counts in the disk's openers.
+//!
 //! Every attribute validates its value and refuses a bad one with `-EINVAL` and a message
 //! in the kernel log; attributes are read-only (`-EBUSY`) while enabled.
 
-use core::fmt::Write;
+use core::{
+    fmt::Write,
+    ptr::NonNull,
+    sync::atomic::{AtomicPtr, Ordering},
+};
 use kernel::{
-    c_str, configfs, configfs_attrs, new_mutex,
+    bindings, c_str,
+    configfs::{self, HasGroup},
+    configfs_attrs, new_mutex,
     page::PAGE_SIZE,
     prelude::*,
     str::{CString, Formatter},
@@ -23,9 +33,10 @@ use kernel::{
 };
 
 use crate::{
+    blk::OpenHold,
     config_parse::{self as parse, Invalid},
     disk::{DiskConfig, RemoteDisk},
-    kernel_ext,
+    kernel_ext::{self, ItemDepend},
 };
 
 /// Default port of `rswap-server`.
@@ -38,6 +49,10 @@ const DEFAULT_TIMEOUT_MS: u32 = 5000;
 /// (it keeps a client's region that long after its last queue went away).
 const DEFAULT_RECOVERY_MS: u32 = 60_000;
 
+/// The registered subsystem, for [`ItemDepend`]: set once it is registered, and it stays
+/// registered as long as a target directory exists (each pins the module).
+static SUBSYSTEM: AtomicPtr<bindings::configfs_subsystem> = AtomicPtr::new(core::ptr::null_mut());
+
 /// The configfs subsystem `/sys/kernel/config/rswap`.
 pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
     let item_type = configfs_attrs! {
@@ -48,7 +63,31 @@ pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
             version: 0,
         ],
     };
-    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root {}))
+    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root {})).pin_chain(
+        |subsys| {
+            // SAFETY: `subsys` is a registered `Subsystem`, so its group is the `su_group`
+            // of a `configfs_subsystem`.
+            let raw = unsafe {
+                let group = <configfs::Subsystem<Root> as HasGroup<Root>>::group(&*subsys);
+                kernel::container_of!(group, bindings::configfs_subsystem, su_group)
+            };
+            SUBSYSTEM.store(raw.cast_mut(), Ordering::Release);
+            Ok(())
+        },
+    )
+}
+
+/// An opener of a target's disk holds a dependency on the target's directory, so that
+/// `rmdir` of it fails with `EBUSY` (or the open with `ENOENT` if the `rmdir` came first).
+impl OpenHold for ItemDepend {
+    fn hold(&self) -> Result {
+        self.depend()
+    }
+
+    unsafe fn release(&self) {
+        // SAFETY: pairs with a successful `hold` (the caller's safety requirement).
+        unsafe { self.undepend() }
+    }
 }
 
 /// The subsystem's own data.
@@ -191,7 +230,12 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         timeout_ms: s.timeout_ms,
         recovery_ms: s.recovery_ms,
     };
-    let disk = RemoteDisk::create(&config).inspect_err(|e| {
+    let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire)).ok_or(ENODEV)?;
+    // SAFETY: the subsystem stays registered while this target exists, and the value goes
+    // into the disk, which this target's data owns, so it is dropped before the item.
+    let depend = unsafe { ItemDepend::find(subsys, &this.name) }?;
+    let hold: KBox<dyn OpenHold> = KBox::new(depend, GFP_KERNEL)?;
+    let disk = RemoteDisk::create(&config, Some(hold)).inspect_err(|e| {
         pr_err!("{}: configfs: enable failed: {:?}\n", &*this.name, e);
     })?;
     s.enabled = Some(disk);
@@ -305,13 +349,13 @@ impl configfs::AttributeOperations<7> for TargetConfig {
             (true, false) => enable(this, &mut s),
             (false, true) => {
                 if let Some(disk) = &s.enabled {
-                    if disk.is_open() {
+                    if let Err(e) = disk.shut() {
                         pr_err!(
                             "{}: configfs: enable: {} is open (swapon, mount or a process); close it first\n",
                             &*this.name,
                             disk.name()
                         );
-                        return Err(EBUSY);
+                        return Err(e);
                     }
                 }
                 drop(s.enabled.take());

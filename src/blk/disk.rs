@@ -5,7 +5,12 @@
 use core::ptr::NonNull;
 use kernel::{block::SECTOR_SHIFT, error::to_result, prelude::*, str::CStr, sync::Arc};
 
-use super::{bindings, operations::Operations, tag_set::TagSet};
+use super::{
+    bindings,
+    openers::{OpenHold, Openers},
+    operations::Operations,
+    tag_set::TagSet,
+};
 
 /// What a disk looks like.
 pub(crate) struct DiskParams<'a> {
@@ -28,15 +33,18 @@ pub(crate) struct DiskParams<'a> {
 /// A live disk, visible under /dev until dropped.
 ///
 /// Its `block_device_operations` name this module as owner, so while the disk is open
-/// (mounted, swapped on, an open file descriptor) the module cannot be unloaded.
+/// (mounted, swapped on, an open file descriptor) the module cannot be unloaded; they
+/// count the openers in [`Openers`], which [`Disk::shut`] consults.
 ///
 /// # Invariants
 ///
-/// `gd` was allocated on `tag_set` and added; drop deletes and puts it, then the tag set
-/// is freed (field order).
+/// `gd` was allocated on `tag_set` and added; its `private_data` is `openers`, one
+/// reference of which it owns. Drop deletes and puts the disk, then the tag set is freed
+/// (field order).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Disk<T: Operations> {
     gd: NonNull<kernel::bindings::gendisk>,
+    openers: Arc<Openers>,
     #[pin]
     tag_set: TagSet<T>,
 }
@@ -47,8 +55,13 @@ unsafe impl<T: Operations> Send for Disk<T> {}
 unsafe impl<T: Operations> Sync for Disk<T> {}
 
 impl<T: Operations> Disk<T> {
-    /// Creates the tag set and the disk and adds it (it appears under /dev).
-    pub(crate) fn new(params: &DiskParams<'_>, driver: Arc<T>) -> Result<Pin<KBox<Self>>> {
+    /// Creates the tag set and the disk and adds it (it appears under /dev). `hold` is
+    /// taken for each opener of the disk and released when it closes.
+    pub(crate) fn new(
+        params: &DiskParams<'_>,
+        driver: Arc<T>,
+        hold: Option<KBox<dyn OpenHold>>,
+    ) -> Result<Pin<KBox<Self>>> {
         let block_size = params.block_size;
         if !block_size.is_power_of_two() || !(512..=4096).contains(&block_size) {
             return Err(EINVAL);
@@ -63,7 +76,10 @@ impl<T: Operations> Disk<T> {
         let depth = params.queue_depth;
         let name = params.name;
         let capacity_sectors = params.capacity >> SECTOR_SHIFT;
-        KBox::try_pin_init(
+        let openers = Arc::pin_init(Openers::new(hold), GFP_KERNEL)?;
+        // The disk's reference, taken back in `drop`.
+        let disk_ref = Arc::into_raw(openers.clone());
+        let disk = KBox::try_pin_init(
             try_pin_init!(&this in Self {
                 tag_set <- TagSet::new(hw_queues, depth, driver),
                 gd: {
@@ -82,9 +98,15 @@ impl<T: Operations> Disk<T> {
                         bindings::rswap_blk_mq_alloc_disk(set, &mut lim, core::ptr::null_mut())
                     };
                     let gd = NonNull::new(kernel::error::from_err_ptr(gd)?).ok_or(ENOMEM)?;
-                    // SAFETY: `gd` is a fresh disk; `name` is NUL-terminated.
+                    // SAFETY: `gd` is a fresh disk; `name` is NUL-terminated; `disk_ref`
+                    // is a reference to an `Openers` that the disk owns from now on.
                     unsafe {
-                        bindings::rswap_blk_disk_setup(gd.as_ptr(), name.as_char_ptr(), capacity_sectors)
+                        bindings::rswap_blk_disk_setup(
+                            gd.as_ptr(),
+                            name.as_char_ptr(),
+                            capacity_sectors,
+                            disk_ref.cast_mut().cast(),
+                        )
                     };
                     // SAFETY: `gd` is allocated and set up.
                     let ret = unsafe {
@@ -101,27 +123,47 @@ impl<T: Operations> Disk<T> {
                     }
                     gd
                 },
+                openers,
             }),
             GFP_KERNEL,
-        )
+        );
+        if disk.is_err() {
+            // SAFETY: no disk was added, so nothing else uses the reference taken above.
+            drop(unsafe { Arc::from_raw(disk_ref) });
+        }
+        disk
     }
 
-    /// Whether anything holds the disk open (swapon, a mount, a file descriptor).
-    pub(crate) fn is_open(&self) -> bool {
-        // SAFETY: the disk is valid (type invariant).
-        unsafe { bindings::rswap_blk_disk_openers(self.gd.as_ptr()) > 0 }
+    /// Makes the disk refuse every open from now on, unless something holds it open
+    /// (swapon, a mount, a file descriptor): then `EBUSY`. Race-free against an open.
+    pub(crate) fn shut(&self) -> Result {
+        self.openers.shut()
     }
 }
 
 #[pinned_drop]
 impl<T: Operations> PinnedDrop for Disk<T> {
     fn drop(self: Pin<&mut Self>) {
+        self.openers.force_shut();
         // SAFETY: by the type invariant the disk was added; deleting waits for I/O in
-        // flight to end and stops new I/O; the final put frees it once the last opener
-        // closes it (the module stays pinned until then through the fops owner).
-        unsafe {
-            kernel::bindings::del_gendisk(self.gd.as_ptr());
-            kernel::bindings::put_disk(self.gd.as_ptr());
+        // flight and for an open in progress to end, and stops new I/O.
+        unsafe { kernel::bindings::del_gendisk(self.gd.as_ptr()) };
+        // Nothing opens the disk any more. Its reference to the openers goes, unless an
+        // opener is left (its release still needs them): the owner of a disk shuts it
+        // before dropping it, so that is a bug, and a leak beats a use after free.
+        let left = self.openers.force_shut();
+        if left > 0 {
+            // SAFETY: the disk is valid until the put below; its name is NUL-terminated.
+            let name = unsafe { CStr::from_char_ptr((*self.gd.as_ptr()).disk_name.as_ptr()) };
+            pr_warn!("{}: deleted with {} openers left\n", name, left);
+        }
+        // SAFETY: as above; the final put frees the disk once the last opener closes it
+        // (the module stays pinned until then through the fops owner).
+        unsafe { kernel::bindings::put_disk(self.gd.as_ptr()) };
+        if left == 0 {
+            // SAFETY: the reference handed to the disk in `new` (type invariant); the
+            // disk is deleted and no opener is left to use it.
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.openers)) });
         }
     }
 }

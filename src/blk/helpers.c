@@ -44,14 +44,32 @@ struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue
 	return blk_mq_alloc_disk(set, lim, queuedata);
 }
 
+/* In openers.rs: count an opener of the disk whose private_data is @openers. */
+int rswap_blk_openers_open(void *openers);
+void rswap_blk_openers_release(void *openers);
+
+static int rswap_bdev_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return rswap_blk_openers_open(disk->private_data);
+}
+
+static void rswap_bdev_release(struct gendisk *disk)
+{
+	rswap_blk_openers_release(disk->private_data);
+}
+
 /* The owner pins rswap.ko while the disk is open (swapon, an open file descriptor). */
 static const struct block_device_operations rswap_bdev_ops = {
 	.owner = THIS_MODULE,
+	.open = rswap_bdev_open,
+	.release = rswap_bdev_release,
 };
 
-void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors)
+void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors,
+			  void *openers)
 {
 	disk->fops = &rswap_bdev_ops;
+	disk->private_data = openers;
 	strscpy(disk->disk_name, name, DISK_NAME_LEN);
 	set_capacity(disk, sectors);
 }
@@ -80,11 +98,6 @@ struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq)
 unsigned int rswap_blk_default_timeout(void)
 {
 	return 30 * HZ;
-}
-
-unsigned int rswap_blk_disk_openers(struct gendisk *disk)
-{
-	return disk_openers(disk);
 }
 
 unsigned int rswap_memalloc_noio_save(void)

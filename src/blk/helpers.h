@@ -23,14 +23,17 @@ struct request *rswap_blk_mq_rq_from_pdu(void *pdu);
 int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max);
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata);
-/* Set @disk's fops to rswap's (owner THIS_MODULE), its name and capacity. */
-void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors);
+/*
+ * Set @disk's fops to rswap's (owner THIS_MODULE; open and release count @openers, an
+ * `Openers` of openers.rs), its name and capacity.
+ */
+void rswap_blk_disk_setup(struct gendisk *disk, const char *name, sector_t sectors,
+			  void *openers);
 void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx);
 void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
 unsigned int rswap_blk_default_timeout(void);
-unsigned int rswap_blk_disk_openers(struct gendisk *disk);
 unsigned int rswap_memalloc_noio_save(void);
 void rswap_memalloc_noio_restore(unsigned int flags);
 

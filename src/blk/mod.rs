@@ -4,8 +4,9 @@
 //! per-request driver data preallocated per tag and dropped with it, sector/operation/
 //! segment accessors, completion with an error status, a timeout callback, per-hardware-
 //! queue driver data and stopping a hardware queue, a disk whose
-//! `block_device_operations.owner` pins the module while the disk is open, disk numbers,
-//! and a no-I/O allocation scope for the work that lets the disk's I/O finish.
+//! `block_device_operations.owner` pins the module while the disk is open and that counts
+//! its openers (so that it is never deleted from under one), disk numbers, and a no-I/O
+//! allocation scope for the work that lets the disk's I/O finish.
 //!
 //! Nothing here knows about RDMA: a driver plugs in through [`Operations`].
 
@@ -14,6 +15,7 @@ mod disk;
 mod disk_index;
 mod hw_ctx;
 mod noio;
+mod openers;
 mod operations;
 mod request;
 mod tag_set;
@@ -22,5 +24,6 @@ pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use noio::NoIoScope;
+pub(crate) use openers::OpenHold;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use request::{Op, OwnedRequest, Status, TimedOutRequest};

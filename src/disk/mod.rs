@@ -4,16 +4,16 @@
 //!
 //! [`RemoteDisk::create`] is what `echo 1 > enable` does: take a disk number, connect the
 //! session (one queue per hardware queue), and add the disk, sized and limited by what
-//! the session got. Dropping it is `echo 0 > enable`: the disk goes first (deleting it
-//! waits for I/O in flight), then the session's queues, then the number. The data path is
-//! in [`request`].
+//! the session got. `echo 0 > enable` shuts the disk ([`RemoteDisk::shut`], refused while
+//! it is open) and drops it: the disk goes first (deleting it waits for I/O in flight),
+//! then the session's queues, then the number. The data path is in [`request`].
 
 mod request;
 
 use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
-    blk::{Disk, DiskIndex, DiskParams},
+    blk::{Disk, DiskIndex, DiskParams, OpenHold},
     transport::{
         link::LinkParams,
         name::Name,
@@ -58,8 +58,9 @@ pub(crate) struct RemoteDisk {
 }
 
 impl RemoteDisk {
-    /// Connects to the server and adds `/dev/rswapN`.
-    pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
+    /// Connects to the server and adds `/dev/rswapN`. `hold` is taken for each opener of
+    /// the disk (the configuration keeps its directory while the disk is open).
+    pub(crate) fn create(config: &DiskConfig, hold: Option<KBox<dyn OpenHold>>) -> Result<Self> {
         let index = DiskIndex::take()?;
         let name = Name::new(fmt!("rswap{}", index.get()));
         let session = Session::connect(&SessionConfig {
@@ -92,6 +93,7 @@ impl RemoteDisk {
                 max_request_bytes: max_segments * BLOCK_SIZE,
             },
             driver.clone(),
+            hold,
         )?;
         let ip = config.ip;
         pr_info!(
@@ -121,9 +123,10 @@ impl RemoteDisk {
         &self.name
     }
 
-    /// Whether anything holds the disk open (swapon, a mount, a file descriptor).
-    pub(crate) fn is_open(&self) -> bool {
-        self.disk.is_open()
+    /// Makes the disk refuse every open from now on so that it can be dropped, unless
+    /// something holds it open (swapon, a mount, a file descriptor): then `EBUSY`.
+    pub(crate) fn shut(&self) -> Result {
+        self.disk.shut()
     }
 
     /// How the queues are doing.

@@ -3,9 +3,11 @@
 //! Kernel facilities the kernel crate does not wrap yet, used by more than one layer:
 //! neither RDMA nor blk-mq specific.
 
+mod configfs;
 mod scatterlist;
 mod workqueue;
 
+pub(crate) use configfs::ItemDepend;
 pub(crate) use scatterlist::SgTable;
 pub(crate) use workqueue::ReclaimWorkqueue;
 

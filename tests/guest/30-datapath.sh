@@ -26,7 +26,7 @@ NAMES=(
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
-	"pinning: rmmod and disable are refused while /dev/rswap0 is open"
+	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open"
 	"connect: enable with no server listening fails within 20 s and leaves nothing"
 	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
 	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
@@ -143,13 +143,19 @@ fi
 
 exec 3<$DEV
 r1=0; rmmod rswap 2>/dev/null && r1=1
-r2=0; echo 0 > $T/enable 2>/dev/null && r2=1
+r2=0; e2=$( (echo 0 > $T/enable) 2>&1) && r2=1
+r3=0; e3=$(rmdir $T 2>&1) && r3=1
+# The disk still works while it is held.
+r4=0; dd if=$DEV of=/dev/null bs=4k count=16 iflag=direct status=none && r4=1
 exec 3<&-
-if [ $r1 = 0 ] && [ $r2 = 0 ] && grep -q '^rswap ' /proc/modules && [ -b $DEV ]; then
+if [ $r1 = 0 ] && [ $r2 = 0 ] && [ $r3 = 0 ] && [ $r4 = 1 ] && grep -q '^rswap ' /proc/modules \
+	&& [ -b $DEV ] && [ -d $T ] && [[ $e2 == *busy* ]] && [[ $e3 == *busy* ]]; then
 	ktap_pass "$(ktap_name)"
+	ktap_diag "disable: ${e2##*: }; rmdir: ${e3##*: }"
 else
-	ktap_fail "$(ktap_name)" "rmmod succeeded=$r1 disable succeeded=$r2"
+	ktap_fail "$(ktap_name)" "rmmod succeeded=$r1 disable succeeded=$r2 ($e2) rmdir succeeded=$r3 ($e3) read=$r4"
 	[ $r1 = 1 ] && ktap_skip_rest "module gone"
+	[ $r3 = 1 ] && ktap_skip_rest "target gone"
 fi
 echo 0 > $T/enable
 

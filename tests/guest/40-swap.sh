@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # /dev/rswap0 as swap: a cgroup limited to 64 MiB runs a program that writes a checksummed
 # pattern to 192 MiB and verifies every page twice; pages must really go out to the
-# remote memory and come back intact. rmmod is refused while swapped on; swapoff brings
-# everything back.
+# remote memory and come back intact. rmmod, disable and rmdir of the target are refused
+# while swapped on (under the load); swapoff brings everything back.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -21,6 +21,7 @@ mkdir -p "$OUT"
 
 NAMES=(
 	"swap: mkswap + swapon /dev/rswap0 at priority 100"
+	"swap: under the load, rmdir and disable of the target are refused with EBUSY; the disk stays"
 	"swap: ${WORK_MB} MiB checksummed pattern in a ${LIMIT_MB} MiB cgroup, every page verified twice, 0 mismatches"
 	"swap: pages really went out to and came back from /dev/rswap0 (vmstat, /proc/swaps)"
 	"swap: rmmod is refused while swapped on"
@@ -91,7 +92,25 @@ while sleep 2; do
 done ) &
 SAMPLER=$!
 start=$(date +%s)
-sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err"
+sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+LPID=$!
+# Once pages really go out, try to take the disk away from under the swap.
+for _ in $(seq 600); do
+	[ $(( $(vm pswpout) - out0 )) -ge 2000 ] && break
+	kill -0 $LPID 2>/dev/null || break
+	sleep 0.1
+done
+swapping=$(( $(vm pswpout) - out0 ))
+r1=0; e1=$(rmdir $T 2>&1) && r1=1
+r2=0; e2=$( (echo 0 > $T/enable) 2>&1) && r2=1
+if [ "$swapping" -ge 2000 ] && [ $r1 = 0 ] && [ $r2 = 0 ] && [[ $e1 == *busy* ]] && [[ $e2 == *busy* ]] \
+	&& [ -d $T ] && [ -b /dev/rswap0 ] && [ "$(cat $T/enable)" = 1 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "after $swapping pages out: rmdir: ${e1##*: }; disable: ${e2##*: }"
+else
+	ktap_fail "$(ktap_name)" "pages out $swapping; rmdir succeeded=$r1 ($e1); disable succeeded=$r2 ($e2)"
+fi
+wait $LPID
 lrc=$?
 kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null
 took=$(( $(date +%s) - start ))
