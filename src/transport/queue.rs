@@ -15,10 +15,10 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use kernel::{
-    new_mutex, new_spinlock, new_work,
+    new_mutex, new_spinlock, new_spinlock_irq, new_work,
     prelude::*,
     revocable::RevocableGuard,
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLock, SpinLockIrq},
     time::{delay::fsleep, Delta, Instant, Monotonic},
     workqueue::{impl_has_work, Work, WorkItem},
 };
@@ -129,9 +129,10 @@ pub(crate) struct Queue {
     resume: SpinLock<Option<Arc<dyn Resume>>>,
     /// Whether the queue was shut down, checked when the recovery work is queued: no work
     /// is queued after a shutdown, so the session's one flush after shutting its queues
-    /// down finds all there will ever be.
+    /// down finds all there will ever be. IRQ-safe: [`Queue::fail`] takes it in
+    /// completions (softirq), `shut_down` in process context.
     #[pin]
-    shut: SpinLock<bool>,
+    shut: SpinLockIrq<bool>,
     wq: Arc<ReclaimWorkqueue>,
     #[pin]
     work: Work<Queue>,
@@ -164,7 +165,7 @@ impl Queue {
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
                 resume <- new_spinlock!(None, "rswap::Queue::resume"),
-                shut <- new_spinlock!(false, "rswap::Queue::shut"),
+                shut <- new_spinlock_irq!(false, "rswap::Queue::shut"),
                 wq,
                 work <- new_work!("rswap::Queue::work"),
             }),
