@@ -61,6 +61,14 @@ pub(crate) fn number(s: &str, min: u64, max: u64) -> Result<u64, Invalid> {
     Ok(v)
 }
 
+/// A keep-alive period in milliseconds: 0 (off) or 100..=600000.
+pub(crate) fn keepalive_ms(s: &str) -> Result<u64, Invalid> {
+    match number(s, 0, 600_000)? {
+        1..=99 => Err(Invalid("below 100 ms (0 turns the keep-alive off)")),
+        v => Ok(v),
+    }
+}
+
 /// A client id: decimal, or hexadecimal with `0x`; not zero.
 pub(crate) fn client_id(s: &str) -> Result<u64, Invalid> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -127,6 +135,17 @@ mod tests {
         assert_eq!(text(b" 1 \n"), Ok("1"));
         assert!(text(b"\n").is_err());
         assert!(text(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn keepalive_off_or_in_range() {
+        assert_eq!(keepalive_ms("0"), Ok(0));
+        assert_eq!(keepalive_ms("100"), Ok(100));
+        assert_eq!(keepalive_ms("5000"), Ok(5000));
+        assert_eq!(keepalive_ms("600000"), Ok(600_000));
+        for bad in ["1", "99", "600001", "-1", "5s", ""] {
+            assert!(keepalive_ms(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -48,6 +48,8 @@ const DEFAULT_TIMEOUT_MS: u32 = 5000;
 /// Default reconnect window of a failed queue: the memory server's default grace period
 /// (it keeps a client's region that long after its last queue went away).
 const DEFAULT_RECOVERY_MS: u32 = 60_000;
+/// Default keep-alive period: a silent server is noticed within about twice that.
+const DEFAULT_KEEPALIVE_MS: u32 = 5000;
 
 /// The registered subsystem, for [`ItemDepend`]: set once it is registered, and it stays
 /// registered as long as a target directory exists (each pins the module).
@@ -128,6 +130,7 @@ impl configfs::GroupOperations for Root {
                 state: 8,
                 device: 9,
                 recovery_ms: 10,
+                keepalive_ms: 11,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -152,6 +155,7 @@ impl configfs::GroupOperations for Root {
                     },
                     timeout_ms: DEFAULT_TIMEOUT_MS,
                     recovery_ms: DEFAULT_RECOVERY_MS,
+                    keepalive_ms: DEFAULT_KEEPALIVE_MS,
                     enabled: None,
                 }),
             }),
@@ -178,6 +182,7 @@ struct Settings {
     client_id: u64,
     timeout_ms: u32,
     recovery_ms: u32,
+    keepalive_ms: u32,
     /// The disk, while enabled.
     enabled: Option<RemoteDisk>,
 }
@@ -229,6 +234,7 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         client_id: s.client_id,
         timeout_ms: s.timeout_ms,
         recovery_ms: s.recovery_ms,
+        keepalive_ms: s.keepalive_ms,
     };
     let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire)).ok_or(ENODEV)?;
     // SAFETY: the subsystem stays registered while this target exists, and the value goes
@@ -330,6 +336,13 @@ setting_attr!(
     |s, w| writeln!(w, "{}", s.recovery_ms),
     |t| parse::number(t, 0, 3_600_000),
     |s, v| s.recovery_ms = v as u32
+);
+setting_attr!(
+    11,
+    "keepalive_ms",
+    |s, w| writeln!(w, "{}", s.keepalive_ms),
+    |t| parse::keepalive_ms(t),
+    |s, v| s.keepalive_ms = v as u32
 );
 
 #[vtable]

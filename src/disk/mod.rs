@@ -44,6 +44,8 @@ pub(crate) struct DiskConfig {
     pub(crate) timeout_ms: u32,
     /// Milliseconds a failed queue may spend reconnecting; 0 turns recovery off.
     pub(crate) recovery_ms: u32,
+    /// Milliseconds between keep-alive probes of each queue; 0 turns them off.
+    pub(crate) keepalive_ms: u32,
 }
 
 /// A connected disk.
@@ -76,6 +78,7 @@ impl RemoteDisk {
                 timeout_ms: config.timeout_ms,
             },
             recovery_ms: config.recovery_ms,
+            keepalive_ms: config.keepalive_ms,
         })?;
         let desc = *session.descriptor();
         // One SGE per segment: no more segments than every queue takes in a work request.

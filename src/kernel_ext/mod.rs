@@ -9,7 +9,7 @@ mod workqueue;
 
 pub(crate) use configfs::ItemDepend;
 pub(crate) use scatterlist::SgTable;
-pub(crate) use workqueue::ReclaimWorkqueue;
+pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 
 /// A random 64-bit number (`get_random_u64`).
 pub(crate) fn random_u64() -> u64 {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A workqueue whose work makes progress when memory is short.
+//! A workqueue whose work makes progress when memory is short, and flushing delayed work.
 
-use kernel::str::CStrExt;
+use kernel::{str::CStrExt, workqueue::DelayedWork};
 
 /// A workqueue of rswap's own with a rescuer thread (`WQ_MEM_RECLAIM`), so its work makes
 /// progress when memory is short: rswap is a swap device, and its recovery work is what
@@ -64,5 +64,18 @@ impl Drop for ReclaimWorkqueue {
         // SAFETY: valid by the type invariant; this is the only destroy. It waits for the
         // queued work to run first.
         unsafe { kernel::bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
+}
+
+/// Runs `dw` at once if it is waiting for its delay, and waits until it has run (the C
+/// `flush_delayed_work`). Work that queues itself again while this runs stays queued.
+pub(crate) fn flush_delayed_work<T: ?Sized, const ID: u64>(dw: &DelayedWork<T, ID>) {
+    // SAFETY: `dw` is a valid, initialised delayed work; its `Work` is the `work` field of
+    // the `delayed_work` it wraps (`raw_as_work`), so `container_of` gives that
+    // `delayed_work`, which `flush_delayed_work` may be called on at any time.
+    unsafe {
+        let work = DelayedWork::raw_as_work(dw).cast::<kernel::bindings::work_struct>();
+        let dwork = kernel::container_of!(work, kernel::bindings::delayed_work, work);
+        kernel::bindings::flush_delayed_work(dwork);
     }
 }

@@ -14,7 +14,13 @@
 //! Teardown is the reverse, by ownership: [`Conn`]'s drop disconnects and drains the QP
 //! (every posted work request completes, flushed) and leaves the device's users; then the
 //! cm_id goes, destroying its QP first.
+//!
+//! A live link is probed for the keep-alive ([`Link::probe`]): a zero-length RDMA WRITE,
+//! which the server's RDMA device acknowledges without touching memory, so a silent
+//! server (host down, network partitioned) shows as a probe that fails or goes unanswered
+//! even when the disk is idle.
 
+use core::ptr::NonNull;
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -31,9 +37,10 @@ use super::{
 use crate::{
     ib::{
         cm::{CmEvent, CmHandler, CmId, ConnectParams},
-        dma::Direction,
+        cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
+        dma::{Direction, Sge},
         oneshot::{OneShot, OneShotHandler},
-        qp::QpCaps,
+        qp::{QpCaps, RdmaOp},
         DeviceUser, Qp, RdmaDevice,
     },
     rdma_client,
@@ -61,11 +68,12 @@ pub(crate) struct LinkParams {
     pub(crate) timeout_ms: u32,
 }
 
-/// Told when a link that was up goes down on its own (the server disconnected it).
+/// Told when a link that was up goes down on its own (the server disconnected it, a
+/// keep-alive probe failed).
 pub(crate) trait LinkWatcher: Send + Sync {
-    /// The link is lost, for reason `why`. Runs in the CM's process context; must not
-    /// sleep for long.
-    fn link_lost(&self, why: &CStr);
+    /// The link is lost, for reason `why` (with a work completion status, or 0). Runs in
+    /// the CM's process context or in a completion (softirq): must not sleep.
+    fn link_lost(&self, why: &CStr, status: u32);
 }
 
 /// How far the connection got.
@@ -285,7 +293,7 @@ impl CmHandler for LinkEvents {
                 if was_up {
                     // Recover now, not at the next I/O: an idle disk must not outwait
                     // the server's grace period.
-                    self.watcher.link_lost(c"disconnected by the server");
+                    self.watcher.link_lost(c"disconnected by the server", 0);
                 }
             }
             CmEvent::DeviceRemoval => self.update(|p| {
@@ -352,9 +360,84 @@ impl Drop for Conn {
     }
 }
 
+/// What [`Link::probe`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProbeOutcome {
+    /// A probe is on its way.
+    Sent,
+    /// The previous probe has not completed since the last call: the server's side does
+    /// not answer.
+    Unanswered,
+    /// The probe could not be posted (the QP is failing; its completions say why).
+    NotPosted,
+}
+
+/// The keep-alive probe of a link: a zero-length RDMA WRITE. Allocated with the link; while
+/// it is posted, the link's `probe` slot is empty, and its completion puts it back.
+///
+/// # Invariants
+///
+/// `link` is the link whose slot holds this probe when it is not posted. It is valid
+/// while the probe is posted: the link's connection is torn down (its QP drained, so
+/// every posted work request completes) before the link's `probe` slot is dropped.
+struct Probe {
+    cqe: Cqe,
+    link: NonNull<Link>,
+}
+
+impl_has_cqe! { impl HasCqe for Probe { self.cqe } }
+
+impl SgeList for Probe {
+    fn sges(&self) -> &[Sge] {
+        &[]
+    }
+}
+
+/// A probe that is not posted: who owns it owns the link's keep-alive work request.
+struct ProbeBox(KBox<Probe>);
+
+// SAFETY: the link pointer is only dereferenced in the completion, where it is valid (the
+// type invariant), and `Link` is `Sync`.
+unsafe impl Send for ProbeBox {}
+
+// SAFETY: `into_raw` leaks the box, which stays put until `from_raw` rebuilds it.
+unsafe impl CqeOwner for ProbeBox {
+    type Target = Probe;
+
+    fn into_raw(self) -> NonNull<Probe> {
+        // SAFETY: `KBox::into_raw` never returns null.
+        unsafe { NonNull::new_unchecked(KBox::into_raw(self.0)) }
+    }
+
+    unsafe fn from_raw(target: NonNull<Probe>) -> Self {
+        // SAFETY: leaked by `into_raw` and taken back once (the caller's guarantee).
+        Self(unsafe { KBox::from_raw(target.as_ptr()) })
+    }
+
+    fn complete(self, wc: &Wc<'_>) {
+        // SAFETY: the probe was posted, so its link is valid (type invariant).
+        let link = unsafe { self.0.link.as_ref() };
+        if !wc.is_ok() {
+            // A connection being torn down is revoked first: its flushed probe says
+            // nothing new.
+            if let Some(conn) = link.conn() {
+                conn.cm
+                    .handler()
+                    .watcher
+                    .link_lost(c"keep-alive probe failed", wc.status());
+            }
+        }
+        *link.probe.lock() = Some(self);
+    }
+}
+
 /// One connection of a queue, and what it got from the server: revocable, so the queue's
 /// recovery, device removal and teardown can take it down under the data path.
-#[pin_data]
+///
+/// Drop revokes the connection first (if nobody did): that drains the QP, so a posted
+/// probe comes back to its slot, and its completion finds the connection revoked, while
+/// every field is still there.
+#[pin_data(PinnedDrop)]
 pub(crate) struct Link {
     /// The region as the data path addresses it (its length is what the client asked
     /// for).
@@ -364,6 +447,17 @@ pub(crate) struct Link {
     max_sge: u32,
     #[pin]
     conn: Revocable<Conn>,
+    /// The keep-alive probe, when it is not posted. Taken in the keep-alive work, put
+    /// back in its completion (softirq).
+    #[pin]
+    probe: SpinLockIrq<Option<ProbeBox>>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for Link {
+    fn drop(self: Pin<&mut Self>) {
+        self.conn.revoke();
+    }
 }
 
 impl Link {
@@ -394,7 +488,8 @@ impl Link {
         // From here on, dropping `conn` tears the half-made connection down.
         let mut conn = Conn { cm, dev, user };
         let caps = QpCaps {
-            send_wr: params.depth,
+            // One per request in flight, and the keep-alive probe.
+            send_wr: params.depth + 1,
             recv_wr: 1,
             send_sge: params.max_sge.min(conn.dev.device().max_send_sge()),
         };
@@ -454,7 +549,7 @@ impl Link {
             return Err(EPROTO);
         }
         Arc::pin_init(
-            pin_init!(Self {
+            try_pin_init!(&this in Self {
                 region: RemoteRegion {
                     addr: descriptor.remote_addr,
                     len: params.size,
@@ -463,6 +558,18 @@ impl Link {
                 descriptor,
                 max_sge: caps.send_sge,
                 conn <- Revocable::new(conn),
+                // INVARIANT: the probe's link is this one, and its slot holds it.
+                probe <- new_spinlock_irq!(
+                    Some(ProbeBox(KBox::new(
+                        Probe {
+                            cqe: Cqe::new(),
+                            // SAFETY: `this` is the link being initialised: not null.
+                            link: unsafe { NonNull::new_unchecked(this.as_ptr()) },
+                        },
+                        GFP_KERNEL,
+                    )?)),
+                    "rswap::Link::probe"
+                ),
             }),
             GFP_KERNEL,
         )
@@ -494,6 +601,28 @@ impl Link {
         self.conn
             .try_access_with(Conn::is_established)
             .unwrap_or(false)
+    }
+
+    /// Probes the connection `conn` (this link's) for the keep-alive, unless the previous
+    /// probe is still out: then it went unanswered. A failed probe is reported to the
+    /// link's watcher from its completion. Does not sleep.
+    pub(crate) fn probe(&self, conn: &Conn) -> ProbeOutcome {
+        let Some(probe) = self.probe.lock().take() else {
+            return ProbeOutcome::Unanswered;
+        };
+        let Some(qp) = conn.qp() else {
+            *self.probe.lock() = Some(probe);
+            return ProbeOutcome::NotPosted;
+        };
+        // Zero bytes: the server's device checks neither the address nor the key, but
+        // they are the region's anyway.
+        match qp.post_rdma(probe, RdmaOp::Write, self.region.addr, self.region.rkey) {
+            Ok(()) => ProbeOutcome::Sent,
+            Err((_, probe)) => {
+                *self.probe.lock() = Some(probe);
+                ProbeOutcome::NotPosted
+            }
+        }
     }
 
     /// Takes the connection down (sleeps): its posted work requests are flushed, and

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The connection to a memory server: the wire format, one rdma_cm connection per
-//! [`link::Link`], a [`queue::Queue`] per hardware queue that keeps a link up, and the
-//! [`session::Session`] that ties a client's queues to the server's region.
+//! [`link::Link`], a [`queue::Queue`] per hardware queue that keeps a link up, the
+//! [`session::Session`] that ties a client's queues to the server's region, and its
+//! [`keepalive::KeepAlive`].
 //!
 //! No RDMA bindings here: everything goes through the safe wrappers in [`crate::ib`].
 
+pub(crate) mod keepalive;
 pub(crate) mod link;
 pub(crate) mod name;
 pub(crate) mod queue;

@@ -24,7 +24,7 @@ use kernel::{
 };
 
 use super::{
-    link::{Conn, Link, LinkEvents, LinkParams, LinkWatcher},
+    link::{Conn, Link, LinkEvents, LinkParams, LinkWatcher, ProbeOutcome},
     name::Name,
     wire::RegionDescriptor,
 };
@@ -339,6 +339,17 @@ impl Queue {
         }
     }
 
+    /// The keep-alive: probes the live link, and fails the queue (recovery starts) when
+    /// the previous probe went unanswered since the last call. A probe that fails fails
+    /// the queue from its completion. Nothing happens on a queue that is not live. Does
+    /// not sleep.
+    pub(crate) fn keep_alive(this: &Arc<Self>) {
+        let outcome = Self::with_conn(this, (), |link, conn, ()| link.probe(conn));
+        if matches!(outcome, Ok(ProbeOutcome::Unanswered)) {
+            let _ = Self::fail(this, c"keep-alive probe unanswered", 0);
+        }
+    }
+
     /// Takes the current link out of the slot and tears it down (sleeps): its posted work
     /// requests are flushed, and their completions run before this returns.
     fn retire_link(&self) {
@@ -489,8 +500,8 @@ impl Queue {
 struct QueueRef(Arc<Queue>);
 
 impl LinkWatcher for QueueRef {
-    fn link_lost(&self, why: &CStr) {
-        let _ = Queue::fail(&self.0, why, 0);
+    fn link_lost(&self, why: &CStr, status: u32) {
+        let _ = Queue::fail(&self.0, why, status);
     }
 }
 

@@ -5,6 +5,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
+    keepalive::KeepAlive,
     link::LinkParams,
     name::Name,
     queue::{Queue, State},
@@ -21,6 +22,8 @@ pub(crate) struct SessionConfig {
     /// Milliseconds a failed queue may spend reconnecting before its I/O fails; 0 fails
     /// it at once.
     pub(crate) recovery_ms: u32,
+    /// Milliseconds between keep-alive probes of each queue; 0 turns them off.
+    pub(crate) keepalive_ms: u32,
 }
 
 /// How a session's queues are doing.
@@ -39,16 +42,17 @@ pub(crate) struct Health {
     pub(crate) retried: u64,
 }
 
-/// A connected client: `queue_count` queues, each on the same region, and the workqueue
-/// their recovery runs on.
+/// A connected client: `queue_count` queues, each on the same region, their keep-alive,
+/// and the workqueue their recovery and keep-alive run on.
 ///
-/// Drop: every queue is shut down (recovery stopped, links torn down) and the recovery
-/// work queued meanwhile has run; then the queues are released, and with the last of
-/// them the workqueue.
+/// Drop: the keep-alive stops, every queue is shut down (recovery stopped, links torn
+/// down) and the recovery work queued meanwhile has run; then the queues are released,
+/// and with the last of them the workqueue.
 pub(crate) struct Session {
     queues: KVec<Arc<Queue>>,
     max_sge: u32,
     descriptor: RegionDescriptor,
+    keepalive: Option<Arc<KeepAlive>>,
     recovery_wq: Arc<ReclaimWorkqueue>,
 }
 
@@ -59,11 +63,19 @@ impl Session {
     pub(crate) fn connect(config: &SessionConfig) -> Result<Self> {
         let recovery_wq = Arc::new(ReclaimWorkqueue::new(c"rswap_recovery")?, GFP_KERNEL)?;
         let mut queues = KVec::with_capacity(usize::from(config.link.queue_count), GFP_KERNEL)?;
-        match Self::start_queues(config, &recovery_wq, &mut queues) {
-            Ok((descriptor, max_sge)) => Ok(Self {
+        let started = Self::start_queues(config, &recovery_wq, &mut queues).and_then(|got| {
+            let keepalive = match config.keepalive_ms {
+                0 => None,
+                ms => Some(KeepAlive::start(&queues, ms, recovery_wq.clone())?),
+            };
+            Ok((got, keepalive))
+        });
+        match started {
+            Ok(((descriptor, max_sge), keepalive)) => Ok(Self {
                 queues,
                 max_sge,
                 descriptor,
+                keepalive,
                 recovery_wq,
             }),
             Err(e) => {
@@ -157,8 +169,11 @@ impl Session {
         h
     }
 
-    /// Tears every queue down (idempotent). Sleeps.
+    /// Stops the keep-alive and tears every queue down (idempotent). Sleeps.
     pub(crate) fn shut_down(&self) {
+        if let Some(k) = &self.keepalive {
+            k.stop();
+        }
         for q in self.queues.iter() {
             q.shut_down();
         }

@@ -20,12 +20,13 @@ SIZE_MB=64
 DEV=/dev/rswap0
 
 NAMES=(
-	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000"
+	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000; keepalive_ms defaults to 5000 and takes 0 or 100..600000"
 	"recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back"
 	"recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)"
 	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
 	"recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data"
 	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
+	"recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s"
 	"recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the recovery tests"
 )
@@ -64,11 +65,20 @@ bad=0
 for v in -1 3600001 1e3 x; do
 	echo "$v" > $T/recovery_ms 2>/dev/null && bad=1
 done
+rec_msg=$(dmesg | tail -1)
+ka_default=$(cat $T/keepalive_ms)
+for v in 1 99 600001 -1 5s; do
+	echo "$v" > $T/keepalive_ms 2>/dev/null && bad=1
+done
+ka_msg=$(dmesg | tail -1)
+echo 0 > $T/keepalive_ms && echo 100 > $T/keepalive_ms && echo 600000 > $T/keepalive_ms || bad=1
+echo 5000 > $T/keepalive_ms
 if [ "$(cat $T/recovery_ms)" = 60000 ] && [ $bad = 0 ] && echo 0 > $T/recovery_ms \
-	&& [ "$(cat $T/recovery_ms)" = 0 ] && dmesg | tail -3 | grep -q 'configfs: recovery_ms: '; then
+	&& [ "$(cat $T/recovery_ms)" = 0 ] && [[ $rec_msg == *"configfs: recovery_ms: "* ]] \
+	&& [ "$ka_default" = 5000 ] && [[ $ka_msg == *"configfs: keepalive_ms: "* ]]; then
 	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(ktap_name)" "default/now $(cat $T/recovery_ms), bad accepted=$bad"
+	ktap_fail "$(ktap_name)" "recovery_ms default/now $(cat $T/recovery_ms), keepalive_ms default $ka_default, bad accepted=$bad; $rec_msg; $ka_msg"
 fi
 
 enable_with 60000 0x4501 || ktap_skip_rest "enable failed: $(dmesg | grep rswap | tail -3)"
@@ -189,7 +199,30 @@ else
 fi
 echo 0 > $T/enable
 
-# 5. The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
+# 5. The server dies under writes and stays away: the queues see it at once (the dead
+# process's connections are torn down) or from the keep-alive, try to reconnect for
+# recovery_ms, then the writes fail.
+echo 2000 > $T/keepalive_ms
+enable_with 4000 0x4504 || ktap_skip_rest "enable failed"
+fio --name=kill --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
+	--time_based --runtime=120 --continue_on_error=none >"$OUT/fio-kill.log" 2>&1 &
+fpid=$!
+sleep 3
+kill -KILL "$SPID"; killed=$(date +%s%N); wait "$SPID" 2>/dev/null; SPID=
+wait_exit $fpid 60; rc=$?
+ms=$(( ($(date +%s%N) - killed) / 1000000 ))
+limit=$((4000 + 2000 + 2000))
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le $limit ] && dmesg | grep -q 'not reconnected within 4000 ms'; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "fio failed ${ms} ms after the kill (limit ${limit}): $(dmesg | grep -E 'rswap: rswap[0-9]*: queue 0: ' | tail -2 | sed 's/^\[[^]]*\] //' | tr '\n' ' ')"
+else
+	ktap_fail "$(ktap_name)" "fio exit $rc ${ms} ms after the kill (limit ${limit}); $(tail -3 "$OUT/fio-kill.log"); $(dmesg | grep rswap | tail -4)"
+fi
+echo 0 > $T/enable
+echo 5000 > $T/keepalive_ms
+start_server || ktap_skip_rest "rswap-server does not restart"
+
+# 6. The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
 enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
 kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
 start=$(date +%s)

@@ -13,6 +13,7 @@ NAMES=(
 	"two guests: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
 	"two guests: the client's RDMA device is removed and added back while idle; the queues reconnect on it and the data reads back"
+	"two guests: keep-alive: an idle disk notices a silent server (every packet dropped) within 2 x keepalive_ms + 2 s; when packets flow again it reconnects and the data reads back"
 	"two guests: the link drops every packet for 20 s under a read; the read times out, the queue recovers, the read returns the right data"
 	"two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
@@ -62,10 +63,42 @@ else
 	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
 fi
 
+# A silent server while the disk is idle: nothing in flight, every packet dropped. Only the
+# keep-alive can notice: a probe goes unanswered (or fails), the queues go into recovery,
+# and reconnect once packets flow again, to the same region.
+modprobe sch_netem 2>/dev/null
+echo 0 > $T/enable; echo 2000 > $T/keepalive_ms; echo 1 > $T/enable
+rec0=$(state_field $T recoveries)
+if tc qdisc add dev eth0 root netem loss 100%; then
+	start=$(date +%s%N)
+	for _ in $(seq 300); do
+		[[ $(cat $T/state) == connected* ]] || break
+		sleep 0.1
+	done
+	ms=$(( ($(date +%s%N) - start) / 1000000 ))
+	st=$(cat $T/state)
+	sleep 2
+	tc qdisc del dev eth0 root
+	for _ in $(seq 180); do
+		[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
+		sleep 0.5
+	done
+	limit=$((2 * 2000 + 2000))
+	if [[ $st != connected* ]] && [ $ms -le $limit ] && [[ $(cat $T/state) == connected* ]] \
+		&& dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "noticed after ${ms} ms (limit ${limit}): $st; $(dmesg | grep -E 'rswap: rswap[0-9]*: queue 0: (keep-alive|reconnected)' | tail -2 | sed 's/^\[[^]]*\] //' | tr '\n' ' ')"
+	else
+		ktap_fail "$(ktap_name)" "state after ${ms} ms: $st; now $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+	fi
+else
+	ktap_skip "$(ktap_name)" "no netem qdisc in this kernel"
+fi
+echo 0 > $T/enable; echo 5000 > $T/keepalive_ms; echo 1 > $T/enable
+
 # A network blackout under a read: the read times out (io_timeout 5 s; soft-RoCE's own
 # retries outlast a 20 s blackout), the timeout starts recovery, which takes the queue
 # down and reconnects once packets flow again, and the read is issued again.
-modprobe sch_netem 2>/dev/null
 rec0=$(state_field $T recoveries)
 echo 5000 > /sys/block/rswap0/queue/io_timeout
 if tc qdisc add dev eth0 root netem loss 100%; then
