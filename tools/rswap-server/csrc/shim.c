@@ -219,6 +219,21 @@ int rswap_post_rdma(struct ibv_qp *qp, int write, void *local, uint32_t len, uin
 	return ibv_post_send(qp, &wr, &bad);
 }
 
+int rswap_post_rdma_write_zero(struct ibv_qp *qp, uint64_t wr_id)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = NULL;
+	wr.num_sge = 0;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = 0;
+	wr.wr.rdma.rkey = 0;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
 int rswap_post_recv(struct ibv_qp *qp, void *buf, uint32_t len, uint32_t lkey, uint64_t wr_id)
 {
 	struct ibv_recv_wr wr, *bad = NULL;

@@ -65,6 +65,12 @@ int rswap_post_send_inline(struct ibv_qp *qp, const void *buf, uint32_t len, uin
 /* Signalled RDMA WRITE (write != 0) or READ of one local SGE. */
 int rswap_post_rdma(struct ibv_qp *qp, int write, void *local, uint32_t len, uint32_t lkey,
 		    uint64_t remote_addr, uint32_t rkey, uint64_t wr_id);
+/*
+ * Signalled RDMA WRITE of zero bytes: no SGE, remote_addr and rkey 0 (a zero-length
+ * RDMA operation is not checked against an R_Key). The peer acknowledges it without
+ * touching memory or generating a completion; it probes that the peer is alive.
+ */
+int rswap_post_rdma_write_zero(struct ibv_qp *qp, uint64_t wr_id);
 int rswap_post_recv(struct ibv_qp *qp, void *buf, uint32_t len, uint32_t lkey, uint64_t wr_id);
 /* Returns 1 with *wc filled, 0 when the CQ is empty, negative on error. */
 int rswap_poll_cq(struct ibv_cq *cq, struct rswap_wc *wc);

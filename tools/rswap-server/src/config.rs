@@ -80,6 +80,8 @@ pub(crate) struct ServerConfig {
     pub(crate) max_clients: usize,
     /// How long a region outlives its client's last queue.
     pub(crate) grace: Duration,
+    /// Keep-alive period: every established queue is probed this often (zero: off).
+    pub(crate) keepalive: Duration,
     /// Back regions with hugepages.
     pub(crate) hugepages: bool,
     /// Lock all of the server's memory (`mlockall`) so it is never swapped out.
@@ -94,6 +96,10 @@ pub(crate) struct ServerConfig {
 pub(crate) const DEFAULT_MAX_CLIENTS: usize = 64;
 /// Default `--grace` in seconds.
 pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
+/// Default `--keepalive-ms`.
+pub(crate) const DEFAULT_KEEPALIVE_MS: u64 = 5000;
+/// The shortest and longest `--keepalive-ms` other than 0 (off).
+pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 100..=600_000;
 
 /// `rswap-server --help`.
 pub(crate) const SERVER_HELP: &str = "\
@@ -122,6 +128,13 @@ Options:
                        disconnected (default 60); a reconnect of the same client id
                        within it gets the same region and data back (epoch + 1).
                        0 frees the region at once.
+  --keepalive-ms N     probe every established queue every N milliseconds with a
+                       zero-length RDMA WRITE (default 5000; 0: off; otherwise
+                       100..600000). A queue whose probe fails, or has not
+                       completed by the next probe, is closed as if it had
+                       disconnected: a client host that crashed or lost power is
+                       noticed within one to two periods, and its region is then
+                       kept for --grace.
   --hugepages          back regions with hugepages (MAP_HUGETLB); regions are then
                        charged to the pool in whole hugepages. Fails at start when
                        no hugepages are reserved (vm.nr_hugepages).
@@ -165,6 +178,7 @@ pub(crate) fn parse_server_args(
     let mut size = None;
     let mut max_clients = DEFAULT_MAX_CLIENTS;
     let mut grace = DEFAULT_GRACE_SECS;
+    let mut keepalive_ms = DEFAULT_KEEPALIVE_MS;
     let mut hugepages = false;
     let mut mlock = true;
     let mut log_level = Level::Info;
@@ -197,6 +211,16 @@ pub(crate) fn parse_server_args(
                 }
             }
             "--grace" => grace = parse_num(&opt, &a.value(&opt, inline)?)?,
+            "--keepalive-ms" => {
+                keepalive_ms = parse_num(&opt, &a.value(&opt, inline)?)?;
+                if keepalive_ms != 0 && !KEEPALIVE_MS_RANGE.contains(&keepalive_ms) {
+                    return Err(format!(
+                        "--keepalive-ms must be 0 (off) or between {} and {}",
+                        KEEPALIVE_MS_RANGE.start(),
+                        KEEPALIVE_MS_RANGE.end()
+                    ));
+                }
+            }
             "--hugepages" => {
                 no_value(&opt, inline)?;
                 hugepages = true;
@@ -219,6 +243,7 @@ pub(crate) fn parse_server_args(
         size: size.ok_or("--size SIZE is required (see --help)")?,
         max_clients,
         grace: Duration::from_secs(grace),
+        keepalive: Duration::from_millis(keepalive_ms),
         hugepages,
         mlock,
         log_level,
@@ -405,6 +430,7 @@ mod tests {
         assert_eq!(c.size, 96 << 20);
         assert_eq!(c.max_clients, DEFAULT_MAX_CLIENTS);
         assert_eq!(c.grace, Duration::from_secs(DEFAULT_GRACE_SECS));
+        assert_eq!(c.keepalive, Duration::from_millis(DEFAULT_KEEPALIVE_MS));
         assert!(!c.hugepages);
         assert!(c.mlock);
         assert_eq!(c.log_level, Level::Info);
@@ -419,6 +445,8 @@ mod tests {
             "--max-clients",
             "3",
             "--grace=5",
+            "--keepalive-ms",
+            "250",
             "--hugepages",
             "--no-mlock",
             "--log-level",
@@ -432,6 +460,7 @@ mod tests {
         assert_eq!(c.size, 8192, "rounded down to 4 KiB");
         assert_eq!(c.max_clients, 3);
         assert_eq!(c.grace, Duration::from_secs(5));
+        assert_eq!(c.keepalive, Duration::from_millis(250));
         assert!(c.hugepages);
         assert!(!c.mlock);
         assert_eq!(c.log_level, Level::Debug);
@@ -440,6 +469,13 @@ mod tests {
             panic!("did not parse");
         };
         assert_eq!(c.state_dir, Some(PathBuf::from("d")));
+        for (v, ms) in [("0", 0), ("100", 100), ("600000", 600_000)] {
+            let arg = format!("--keepalive-ms={v}");
+            let Ok(Parsed::Run(c)) = srv(&["--listen=[::1]:9", "--size=1M", &arg]) else {
+                panic!("{arg} did not parse");
+            };
+            assert_eq!(c.keepalive, Duration::from_millis(ms), "{arg}");
+        }
     }
 
     #[test]
@@ -451,6 +487,7 @@ mod tests {
             "--size",
             "--max-clients",
             "--grace",
+            "--keepalive-ms",
             "--hugepages",
             "--log-level",
             "--state-dir",
@@ -499,6 +536,22 @@ mod tests {
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",
+        );
+        for v in ["1", "99", "600001", "18446744073709551615"] {
+            err(
+                &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms", v],
+                "--keepalive-ms must be 0 (off) or between 100 and 600000",
+            );
+        }
+        for v in ["-1", "5s", "1e3", ""] {
+            err(
+                &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms", v],
+                "--keepalive-ms: invalid number",
+            );
+        }
+        err(
+            &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms"],
+            "needs a value",
         );
         err(
             &[

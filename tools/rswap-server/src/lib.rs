@@ -7,6 +7,7 @@
 mod client;
 mod config;
 mod ids;
+mod keepalive;
 mod log;
 mod policy;
 mod rdma;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The memory server: a single-threaded poll loop over the rdma_cm event channel,
-//! a signalfd (SIGINT/SIGTERM: exit; SIGUSR1: disconnect everyone) and the grace-period
-//! timers. With `--state-dir`, regions live in files ([`crate::store`]) and are
-//! restored at start.
+//! a signalfd (SIGINT/SIGTERM: exit; SIGUSR1: disconnect everyone), the grace-period
+//! timers and the keep-alive rounds ([`crate::keepalive`]). With `--state-dir`,
+//! regions live in files ([`crate::store`]) and are restored at start.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{self, Parsed, ServerConfig};
 use crate::ids;
+use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
 use crate::policy::{self, Admit, Existing, Limits, PAGE};
 use crate::rdma::{
@@ -21,8 +22,9 @@ use crate::size::format_size;
 use crate::store::{self, Meta, Store, Verdict};
 use crate::wire::{ConnectRequest, RegionDescriptor, RejectCode, RejectReason, WireError};
 
-/// QP sizes of a server-side queue: one SEND (the descriptor), no receives needed
-/// but one allowed, inline data large enough for the descriptor.
+/// QP sizes of a server-side queue: one SEND (the descriptor) and one keep-alive
+/// probe, no receives needed but one allowed, inline data large enough for the
+/// descriptor.
 const SERVER_QP: QpCaps = QpCaps {
     max_send_wr: 4,
     max_recv_wr: 1,
@@ -36,6 +38,11 @@ const RNR_RETRY: u8 = 6;
 /// How often pending descriptor SENDs are reaped.
 const SEND_POLL: Duration = Duration::from_millis(20);
 
+/// `why=` of a queue closed because its keep-alive probe did not complete in time.
+const WHY_KEEPALIVE_TIMEOUT: &str = "keepalive_timeout";
+/// `why=` of a queue closed because its keep-alive probe failed (or could not be posted).
+const WHY_KEEPALIVE_FAILED: &str = "keepalive_failed";
+
 /// One connection (queue) of a client.
 struct Queue {
     id: CmId,
@@ -43,6 +50,84 @@ struct Queue {
     queue_index: u16,
     peer: String,
     send_pending: bool,
+    /// Keep-alive state; probed once established.
+    probe: Probe,
+}
+
+/// Why a queue is to be closed: the `why=` of its `queue_closed` line and one more
+/// key and value, if any.
+struct Closing {
+    why: &'static str,
+    detail: Option<(&'static str, String)>,
+}
+
+impl Queue {
+    /// Drains the queue's completions (its descriptor SEND and keep-alive probes)
+    /// and returns why the queue must be closed, if it must (the first reason).
+    fn reap(&mut self) -> Option<Closing> {
+        let mut closing = None;
+        // At most the SEND and one probe are outstanding; the bound only keeps a
+        // misbehaving CQ from holding up the loop.
+        for _ in 0..SERVER_QP.max_send_wr + SERVER_QP.max_recv_wr {
+            let c = match self.id.poll() {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => {
+                    self.send_pending = false;
+                    self.probe.close();
+                    log::error("poll_cq_failed")
+                        .kv("client_id", self.client_id)
+                        .kv("queue", self.queue_index)
+                        .kv("error", &e)
+                        .emit();
+                    return closing.or(Some(Closing {
+                        why: "ibv_poll_cq failed",
+                        detail: Some(("error", e.to_string())),
+                    }));
+                }
+            };
+            if c.is_send {
+                self.send_pending = false;
+                if c.ok {
+                    log::debug("descriptor_delivered")
+                        .kv("client_id", self.client_id)
+                        .kv("queue", self.queue_index)
+                        .emit();
+                } else {
+                    log::warn("descriptor_not_delivered")
+                        .kv("client_id", self.client_id)
+                        .kv("queue", self.queue_index)
+                        .kv("status", &c.status)
+                        .emit();
+                    // A probe behind the SEND is flushed: not a second reason.
+                    self.probe.close();
+                    closing.get_or_insert(Closing {
+                        why: "descriptor SEND failed",
+                        detail: None,
+                    });
+                }
+            } else if c.is_probe {
+                match self.probe.completed(c.ok) {
+                    Reply::Alive => log::debug("keepalive_ok")
+                        .kv("client_id", self.client_id)
+                        .kv("queue", self.queue_index)
+                        .emit(),
+                    Reply::Dead => {
+                        closing.get_or_insert(Closing {
+                            why: WHY_KEEPALIVE_FAILED,
+                            detail: Some(("status", c.status)),
+                        });
+                    }
+                    Reply::Ignore => log::debug("keepalive_ignored")
+                        .kv("client_id", self.client_id)
+                        .kv("queue", self.queue_index)
+                        .kv("status", &c.status)
+                        .emit(),
+                }
+            }
+        }
+        closing
+    }
 }
 
 /// A region's registration on the device its client connects through.
@@ -112,6 +197,8 @@ struct Server {
     store: Option<Store>,
     listener: Option<CmId>,
     chan: EventChannel,
+    /// When the next keep-alive round is due.
+    keepalive: Schedule,
 }
 
 /// Entry point of `rswap-server`.
@@ -203,6 +290,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("pool", format_size(cfg.size))
         .kv("max_clients", cfg.max_clients)
         .kv("grace_s", cfg.grace.as_secs())
+        .kv("keepalive_ms", cfg.keepalive.as_millis())
         .kv("hugepages", cfg.hugepages)
         .kv("memory_locked", memory_locked);
     if let Some(s) = &store {
@@ -211,6 +299,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv("restored", clients.len());
     }
     line.emit();
+    let keepalive = Schedule::new(cfg.keepalive, Instant::now());
     let mut srv = Server {
         cfg,
         unit,
@@ -220,6 +309,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         store,
         listener: Some(listener),
         chan,
+        keepalive,
     };
     let res = srv.event_loop(&signals);
     srv.shutdown();
@@ -387,7 +477,9 @@ impl Server {
                 let ev = self.chan.get_event().map_err(|e| format!("rdma_cm: {e}"))?;
                 self.handle(ev)?;
             }
-            self.reap_sends();
+            // Completions first: a probe that completed by now is not overdue.
+            self.reap_completions();
+            self.keepalive_round(Instant::now());
             self.expire(Instant::now());
         }
     }
@@ -405,10 +497,14 @@ impl Server {
             .values()
             .any(|q| q.send_pending)
             .then_some(SEND_POLL);
-        match (grace, send) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // Rounds only matter while there are queues; a round missed meanwhile runs
+        // at the next wake-up and finds nothing to probe.
+        let keepalive = self
+            .keepalive
+            .deadline()
+            .filter(|_| !self.queues.is_empty())
+            .map(|t| t.saturating_duration_since(now));
+        [grace, send, keepalive].into_iter().flatten().min()
     }
 
     fn remaining(&self) -> u64 {
@@ -580,7 +676,7 @@ impl Server {
             .get(&req.client_id)
             .and_then(|c| c.queues.get(&req.queue_index).copied());
         if let Some(old) = stale {
-            self.drop_queue(old, "replaced by a new connection of the same queue");
+            self.drop_queue(old, "replaced by a new connection of the same queue", None);
         }
         let Some(pd) = self
             .clients
@@ -633,6 +729,7 @@ impl Server {
                 queue_index: req.queue_index,
                 peer,
                 send_pending: false,
+                probe: Probe::default(),
             },
         );
     }
@@ -793,6 +890,7 @@ impl Server {
         match q.id.post_send_inline(&buf) {
             Ok(()) => {
                 q.send_pending = true;
+                q.probe.established();
                 log::info("descriptor_posted")
                     .kv("client_id", q.client_id)
                     .kv("queue", q.queue_index)
@@ -815,43 +913,66 @@ impl Server {
         }
     }
 
-    fn reap_sends(&mut self) {
-        let mut failed = Vec::new();
-        for (key, q) in self.queues.iter_mut().filter(|(_, q)| q.send_pending) {
-            match q.id.poll() {
-                Ok(Some(c)) if c.is_send => {
-                    q.send_pending = false;
-                    if c.ok {
-                        log::debug("descriptor_delivered")
-                            .kv("client_id", q.client_id)
-                            .kv("queue", q.queue_index)
-                            .emit();
-                    } else {
-                        log::warn("descriptor_not_delivered")
-                            .kv("client_id", q.client_id)
-                            .kv("queue", q.queue_index)
-                            .kv("status", c.status)
-                            .emit();
-                        failed.push(*key);
+    /// Reaps the completions of every queue that has work outstanding and closes
+    /// the queues whose descriptor SEND or keep-alive probe failed.
+    fn reap_completions(&mut self) {
+        let dead: Vec<(IdKey, Closing)> = self
+            .queues
+            .iter_mut()
+            .filter(|(_, q)| q.send_pending || q.probe.outstanding())
+            .filter_map(|(key, q)| q.reap().map(|c| (*key, c)))
+            .collect();
+        for (key, c) in dead {
+            self.close_queue_with(key, c.why, c.detail);
+        }
+    }
+
+    /// A keep-alive round, if one is due: closes every queue whose previous probe
+    /// has not completed and posts a new probe on every other established queue.
+    fn keepalive_round(&mut self, now: Instant) {
+        if !self.keepalive.due(now) {
+            return;
+        }
+        let period_ms = self.cfg.keepalive.as_millis().to_string();
+        let mut dead = Vec::new();
+        for (key, q) in &mut self.queues {
+            match q.probe.round() {
+                Round::Skip => {}
+                Round::Dead => dead.push((
+                    *key,
+                    Closing {
+                        why: WHY_KEEPALIVE_TIMEOUT,
+                        detail: Some(("keepalive_ms", period_ms.clone())),
+                    },
+                )),
+                Round::Post => {
+                    if let Err(e) = q.id.post_rdma_write_zero() {
+                        q.probe.close();
+                        dead.push((
+                            *key,
+                            Closing {
+                                why: WHY_KEEPALIVE_FAILED,
+                                detail: Some(("error", e.to_string())),
+                            },
+                        ));
                     }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    q.send_pending = false;
-                    log::error("poll_cq_failed").kv("error", e).emit();
-                    failed.push(*key);
                 }
             }
         }
-        for key in failed {
-            self.close_queue(key, "descriptor SEND failed");
+        for (key, c) in dead {
+            self.close_queue_with(key, c.why, c.detail);
         }
     }
 
     /// Removes a queue from its client (starting the grace period if it was the
     /// last one), disconnects and destroys it.
     fn close_queue(&mut self, key: IdKey, why: &str) {
-        if let Some(client_id) = self.drop_queue(key, why) {
+        self.close_queue_with(key, why, None);
+    }
+
+    /// Like close_queue, with one more key and value for the `queue_closed` line.
+    fn close_queue_with(&mut self, key: IdKey, why: &str, detail: Option<(&str, String)>) {
+        if let Some(client_id) = self.drop_queue(key, why, detail) {
             self.grace_if_idle(client_id);
         }
     }
@@ -867,8 +988,9 @@ impl Server {
         }
     }
 
-    /// Like close_queue, without starting the grace period. Returns the client id.
-    fn drop_queue(&mut self, key: IdKey, why: &str) -> Option<u64> {
+    /// Like close_queue_with, without starting the grace period. Returns the
+    /// client id, or `None` when the queue is already gone (then nothing is logged).
+    fn drop_queue(&mut self, key: IdKey, why: &str, detail: Option<(&str, String)>) -> Option<u64> {
         let mut q = self.queues.remove(&key)?;
         if let Some(c) = self.clients.get_mut(&q.client_id) {
             if c.queues.get(&q.queue_index) == Some(&key) {
@@ -877,12 +999,15 @@ impl Server {
         }
         // Errors here only mean the connection is already down.
         let _ = q.id.disconnect();
-        log::info("queue_closed")
+        let mut line = log::info("queue_closed")
             .kv("client_id", q.client_id)
             .kv("queue", q.queue_index)
             .kv("peer", &q.peer)
-            .kv("why", why)
-            .emit();
+            .kv("why", why);
+        if let Some((k, v)) = detail {
+            line = line.kv(k, v);
+        }
+        line.emit();
         Some(q.client_id)
     }
 
@@ -970,7 +1095,7 @@ impl Server {
         self.listener = None;
         let keys: Vec<IdKey> = self.queues.keys().copied().collect();
         for key in keys {
-            self.drop_queue(key, "server shutdown");
+            self.drop_queue(key, "server shutdown", None);
         }
         let ids: Vec<u64> = self.clients.keys().copied().collect();
         for id in ids {

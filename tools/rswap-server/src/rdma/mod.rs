@@ -48,6 +48,8 @@ const WR_SEND: u64 = 1;
 const WR_RECV: u64 = 2;
 /// wr_id of a synchronous RDMA READ/WRITE.
 const WR_RDMA: u64 = 3;
+/// wr_id of the server's zero-length RDMA WRITE that probes a peer (keep-alive).
+const WR_PROBE: u64 = 4;
 /// `IBV_WC_RECV` (receive completions have bit 7 of the opcode set).
 const WC_RECV_BIT: u32 = 1 << 7;
 
@@ -686,6 +688,8 @@ pub struct Completion {
     pub is_recv: bool,
     /// True for the descriptor SEND.
     pub is_send: bool,
+    /// True for a keep-alive probe ([`CmId::post_rdma_write_zero`]).
+    pub is_probe: bool,
     /// For a successful receive: the bytes received.
     pub data: Vec<u8>,
 }
@@ -908,6 +912,18 @@ impl CmId {
         check(ret, "ibv_post_send")
     }
 
+    /// Posts one signalled zero-length RDMA WRITE (no SGE, `remote_addr` and `rkey`
+    /// 0), whose completion reports [`Completion::is_probe`]: it succeeds when the
+    /// peer's QP acknowledged it and fails when the peer is gone (retries exhausted)
+    /// or the QP is in error. It touches no memory on either side.
+    pub fn post_rdma_write_zero(&mut self) -> io::Result<()> {
+        let qp = self.qp_ptr()?;
+        // SAFETY: valid QP; the work request has no SGE, so it references no local
+        // memory, and a zero-length RDMA WRITE accesses no remote memory.
+        let ret = unsafe { sys::rswap_post_rdma_write_zero(qp, WR_PROBE) };
+        check(ret, "ibv_post_send")
+    }
+
     /// Posts one receive of `len` bytes into a buffer the id owns from now on.
     pub fn post_recv(&mut self, len: usize) -> io::Result<()> {
         let qp = self.qp_ptr()?;
@@ -964,6 +980,7 @@ impl CmId {
             status,
             is_recv,
             is_send: wc.wr_id == WR_SEND,
+            is_probe: wc.wr_id == WR_PROBE,
             data,
         }))
     }
@@ -1031,7 +1048,7 @@ impl CmId {
         let start = Instant::now();
         loop {
             match self.poll() {
-                Ok(Some(c)) if !c.is_recv && !c.is_send => {
+                Ok(Some(c)) if !c.is_recv && !c.is_send && !c.is_probe => {
                     return if c.ok {
                         Ok(())
                     } else {
