@@ -151,5 +151,13 @@ RSWAP_SWAP_PORT=18515 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64 bash "$RSWAP
 		*) echo "$line" ;;
 		esac
 	done
+# Last: a target left enabled when this guest powers off (the server guest checks that its
+# keep-alive notices, tests/pair/server.sh).
+rswap_load
+mkdir $CFG/ghost
+echo "$RSWAP_PEER_IP" > $CFG/ghost/addr; echo 18515 > $CFG/ghost/port; echo 16M > $CFG/ghost/size
+echo 1 > $CFG/ghost/queues; echo 0x5a5a > $CFG/ghost/client_id
+echo 1 > $CFG/ghost/enable && head -c 1M /dev/urandom | dd of=/dev/rswap0 bs=1M oflag=direct status=none \
+	&& echo "# ghost target enabled: $(cat $CFG/ghost/state); powering off with it"
 # The subshell's counts are lost; recount from this script's own output is done by the host.
 exit 0

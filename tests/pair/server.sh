@@ -1,8 +1,47 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The memory-server guest of a two-guest run: soft-RoCE on eth0 and rswap-server on it,
-# until the host stops the guest (after the client guest has finished).
+# The memory-server guest of a two-guest run: soft-RoCE on eth0 and rswap-server on it.
+# The client guest ends by powering off with a target still enabled (client id
+# $GHOST_ID): no disconnect reaches the server, so only the server's keep-alive can
+# notice that client is gone. This script waits for that and for the region to be freed
+# after the grace period, prints its KTAP result on the console, and ends; the host stops
+# the guest if it does not.
 . "$RSWAP_TOP/tests/lib/guest.sh"
+GHOST_ID=$((0x5a5a))
+KEEPALIVE_MS=1000
+GRACE_S=30
+LOG=$RSWAP_OUT/server.log
 rxe_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
-exec "$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
-	--listen "$RSWAP_GUEST_IP:18515" --size 512M --grace 300
+# The grace period outlasts the client's 20 s network blackout test, so its region
+# survives that (the keep-alive closes its queues within about two periods).
+"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
+	--listen "$RSWAP_GUEST_IP:18515" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS \
+	>"$LOG" 2>&1 &
+SPID=$!
+name="two guests: server keep-alive: the client guest powers off with its disk enabled; the server closes its queues (why=keepalive_*) and frees its region after the grace period"
+# The whole client run comes first: wait for the ghost's region, then for its end.
+ts() { sed -n 's/^ts=\([0-9.]*\) .*/\1/p' <<<"$1"; }
+for _ in $(seq 3000); do
+	grep -q "event=descriptor_posted client_id=$GHOST_ID " "$LOG" && break
+	kill -0 $SPID 2>/dev/null || break
+	sleep 0.5
+done
+freed=
+for _ in $(seq 240); do
+	freed=$(grep -m1 "event=region_freed client_id=$GHOST_ID " "$LOG") && break
+	sleep 0.5
+done
+closed=$(grep "event=queue_closed client_id=$GHOST_ID " "$LOG" | tail -1)
+echo "KTAP version 1"
+echo "1..1"
+if [ -n "$freed" ] && [[ $closed == *why=keepalive_* ]]; then
+	echo "ok 1 $name"
+	echo "# last queue closed: ${closed#* level=info }"
+	echo "# region freed $(awk -v a="$(ts "$closed")" -v b="$(ts "$freed")" 'BEGIN { printf "%.1f", b - a }') s after (grace ${GRACE_S} s): ${freed#* level=info }"
+else
+	echo "not ok 1 $name"
+	echo "# $(grep "client_id=$GHOST_ID " "$LOG" | tail -4 | tr '\n' ' ')"
+fi
+kill $SPID 2>/dev/null
+wait $SPID 2>/dev/null
+exit 0
