@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Build (once) the QEMU guest: a trixie rootfs with the stock trixie-backports kernel,
-# rdma-core tools, perftest, fio and nvme-cli, packed into an ext4 image; the kernel's
+# rdma-core tools, perftest, fio, nvme-cli and mdadm, packed into an ext4 image; the kernel's
 # uncompressed vmlinux (fast PVH boot under TCG); and a busybox initramfs that loads the
 # few modules needed to mount the root and switches to qemu/guest-init.sh.
 # Prints the image directory on stdout.
@@ -12,7 +12,7 @@ kver=$(bash "$RSWAP_TOP/scripts/buildroot.sh" --kver 2>/dev/null) || {
 	kver=$(bash "$RSWAP_TOP/scripts/buildroot.sh" --kver)
 }
 pkgs=("linux-image-$kver" linux-base rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
-      perftest iproute2 fio nvme-cli kmod procps util-linux psmisc)
+      perftest iproute2 fio nvme-cli mdadm kmod procps util-linux psmisc)
 key=$(printf '%s\n' "${pkgs[@]}" "$(cat "$RSWAP_TOP/qemu/initramfs-init.sh")" v1 | sha256sum | cut -c1-12)
 IMG=$RSWAP_CACHE/guest-$kver-$key
 if [ -f "$IMG/.rswap-ready" ]; then echo "$IMG"; exit 0; fi
