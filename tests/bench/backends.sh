@@ -48,7 +48,7 @@ backend_rswap_teardown() {
 		rmdir "$RSWAP_CFG" 2>/dev/null
 	fi
 	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
-	ctl run rswap_server_stop >/dev/null 2>&1
+	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" >/dev/null 2>&1
 	true
 }
 # ----------------------------------------------------------------------------------------

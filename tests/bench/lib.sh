@@ -11,6 +11,7 @@ NVMET_PORT=4420                            # NVMe-oF RDMA service id
 NVMET_NQN=nqn.2026-11.org.rswap:bench      # the benchmark's nvmet subsystem
 PERF_PORT0=18515                           # first perftest port (one per test)
 RSWAP_SERVER_PORT=7471                     # rswap-server's rdma_cm port (when it exists)
+RSWAP_SERVER_PORT2=7472                    # a second rswap-server (rswap-md1's other half)
 
 # Both guests load brd the same way, so in --loopback one guest can hold both disks:
 # /dev/ram0 backs the nvmet namespace (server side), /dev/ram1 is the client's local disk.

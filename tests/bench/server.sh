@@ -9,8 +9,9 @@
 #     perftest_start TOOL ARG...  a perftest server, returns once it listens
 #     nvmet_setup ADDR SIZE_MB  nvmet target over RDMA on ADDR, namespace on a brd RAM disk
 #     nvmet_teardown
-#     rswap_server_start ADDR SIZE_MB   HOOK: start rswap-server (when it is built)
-#     rswap_server_stop
+#     rswap_server_start ADDR SIZE_MB [PORT]   HOOK: start rswap-server (when it is built)
+#                               on PORT (default $RSWAP_SERVER_PORT); one server per port
+#     rswap_server_stop [PORT]  stop the server on PORT (no PORT: every one)
 . "$RSWAP_TOP/tests/bench/lib.sh"
 
 SRV_LOG=$RSWAP_OUT/bench-server
@@ -68,28 +69,45 @@ srv_nvmet_teardown() {
 }
 
 # ---- HOOK: rswap memory server ------------------------------------------------------
-# Start rswap-server (tools/rswap-server, built by make) on ADDR:$RSWAP_SERVER_PORT with a
-# pool a little larger than SIZE_MB, in the background; succeed once it listens. Reports
-# "not available" when the binary is not built.
+# Start rswap-server (tools/rswap-server, built by make) on ADDR:PORT (default
+# $RSWAP_SERVER_PORT) with a pool a little larger than SIZE_MB, in the background; succeed
+# once it listens. Reports "not available" when the binary is not built. Servers on
+# different ports run side by side (rswap-md1 uses two), each with its own log
+# ($SRV_LOG/rswap-server-PORT.log) and pid file (/run/rswap-server-PORT.pid); starting on
+# a port first stops whatever server the bench left there.
 RSWAP_SERVER_BIN=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
-srv_rswap_server_start() { # ADDR SIZE_MB
-	local log=$SRV_LOG/rswap-server.log pid
+srv_rswap_server_start() { # ADDR SIZE_MB [PORT]
+	local port=${3:-$RSWAP_SERVER_PORT} log pid
+	log=$SRV_LOG/rswap-server-$port.log
 	[ -x "$RSWAP_SERVER_BIN" ] || { echo "not available: rswap-server is not built ($RSWAP_SERVER_BIN)"; return 1; }
-	srv_rswap_server_stop
-	setsid "$RSWAP_SERVER_BIN" --listen "$1:$RSWAP_SERVER_PORT" --size "$(($2 + 16))M" \
+	srv_rswap_server_stop "$port"
+	setsid "$RSWAP_SERVER_BIN" --listen "$1:$port" --size "$(($2 + 16))M" \
 		> "$log" 2>&1 < /dev/null &
 	pid=$!
-	echo $pid > /run/rswap-server.pid
+	echo $pid > "/run/rswap-server-$port.pid"
 	for _ in $(seq 150); do
 		grep -q listening "$log" && return 0
-		kill -0 $pid 2>/dev/null || { echo "rswap-server exited: $(tail -2 "$log")"; return 1; }
+		kill -0 $pid 2>/dev/null || { echo "rswap-server on port $port exited: $(tail -2 "$log")"; return 1; }
 		sleep 0.2
 	done
-	echo "rswap-server is not listening after 30 s: $(tail -2 "$log")"; return 1
+	echo "rswap-server is not listening on port $port after 30 s: $(tail -2 "$log")"; return 1
 }
-srv_rswap_server_stop() {
-	[ -f /run/rswap-server.pid ] || return 0
-	kill "$(cat /run/rswap-server.pid)" 2>/dev/null; rm -f /run/rswap-server.pid
+srv_rswap_server_stop() { # [PORT]
+	local f pid
+	for f in /run/rswap-server-${1:-*}.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f"); rm -f "$f"
+		kill "$pid" 2>/dev/null || continue
+		# Wait (bounded) until it is gone (a zombie counts as gone), so that its pool is
+		# freed and its port is free.
+		for _ in $(seq 50); do
+			case $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) in
+			''|Z) break ;;
+			esac
+			sleep 0.1
+		done
+	done
+	true
 }
 # --------------------------------------------------------------------------------------
 
