@@ -7,15 +7,25 @@
 # size the run wants) and the control channel `ctl run|spawn FUNC ARG...` (server.sh's
 # functions on the peer). On success it sets BK_DEV to the block device and returns 0;
 # when the backend cannot be built it sets BK_REASON (one line) and returns non-zero, and
-# the results show the backend as "n/a" with that reason.
+# the results show the backend as "n/a" with that reason. $BK_DIR is the backend's results
+# folder, for any extra record it wants to keep. teardown also runs after a failed setup,
+# so it must cope with a half-built backend.
 
-# Run order. rswap goes last: a crash of the driver under test must not cost the
-# baselines' numbers.
+# Run order. The rswap family goes last: a crash of the driver under test must not cost
+# the baselines' numbers.
 BACKENDS=(
 	"nvme_rdma:nvme-rdma:NVMe-oF RDMA (nvmet-rdma target, brd namespace on the memory-server guest)"
 	"local:local:brd RAM disk on the client guest"
 	"rswap:rswap:/dev/rswap0 backed by rswap-server on the memory-server guest"
+	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
 )
+# Backends that run the swap workload only (no fill, no fio jobs).
+SWAP_ONLY=(rswap_md)
+# Backends that may be "n/a" without failing the run (the driver under test, while it is
+# not built, and what is built on it); the baselines must always produce their numbers.
+OPTIONAL=(rswap rswap_md)
+swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
+backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 
 # ---- HOOK: rswap -----------------------------------------------------------------------
 # Create /dev/rswapN backed by rswap-server on $PEER and set BK_DEV: start the server
@@ -49,6 +59,79 @@ backend_rswap_teardown() {
 	fi
 	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
 	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" >/dev/null 2>&1
+	true
+}
+# ----------------------------------------------------------------------------------------
+
+# ---- rswap-md1: md RAID1 over two rswap disks --------------------------------------------
+# Two rswap-servers on the memory-server guest (ports $RSWAP_SERVER_PORT and
+# $RSWAP_SERVER_PORT2), one rswap target on each, and the kernel's md RAID1 with an internal
+# write-intent bitmap over the two disks: every swapped-out page is written to both. Both
+# servers share the one memory-server guest and the one link, so this measures what
+# mirroring costs the swap workload, not what two independent servers would give. The
+# set-up is that of Documentation/configuration.md, "Mirrored swap"; no failure is injected.
+# Reports "not available" like rswap, and when mdadm or the raid1 module is missing.
+RSWAP_MD_CFGS=(/sys/kernel/config/rswap/bench-md-a /sys/kernel/config/rswap/bench-md-b)
+RSWAP_MD_PORTS=("$RSWAP_SERVER_PORT" "$RSWAP_SERVER_PORT2")
+RSWAP_MD_DEV=/dev/md0
+backend_rswap_md_setup() {
+	local out i c members=() size
+	# Each member holds md's 1.2 superblock, the internal bitmap and mdadm's data offset in
+	# front of the data: give it 16 MiB more than the array needs (and each server a pool
+	# 16 MiB larger again, as srv_rswap_server_start does for every size).
+	size=$((DEV_MB + 16))
+	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
+	command -v mdadm >/dev/null \
+		|| { BK_REASON="not available: no mdadm in the guest (scripts/guest-image.sh)"; return 1; }
+	out=$(modprobe raid1 2>&1) \
+		|| { BK_REASON="not available: modprobe raid1 failed: $(echo "$out" | tail -1)"; return 1; }
+	for i in 0 1; do
+		if ! out=$(ctl run rswap_server_start "$PEER" "$size" "${RSWAP_MD_PORTS[$i]}" 2>&1); then
+			BK_REASON="rswap-server on $PEER:${RSWAP_MD_PORTS[$i]}: $(echo "$out" | tail -1)"; return 1
+		fi
+	done
+	if ! grep -q '^rswap ' /proc/modules; then
+		out=$(rswap_load 2>&1) || { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
+	fi
+	for i in 0 1; do
+		c=${RSWAP_MD_CFGS[$i]}
+		mkdir -p "$c" || { BK_REASON="no rswap configfs directory $c"; return 1; }
+		echo "$PEER" > "$c/addr" && echo "${RSWAP_MD_PORTS[$i]}" > "$c/port" \
+			&& echo "${size}M" > "$c/size" \
+			|| { BK_REASON="configuring $c failed: $(dmesg | grep rswap | tail -1)"; return 1; }
+		timeout 120 sh -c "echo 1 > $c/enable" \
+			|| { BK_REASON="enable of $c failed: $(dmesg | grep rswap | tail -1)"; return 1; }
+		out=/dev/$(cat "$c/device")
+		wait_bdev "$out" 30 || { BK_REASON="enabled $c, but $out did not appear"; return 1; }
+		members+=("$out")
+	done
+	# A new rswap region is zero-filled (Documentation/memory-server.md), so the two
+	# members are already identical and --assume-clean skips an initial resync that would
+	# only copy zeros. The explicit --bitmap also keeps mdadm from asking about one.
+	if ! out=$(timeout 120 mdadm --create "$RSWAP_MD_DEV" --run --level=1 --raid-devices=2 \
+			--metadata=1.2 --bitmap=internal --assume-clean "${members[@]}" < /dev/null 2>&1); then
+		BK_REASON="mdadm --create $RSWAP_MD_DEV over ${members[*]} failed: $(echo "$out" | tail -1)"; return 1
+	fi
+	wait_bdev "$RSWAP_MD_DEV" 30 || { BK_REASON="mdadm created the array, but no $RSWAP_MD_DEV appeared"; return 1; }
+	{ echo "$out"; mdadm --detail "$RSWAP_MD_DEV"; cat /proc/mdstat; } > "$BK_DIR/md-setup.txt" 2>&1
+	BK_DEV=$RSWAP_MD_DEV
+}
+backend_rswap_md_teardown() {
+	local c i md=/sys/block/${RSWAP_MD_DEV#/dev/}
+	if [ -e "$md/md" ]; then
+		# What went to each member (/sys/block/X/stat): md RAID1 writes every page to both.
+		{ cat /proc/mdstat; for c in "$md"/slaves/*; do
+			[ -e "$c" ] && echo "$(basename "$c") stat: $(cat "$c/stat")"; done
+		} > "$BK_DIR/md-end.txt" 2>&1
+		timeout 60 mdadm --stop "$RSWAP_MD_DEV" >> "$BK_DIR/md-end.txt" 2>&1
+	fi
+	for c in "${RSWAP_MD_CFGS[@]}"; do
+		[ -d "$c" ] || continue
+		timeout 120 sh -c "echo 0 > $c/enable" 2>/dev/null
+		rmdir "$c" 2>/dev/null
+	done
+	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
+	for i in "${RSWAP_MD_PORTS[@]}"; do ctl run rswap_server_stop "$i" >/dev/null 2>&1; done
 	true
 }
 # ----------------------------------------------------------------------------------------

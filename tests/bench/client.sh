@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The benchmark's client guest: raw RDMA (perftest), then every block device of
-# tests/bench/backends.sh under fio and the swap workload. Started by scripts/bench.sh
+# tests/bench/backends.sh under fio and the swap workload (the swap workload only for the
+# backends in SWAP_ONLY). Started by scripts/bench.sh
 # through qemu/run-pair.sh (two guests) or qemu/run.sh (--loopback, one guest that also
 # runs tests/bench/server.sh in the background).
 #
@@ -83,8 +84,10 @@ for b in "${BACKENDS[@]}"; do
 	plan_add "$id.setup" 10 "$label:setup"
 	# Estimates from a two-guest TCG run (fill ~4 s for 64 MiB, swap on nvme-rdma ~1.4 s per
 	# MiB of working set, on brd ~0.05 s).
-	plan_add "$id.fill" $((REGION_MB / 16 + 2)) "$label:fill"
-	for j in "${FIO_JOBS[@]}"; do plan_add "$id.$j" $((T + RAMP + 2)) "$label:fio-$j"; done
+	if ! swap_only "$id"; then
+		plan_add "$id.fill" $((REGION_MB / 16 + 2)) "$label:fill"
+		for j in "${FIO_JOBS[@]}"; do plan_add "$id.$j" $((T + RAMP + 2)) "$label:fio-$j"; done
+	fi
 	if [ "$id" = local ]; then plan_add "$id.swap" $((SWAP_MB / 16 + 3)) "$label:swap"
 	else plan_add "$id.swap" $((SWAP_MB * 3 / 2 + 5)) "$label:swap"; fi
 done
@@ -199,26 +202,28 @@ for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label desc <<< "$b"
 	d=$R/$label; mkdir -p "$d"
 	step "$id.setup"
-	BK_DEV= BK_REASON=
+	BK_DEV= BK_REASON= BK_DIR=$d
 	dmesg_mark "bench $label"
 	if ! "backend_${id}_setup"; then
 		echo "bench client: $label n/a: $BK_REASON"
 		printf '%s\tn/a\t-\t%s\n' "$label" "$BK_REASON" >> "$R/status.tsv"
 		skip_steps "$id"
-		[ "$id" = rswap ] || failures=$((failures + 1))
+		backend_optional "$id" || failures=$((failures + 1))
 		"backend_${id}_teardown" 2>/dev/null || true
 		continue
 	fi
 	echo "bench client: $label is $BK_DEV ($desc)"
 	bad=
-	step "$id.fill"
-	timeout 600 fio --name=fill --filename="$BK_DEV" --direct=1 --ioengine=libaio --rw=write \
-		--bs=1M --iodepth=4 --size="${REGION_MB}M" --output-format=json --output="$d/fio-fill.json" \
-		> "$d/fio-fill.log" 2>&1 || bad+=" fill"
-	for j in "${FIO_JOBS[@]}"; do
-		step "$id.$j"
-		fio_job "$BK_DEV" "$d/fio-$j.json" "$j" || { bad+=" $j"; echo "bench client: fio $j on $label failed"; tail -3 "$d/fio-$j.json.log"; }
-	done
+	if ! swap_only "$id"; then
+		step "$id.fill"
+		timeout 600 fio --name=fill --filename="$BK_DEV" --direct=1 --ioengine=libaio --rw=write \
+			--bs=1M --iodepth=4 --size="${REGION_MB}M" --output-format=json --output="$d/fio-fill.json" \
+			> "$d/fio-fill.log" 2>&1 || bad+=" fill"
+		for j in "${FIO_JOBS[@]}"; do
+			step "$id.$j"
+			fio_job "$BK_DEV" "$d/fio-$j.json" "$j" || { bad+=" $j"; echo "bench client: fio $j on $label failed"; tail -3 "$d/fio-$j.json.log"; }
+		done
+	fi
 	step "$id.swap"
 	if [ -x "$SWAPLOAD" ]; then
 		msg=$(swap_run "$BK_DEV" "$d") || { bad+=" swap"; echo "bench client: $msg"; }

@@ -9,8 +9,11 @@
 --host-env  JSON with what only the host knows (accelerator, vCPUs, git revision, date)
 --plot      also draw bench.png (needs matplotlib; skipped with a message without it)
 --check     exit 1 unless every baseline produced its numbers (the --quick smoke test);
-            rswap may be n/a. It checks that numbers exist, never what they are.
-The markdown table goes to stdout and to OUT/table.md.
+            rswap and rswap-md1 may be n/a. It checks that numbers exist, never what
+            they are.
+The markdown tables go to stdout and to OUT/table.md: the main one (raw RDMA and the
+block devices under fio and the swap workload) and "mirrored swap" (the swap workload on
+rswap-md1, md RAID1 over two rswap disks, against rswap).
 """
 import argparse
 import json
@@ -19,7 +22,13 @@ import os
 import re
 import sys
 
-BACKENDS = ["rswap", "nvme-rdma", "local"]
+BACKENDS = ["rswap", "nvme-rdma", "local", "rswap-md1"]
+# The main table's backend columns; the others have a table of their own.
+MAIN = ["rswap", "nvme-rdma", "local"]
+# Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
+SWAP_ONLY = ["rswap-md1"]
+# Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
+OPTIONAL = ["rswap", "rswap-md1"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 
 
@@ -103,8 +112,10 @@ def load(raw, host_env):
             entry["problem"] = st["note"]
         if st["status"] != "n/a":
             d = os.path.join(raw, b)
-            entry["fio"] = {j: parse_fio(os.path.join(d, "fio-%s.json" % j)) for j in FIO_JOBS}
-            entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
+            if b not in SWAP_ONLY:
+                entry["fio"] = {j: parse_fio(os.path.join(d, "fio-%s.json" % j))
+                                for j in FIO_JOBS}
+                entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
             try:
                 sw = json.load(open(os.path.join(d, "swap.json")))
             except (OSError, ValueError):
@@ -172,6 +183,18 @@ def rows(res):
 
 RATIOS = [("rswap", "raw"), ("rswap", "nvme-rdma"), ("rswap", "local"),
           ("nvme-rdma", "raw"), ("nvme-rdma", "local")]
+# The mirrored-swap table: what md RAID1 over two rswap disks costs against one rswap disk
+# (a cost ratio: above 1, mirroring is slower). Swap rows only.
+MIRROR = ["rswap", "rswap-md1"]
+MIRROR_RATIOS = [("rswap-md1", "rswap")]
+
+
+def ratio_key(a, b):
+    return "%s/%s" % (a, "raw RDMA" if b == "raw" else b)
+
+
+def swap_row(label):
+    return label.startswith("swap workload")
 
 
 def ratio(a, b):
@@ -202,9 +225,8 @@ def compute(res):
         vals = {b: fn(b) for b in BACKENDS}
         vals["raw"] = raw
         rats = {}
-        for a, b in RATIOS:
-            key = "%s/%s" % (a, "raw RDMA" if b == "raw" else b)
-            rats[key] = ratio(vals[a], vals[b]) if take else None
+        for a, b in RATIOS + (MIRROR_RATIOS if swap_row(label) else []):
+            rats[ratio_key(a, b)] = ratio(vals[a], vals[b]) if take else None
         table.append({"metric": label, "better": better, "values": vals, "ratios": rats})
     res["table"] = table
     return table
@@ -220,15 +242,14 @@ def markdown(res, table):
                    env.get("server_vcpus") or "-", env.get("git_revision", "?"),
                    env.get("fio_time_s", "?")))
     out.append("")
-    hdr = ["metric", "better", "raw RDMA", "rswap", "nvme-rdma", "local"] + \
-          ["%s/%s" % (a, "raw RDMA" if b == "raw" else b) for a, b in RATIOS]
+    hdr = ["metric", "better", "raw RDMA"] + MAIN + [ratio_key(a, b) for a, b in RATIOS]
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
         v = r["values"]
-        cells = [r["metric"], r["better"] or "", fmt(v["raw"]) if v["raw"] is not None else "-",
-                 fmt(v["rswap"]), fmt(v["nvme-rdma"]), fmt(v["local"])]
-        cells += [fmt_ratio(x) for x in r["ratios"].values()]
+        cells = [r["metric"], r["better"] or "", fmt(v["raw"]) if v["raw"] is not None else "-"]
+        cells += [fmt(v[b]) for b in MAIN]
+        cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in RATIOS]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     rr = res["raw_rdma"]
@@ -250,6 +271,21 @@ def markdown(res, table):
             out.append("- %s: %s, %s; swap %s MiB in a %s MiB cgroup, %s" % (
                 b, e.get("device"), e.get("description", ""), sw.get("mib"), sw.get("limit_mib"),
                 "data verified" if swap_ok(sw) else "FAILED"))
+    out.append("")
+    out.append("Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
+               "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
+               "one memory-server guest, over the one link: this is the cost of writing "
+               "every page twice, not the gain of independent servers.")
+    out.append("")
+    hdr = ["metric", "better"] + MIRROR + [ratio_key(a, b) for a, b in MIRROR_RATIOS]
+    out.append("| " + " | ".join(hdr) + " |")
+    out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
+    for r in table:
+        if not swap_row(r["metric"]):
+            continue
+        cells = [r["metric"], r["better"] or ""] + [fmt(r["values"][b]) for b in MIRROR]
+        cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in MIRROR_RATIOS]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -263,7 +299,7 @@ def plot(res, table, path):
         return False
     names = ["raw RDMA"] + BACKENDS
     keys = ["raw"] + BACKENDS
-    colors = ["#777777", "#d62728", "#1f77b4", "#2ca02c"]
+    colors = ["#777777", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
@@ -280,7 +316,9 @@ def plot(res, table, path):
     from matplotlib.transforms import blended_transform_factory
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     for ax, (title, metrics, groups) in zip(axes.flat, panels):
-        ks = [k for k in keys if not (k == "raw" and metrics[0].startswith("swap"))]
+        # raw RDMA has no swap figure; a swap-only backend has nothing but.
+        swap = swap_row(metrics[0])
+        ks = [k for k in keys if (k != "raw" if swap else k not in SWAP_ONLY)]
         width = 0.8 / len(ks)
         trans = blended_transform_factory(ax.transData, ax.transAxes)
         for ki, k in enumerate(ks):
@@ -321,12 +359,12 @@ def check(res):
                 bad.append("raw RDMA %s %s missing" % (tool, k))
     for b in BACKENDS:
         e = res["backends"][b]
-        if b == "rswap" and e["status"] == "n/a":
+        if b in OPTIONAL and e["status"] == "n/a":
             continue
         if e["status"] != "ok":
             bad.append("%s: %s %s" % (b, e["status"], e.get("reason") or e.get("problem") or ""))
             continue
-        for j in FIO_JOBS:
+        for j in ([] if b in SWAP_ONLY else FIO_JOBS):
             f = g(e, "fio", j)
             if f is None or f["iops"] <= 0 or f["lat_mean_us"] <= 0:
                 bad.append("%s: fio %s has no numbers" % (b, j))
