@@ -137,8 +137,9 @@ impl RemoteDisk {
         self.driver.session().health()
     }
 
-    /// The region descriptor the server sent.
-    pub(crate) fn descriptor(&self) -> &RegionDescriptor {
-        self.driver.session().descriptor()
+    /// The region descriptor the queues post with now (see
+    /// [`crate::transport::session::Session::current_descriptor`]).
+    pub(crate) fn descriptor(&self) -> RegionDescriptor {
+        self.driver.session().current_descriptor()
     }
 }

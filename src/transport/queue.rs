@@ -261,6 +261,15 @@ impl Queue {
         self.index
     }
 
+    /// The descriptor of the live link (a restarted server hands out a new address, key
+    /// and epoch for the same region); `None` while the queue has no live link.
+    pub(crate) fn live_descriptor(&self) -> Option<RegionDescriptor> {
+        if self.state.get() != State::Live {
+            return None;
+        }
+        self.current().map(|l| *l.descriptor())
+    }
+
     fn current(&self) -> Option<Arc<Link>> {
         self.link.lock().clone()
     }

@@ -141,9 +141,19 @@ impl Session {
         self.max_sge
     }
 
-    /// The descriptor the server sent.
+    /// The descriptor the server sent first.
     pub(crate) fn descriptor(&self) -> &RegionDescriptor {
         &self.descriptor
+    }
+
+    /// The descriptor the queues post with now: the first live queue's (after a server
+    /// restart: the same region at a new address, key and epoch), or the first one when
+    /// none is live.
+    pub(crate) fn current_descriptor(&self) -> RegionDescriptor {
+        self.queues
+            .iter()
+            .find_map(|q| q.live_descriptor())
+            .unwrap_or(self.descriptor)
     }
 
     /// How the queues are doing.

@@ -23,7 +23,7 @@ mkdir -p "$OUT"
 
 NAMES=(
 	"restart: /dev/rswap0 swaps to a server that keeps its regions in a state directory"
-	"restart: the server is SIGKILLed and restarted on its state directory under the swap load; the queues reconnect to the same region"
+	"restart: the server is SIGKILLed and restarted on its state directory under the swap load; the queues reconnect to the same region; state shows the new epoch"
 	"restart: the swap workload ends with 0 bad pages and no process killed"
 	"restart: swapoff, disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the restart tests"
@@ -66,6 +66,7 @@ mkdir -p $CG
 echo $((LIMIT_MB << 20)) > $CG/memory.max
 echo max > $CG/memory.swap.max 2>/dev/null
 region0=$(state_field $T region)
+epoch0=$(state_field $T epoch)
 rec0=$(state_field $T recoveries)
 out0=$(vm pswpout)
 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
@@ -87,14 +88,18 @@ wait $LPID; lrc=$?
 took=$(( $(date +%s) - killed_at ))
 rec1=$(state_field $T recoveries)
 st=$(cat $T/state)
+# The state line shows the live link's descriptor: the restarted server's epoch.
+epoch1=$(state_field $T epoch)
+srv_epoch=$(grep 'event=descriptor_posted' "$OUT/server.log" | tail -1 | sed -n 's/.* epoch=\([0-9]*\).*/\1/p')
 if [ "$swapping" -ge 2000 ] && grep -q 'event=region_restored' "$OUT/server.log" \
-	&& [[ $st == connected* ]] && [ "$rec1" -gt "$rec0" ] \
+	&& [[ $st == connected* ]] && [ "$rec1" -gt "$rec0" ] && [ "$(state_field $T region)" = "$region0" ] \
+	&& [ "$epoch1" -gt "$epoch0" ] && [ "$epoch1" = "$srv_epoch" ] \
 	&& ! dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p' | grep -q 'no longer holds this client'; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "killed after $swapping pages went out; workload done ${took}s later; recoveries $rec0 -> $rec1; $st" \
+	ktap_diag "killed after $swapping pages went out; workload done ${took}s later; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1; $st" \
 		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
 else
-	ktap_fail "$(ktap_name)" "pages out before the kill $swapping; state $st; recoveries $rec0 -> $rec1; $(grep -E 'region_(restored|discarded|freed)' "$OUT/server.log" | tail -3); $(dmesg | grep rswap | tail -5)"
+	ktap_fail "$(ktap_name)" "pages out before the kill $swapping; state $st; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1 (server $srv_epoch); $(grep -E 'region_(restored|discarded|freed)' "$OUT/server.log" | tail -3); $(dmesg | grep rswap | tail -5)"
 fi
 since_mark() { dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p'; }
 if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json" && ! since_mark | grep -q 'Killed process'; then
