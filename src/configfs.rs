@@ -10,9 +10,10 @@
 //! echo 0 > enable          # tear down (refused while the disk is open)
 //! ```
 //!
-//! While the disk is open (swapon, a mount, a process), `echo 0 > enable` and `rmdir` of
-//! the directory fail with `EBUSY`: each opener of the disk holds a configfs dependency on
-//! the directory ([`ItemDepend`]) and counts in the disk's openers.
+//! While the disk is open (swapon, a mount, a process), `echo 0 > enable` fails with
+//! `EBUSY` (the disk counts its openers and shuts its door against new ones before it is
+//! deleted). While a target is enabled, `rmdir` of its directory fails with `EBUSY`: an
+//! enabled target holds a configfs dependency on its own directory ([`ItemDependency`]).
 //!
 //! Every attribute validates its value and refuses a bad one with `-EINVAL` and a message
 //! in the kernel log; attributes are read-only (`-EBUSY`) while enabled.
@@ -33,10 +34,9 @@ use kernel::{
 };
 
 use crate::{
-    blk::OpenHold,
     config_parse::{self as parse, Invalid},
     disk::{DiskConfig, RemoteDisk},
-    kernel_ext::{self, ItemDepend},
+    kernel_ext::{self, ItemDependency},
 };
 
 /// Default port of `rswap-server`.
@@ -51,7 +51,7 @@ const DEFAULT_RECOVERY_MS: u32 = 60_000;
 /// Default keep-alive period: a silent server is noticed within about twice that.
 const DEFAULT_KEEPALIVE_MS: u32 = 5000;
 
-/// The registered subsystem, for [`ItemDepend`]: set once it is registered, and it stays
+/// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
 /// registered as long as a target directory exists (each pins the module).
 static SUBSYSTEM: AtomicPtr<bindings::configfs_subsystem> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -77,19 +77,6 @@ pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
             Ok(())
         },
     )
-}
-
-/// An opener of a target's disk holds a dependency on the target's directory, so that
-/// `rmdir` of it fails with `EBUSY` (or the open with `ENOENT` if the `rmdir` came first).
-impl OpenHold for ItemDepend {
-    fn hold(&self) -> Result {
-        self.depend()
-    }
-
-    unsafe fn release(&self) {
-        // SAFETY: pairs with a successful `hold` (the caller's safety requirement).
-        unsafe { self.undepend() }
-    }
 }
 
 /// The subsystem's own data.
@@ -184,7 +171,14 @@ struct Settings {
     recovery_ms: u32,
     keepalive_ms: u32,
     /// The disk, while enabled.
-    enabled: Option<RemoteDisk>,
+    enabled: Option<Enabled>,
+}
+
+/// An enabled target: its disk, and the dependency that keeps its directory (`rmdir`
+/// fails with `EBUSY`). Fields are dropped in declaration order: the disk first.
+struct Enabled {
+    disk: RemoteDisk,
+    _dependency: ItemDependency,
 }
 
 fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
@@ -236,15 +230,23 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         recovery_ms: s.recovery_ms,
         keepalive_ms: s.keepalive_ms,
     };
-    let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire)).ok_or(ENODEV)?;
-    // SAFETY: the subsystem stays registered while this target exists, and the value goes
-    // into the disk, which this target's data owns, so it is dropped before the item.
-    let depend = unsafe { ItemDepend::find(subsys, &this.name) }?;
-    let hold: KBox<dyn OpenHold> = KBox::new(depend, GFP_KERNEL)?;
-    let disk = RemoteDisk::create(&config, Some(hold)).inspect_err(|e| {
+    let failed = |e: Error| {
         pr_err!("{}: configfs: enable failed: {:?}\n", &*this.name, e);
-    })?;
-    s.enabled = Some(disk);
+        e
+    };
+    let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire))
+        .ok_or(ENODEV)
+        .map_err(failed)?;
+    // SAFETY: the subsystem stays registered while this target exists; this runs in the
+    // target's `enable` attribute write; the dependency goes into the target's own data,
+    // so it is dropped before the item, and only from `enable=0` (`rmdir` cannot remove an
+    // enabled target, and its data is dropped after the directory is gone).
+    let dependency = unsafe { ItemDependency::take(subsys, &this.name) }.map_err(failed)?;
+    let disk = RemoteDisk::create(&config).map_err(failed)?;
+    s.enabled = Some(Enabled {
+        disk,
+        _dependency: dependency,
+    });
     Ok(())
 }
 
@@ -361,7 +363,7 @@ impl configfs::AttributeOperations<7> for TargetConfig {
         match (on, s.enabled.is_some()) {
             (true, false) => enable(this, &mut s),
             (false, true) => {
-                if let Some(disk) = &s.enabled {
+                if let Some(Enabled { disk, .. }) = &s.enabled {
                     if let Err(e) = disk.shut() {
                         pr_err!(
                             "{}: configfs: enable: {} is open (swapon, mount or a process); close it first\n",
@@ -387,7 +389,7 @@ impl configfs::AttributeOperations<8> for TargetConfig {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
             None => writeln!(w, "disabled"),
-            Some(disk) => {
+            Some(Enabled { disk, .. }) => {
                 let h = disk.health();
                 let d = disk.descriptor();
                 let summary = if h.live == h.total {
@@ -429,7 +431,7 @@ impl configfs::AttributeOperations<9> for TargetConfig {
     fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
-            Some(disk) => writeln!(w, "{}", disk.name()),
+            Some(Enabled { disk, .. }) => writeln!(w, "{}", disk.name()),
             None => writeln!(w),
         })
     }

@@ -5,12 +5,7 @@
 use core::ptr::NonNull;
 use kernel::{block::SECTOR_SHIFT, error::to_result, prelude::*, str::CStr, sync::Arc};
 
-use super::{
-    bindings,
-    openers::{OpenHold, Openers},
-    operations::Operations,
-    tag_set::TagSet,
-};
+use super::{bindings, openers::Openers, operations::Operations, tag_set::TagSet};
 
 /// What a disk looks like.
 pub(crate) struct DiskParams<'a> {
@@ -55,13 +50,8 @@ unsafe impl<T: Operations> Send for Disk<T> {}
 unsafe impl<T: Operations> Sync for Disk<T> {}
 
 impl<T: Operations> Disk<T> {
-    /// Creates the tag set and the disk and adds it (it appears under /dev). `hold` is
-    /// taken for each opener of the disk and released when it closes.
-    pub(crate) fn new(
-        params: &DiskParams<'_>,
-        driver: Arc<T>,
-        hold: Option<KBox<dyn OpenHold>>,
-    ) -> Result<Pin<KBox<Self>>> {
+    /// Creates the tag set and the disk and adds it (it appears under /dev).
+    pub(crate) fn new(params: &DiskParams<'_>, driver: Arc<T>) -> Result<Pin<KBox<Self>>> {
         let block_size = params.block_size;
         if !block_size.is_power_of_two() || !(512..=4096).contains(&block_size) {
             return Err(EINVAL);
@@ -76,7 +66,7 @@ impl<T: Operations> Disk<T> {
         let depth = params.queue_depth;
         let name = params.name;
         let capacity_sectors = params.capacity >> SECTOR_SHIFT;
-        let openers = Arc::pin_init(Openers::new(hold), GFP_KERNEL)?;
+        let openers = Arc::pin_init(Openers::new(), GFP_KERNEL)?;
         // The disk's reference, taken back in `drop`.
         let disk_ref = Arc::into_raw(openers.clone());
         let disk = KBox::try_pin_init(

@@ -24,6 +24,5 @@ pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use noio::NoIoScope;
-pub(crate) use openers::OpenHold;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use request::{Op, OwnedRequest, Status, TimedOutRequest};

@@ -6,22 +6,10 @@
 //! counted under a lock, and [`Openers::shut`] refuses while the count is not zero, or
 //! else shuts the door for good: an open either came first (and the shut fails with
 //! `EBUSY`) or comes after (and fails with `ENXIO`), so a disk cannot be deleted from
-//! under a `swapon` that raced with the delete.
+//! under a `swapon` that raced with the delete. Nothing else is taken in `open`: it runs
+//! under the disk's `open_mutex`.
 
 use kernel::{ffi::c_void, new_spinlock, prelude::*, sync::SpinLock};
-
-/// Something a disk holds for each opener, so that it cannot go away while the disk is
-/// in use (a configuration directory, say). The driver hands one to [`super::Disk::new`].
-pub(crate) trait OpenHold: Send + Sync {
-    /// Takes a hold for one more opener; an error refuses that open.
-    fn hold(&self) -> Result;
-    /// Drops the hold of an opener that closed the disk.
-    ///
-    /// # Safety
-    ///
-    /// Each call pairs with an earlier successful [`OpenHold::hold`].
-    unsafe fn release(&self);
-}
 
 struct Door {
     /// Opens that succeeded and have not been released.
@@ -35,31 +23,21 @@ struct Door {
 pub(crate) struct Openers {
     #[pin]
     door: SpinLock<Door>,
-    hold: Option<KBox<dyn OpenHold>>,
 }
 
 impl Openers {
-    pub(super) fn new(hold: Option<KBox<dyn OpenHold>>) -> impl PinInit<Self> {
+    pub(super) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            door <- new_spinlock!(Door { count: 0, shut: false }, "rswap_disk_openers"),
-            hold,
+            door <- new_spinlock!(Door { count: 0, shut: false }, "rswap::Openers::door"),
         })
     }
 
     fn open(&self) -> Result {
-        {
-            let mut door = self.door.lock();
-            if door.shut {
-                return Err(ENXIO);
-            }
-            door.count += 1;
+        let mut door = self.door.lock();
+        if door.shut {
+            return Err(ENXIO);
         }
-        if let Some(hold) = &self.hold {
-            if let Err(e) = hold.hold() {
-                self.door.lock().count -= 1;
-                return Err(e);
-            }
-        }
+        door.count += 1;
         Ok(())
     }
 
@@ -67,10 +45,6 @@ impl Openers {
     ///
     /// Each call pairs with an earlier successful [`Openers::open`].
     unsafe fn release(&self) {
-        if let Some(hold) = &self.hold {
-            // SAFETY: the open this release pairs with took the hold (safety requirement).
-            unsafe { hold.release() };
-        }
         self.door.lock().count -= 1;
     }
 

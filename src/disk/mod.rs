@@ -13,7 +13,7 @@ mod request;
 use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
-    blk::{Disk, DiskIndex, DiskParams, OpenHold},
+    blk::{Disk, DiskIndex, DiskParams},
     transport::{
         link::LinkParams,
         name::Name,
@@ -60,9 +60,8 @@ pub(crate) struct RemoteDisk {
 }
 
 impl RemoteDisk {
-    /// Connects to the server and adds `/dev/rswapN`. `hold` is taken for each opener of
-    /// the disk (the configuration keeps its directory while the disk is open).
-    pub(crate) fn create(config: &DiskConfig, hold: Option<KBox<dyn OpenHold>>) -> Result<Self> {
+    /// Connects to the server and adds `/dev/rswapN`.
+    pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
         let index = DiskIndex::take()?;
         let name = Name::new(fmt!("rswap{}", index.get()));
         let session = Session::connect(&SessionConfig {
@@ -96,7 +95,6 @@ impl RemoteDisk {
                 max_request_bytes: max_segments * BLOCK_SIZE,
             },
             driver.clone(),
-            hold,
         )?;
         let ip = config.ip;
         pr_info!(

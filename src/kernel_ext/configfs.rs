@@ -1,39 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Keeping a configfs directory from being removed while something outside configfs
-//! uses it (`configfs_depend_item`), which the kernel crate's configfs does not wrap.
+//! Keeping a configfs directory from being removed while it is in use
+//! (`configfs_depend_item_unlocked`), which the kernel crate's configfs does not wrap.
 
 use core::ptr::NonNull;
 use kernel::{bindings, error::to_result, prelude::*, str::CStrExt};
 
-/// A child directory (item) of a configfs subsystem's root that can be pinned: while a
-/// dependency is held, `rmdir` of the directory fails with `EBUSY`.
+/// A dependency on a child directory (item) of a configfs subsystem's root: while it
+/// exists, `rmdir` of the directory fails with `EBUSY`. Dropping it lets `rmdir` go on.
 ///
 /// # Invariants
 ///
-/// `subsys` is a registered subsystem and `item` one of its root's children; both stay
-/// valid as long as this value exists (see [`ItemDepend::find`]).
-pub(crate) struct ItemDepend {
-    subsys: NonNull<bindings::configfs_subsystem>,
+/// A dependency on `item` was taken (`configfs_depend_item_unlocked`) and is released only
+/// by drop; `item` stays valid as long as this value exists (see [`ItemDependency::take`]).
+pub(crate) struct ItemDependency {
     item: NonNull<bindings::config_item>,
 }
 
-// SAFETY: the configfs calls made through the pointers are thread safe.
-unsafe impl Send for ItemDepend {}
-// SAFETY: as above.
-unsafe impl Sync for ItemDepend {}
+// SAFETY: the configfs calls made through the pointer are thread safe.
+unsafe impl Send for ItemDependency {}
+// SAFETY: no method takes `&self`.
+unsafe impl Sync for ItemDependency {}
 
-impl ItemDepend {
-    /// Finds the child `name` of `subsys`'s root directory.
+impl ItemDependency {
+    /// Takes a dependency on the child `name` of `subsys`'s root directory, from an
+    /// attribute write of that same child: fails with `ENOENT` if it is being removed.
     ///
-    /// No reference to the item is kept: the caller makes sure the value lives no longer
-    /// than the item, typically by storing it in the item's own data.
+    /// It takes only configfs's dirent spinlock (the subsystem is the caller's own), never
+    /// an inode lock, so it may run where the caller holds other locks.
     ///
     /// # Safety
     ///
-    /// `subsys` is a registered subsystem that outlives the value; the returned value is
-    /// dropped before the item `name` is freed.
-    pub(crate) unsafe fn find(
+    /// `subsys` is registered; the caller runs in an attribute read or write of the item
+    /// `name` (so `rmdir` cannot unlink it meanwhile); the returned value is dropped
+    /// before the item is freed, and never from a `mkdir` or `rmdir` callback.
+    pub(crate) unsafe fn take(
         subsys: NonNull<bindings::configfs_subsystem>,
         name: &CStr,
     ) -> Result<Self> {
@@ -47,31 +48,24 @@ impl ItemDepend {
             item
         };
         let item = NonNull::new(item).ok_or(ENOENT)?;
-        // SAFETY: `config_group_find_item` took a reference; the item stays valid without
-        // it by the safety requirement.
-        unsafe { bindings::config_item_put(item.as_ptr()) };
-        Ok(Self { subsys, item })
+        // SAFETY: `config_group_find_item` took a reference, which is not needed: the item
+        // stays valid by the safety requirement. It is linked under `s`'s root (found
+        // there, and an attribute write keeps `rmdir` from unlinking it), so its group
+        // and dentry are set, as the call requires.
+        let ret = unsafe {
+            bindings::config_item_put(item.as_ptr());
+            bindings::configfs_depend_item_unlocked(s, item.as_ptr())
+        };
+        to_result(ret)?;
+        // INVARIANT: the dependency was taken.
+        Ok(Self { item })
     }
+}
 
-    /// Takes a dependency on the item: fails with `ENOENT` if it is being removed.
-    ///
-    /// Must not be called from a configfs callback that holds the subsystem's locks
-    /// (`mkdir`, `rmdir`); attribute reads and writes are fine.
-    pub(crate) fn depend(&self) -> Result {
-        // SAFETY: both pointers are valid (type invariant).
-        to_result(unsafe {
-            bindings::configfs_depend_item(self.subsys.as_ptr(), self.item.as_ptr())
-        })
-    }
-
-    /// Drops a dependency taken by [`ItemDepend::depend`].
-    ///
-    /// # Safety
-    ///
-    /// Each call pairs with an earlier successful [`ItemDepend::depend`] on this value.
-    pub(crate) unsafe fn undepend(&self) {
-        // SAFETY: the item is valid (type invariant) and a dependency is held (safety
-        // requirement).
+impl Drop for ItemDependency {
+    fn drop(&mut self) {
+        // SAFETY: the item is valid and a dependency on it is held (type invariant);
+        // this is its only release.
         unsafe { bindings::configfs_undepend_item(self.item.as_ptr()) };
     }
 }

@@ -7,7 +7,7 @@ mod configfs;
 mod scatterlist;
 mod workqueue;
 
-pub(crate) use configfs::ItemDepend;
+pub(crate) use configfs::ItemDependency;
 pub(crate) use scatterlist::SgTable;
 pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 

@@ -26,7 +26,7 @@ NAMES=(
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
-	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open"
+	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open; rmdir also while enabled"
 	"connect: enable with no server listening fails within 20 s and leaves nothing"
 	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
 	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
@@ -148,14 +148,16 @@ r3=0; e3=$(rmdir $T 2>&1) && r3=1
 # The disk still works while it is held.
 r4=0; dd if=$DEV of=/dev/null bs=4k count=16 iflag=direct status=none && r4=1
 exec 3<&-
-if [ $r1 = 0 ] && [ $r2 = 0 ] && [ $r3 = 0 ] && [ $r4 = 1 ] && grep -q '^rswap ' /proc/modules \
-	&& [ -b $DEV ] && [ -d $T ] && [[ $e2 == *busy* ]] && [[ $e3 == *busy* ]]; then
+# Closed but enabled: rmdir still refused (disable first).
+r5=0; e5=$(rmdir $T 2>&1) && r5=1
+if [ $r1 = 0 ] && [ $r2 = 0 ] && [ $r3 = 0 ] && [ $r4 = 1 ] && [ $r5 = 0 ] && grep -q '^rswap ' /proc/modules \
+	&& [ -b $DEV ] && [ -d $T ] && [[ $e2 == *busy* ]] && [[ $e3 == *busy* ]] && [[ $e5 == *busy* ]]; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "disable: ${e2##*: }; rmdir: ${e3##*: }"
+	ktap_diag "disable: ${e2##*: }; rmdir: ${e3##*: }; rmdir after close: ${e5##*: }"
 else
-	ktap_fail "$(ktap_name)" "rmmod succeeded=$r1 disable succeeded=$r2 ($e2) rmdir succeeded=$r3 ($e3) read=$r4"
+	ktap_fail "$(ktap_name)" "rmmod succeeded=$r1 disable succeeded=$r2 ($e2) rmdir succeeded=$r3 ($e3) read=$r4 rmdir after close succeeded=$r5"
 	[ $r1 = 1 ] && ktap_skip_rest "module gone"
-	[ $r3 = 1 ] && ktap_skip_rest "target gone"
+	[ $r3 = 1 ] || [ $r5 = 1 ] && ktap_skip_rest "target gone"
 fi
 echo 0 > $T/enable
 
