@@ -115,6 +115,9 @@ pub(crate) struct Queue {
     /// first).
     #[pin]
     region: Mutex<Option<(RegionDescriptor, u32)>>,
+    /// The descriptor of the link installed last, for the state line.
+    #[pin]
+    installed: Mutex<Option<RegionDescriptor>>,
     recoveries: AtomicU32,
     /// Requests issued again after this queue failed under them.
     retried: AtomicU64,
@@ -160,6 +163,7 @@ impl Queue {
                 state: AtomicState::new(State::Connecting),
                 teardown <- new_mutex!((), "rswap::Queue::teardown"),
                 region <- new_mutex!(None, "rswap::Queue::region"),
+                installed <- new_mutex!(None, "rswap::Queue::installed"),
                 recoveries: AtomicU32::new(0),
                 retried: AtomicU64::new(0),
                 link <- new_spinlock!(None, "rswap::Queue::link"),
@@ -178,6 +182,7 @@ impl Queue {
         let _guard = this.teardown.lock();
         let link = Self::connect_link(this)?;
         *this.region.lock() = Some((*link.descriptor(), link.max_sge()));
+        *this.installed.lock() = Some(*link.descriptor());
         *this.link.lock() = Some(link.clone());
         if let Err(state) = this.state.change(State::Connecting, State::Live) {
             // Shut down meanwhile.
@@ -261,13 +266,10 @@ impl Queue {
         self.index
     }
 
-    /// The descriptor of the live link (a restarted server hands out a new address, key
-    /// and epoch for the same region); `None` while the queue has no live link.
-    pub(crate) fn live_descriptor(&self) -> Option<RegionDescriptor> {
-        if self.state.get() != State::Live {
-            return None;
-        }
-        self.current().map(|l| *l.descriptor())
+    /// The descriptor of the link installed last (a restarted server hands out a new
+    /// address, key and epoch for the same region); `None` before the first.
+    pub(crate) fn installed_descriptor(&self) -> Option<RegionDescriptor> {
+        *self.installed.lock()
     }
 
     fn current(&self) -> Option<Arc<Link>> {
@@ -415,6 +417,7 @@ impl Queue {
                         link.revoke();
                         break;
                     }
+                    *this.installed.lock() = Some(desc);
                     *this.link.lock() = Some(link);
                     if this.state.change(State::Recovering, State::Live).is_err() {
                         // Shut down meanwhile.

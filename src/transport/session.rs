@@ -146,13 +146,12 @@ impl Session {
         &self.descriptor
     }
 
-    /// The descriptor the queues post with now: the first live queue's (after a server
-    /// restart: the same region at a new address, key and epoch), or the first one when
-    /// none is live.
+    /// The descriptor the queues post with now: the one queue 0 installed last (after a
+    /// server restart: the same region at a new address, key and epoch).
     pub(crate) fn current_descriptor(&self) -> RegionDescriptor {
         self.queues
-            .iter()
-            .find_map(|q| q.live_descriptor())
+            .first()
+            .and_then(|q| q.installed_descriptor())
             .unwrap_or(self.descriptor)
     }
 
