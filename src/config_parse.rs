@@ -61,10 +61,11 @@ pub(crate) fn number(s: &str, min: u64, max: u64) -> Result<u64, Invalid> {
     Ok(v)
 }
 
-/// A keep-alive period in milliseconds: 0 (off) or 100..=600000.
+/// A keep-alive period in milliseconds: 0 (off) or 1000..=600000. Shorter periods are
+/// refused: one lost packet costs the transport about half a second to resend.
 pub(crate) fn keepalive_ms(s: &str) -> Result<u64, Invalid> {
     match number(s, 0, 600_000)? {
-        1..=99 => Err(Invalid("below 100 ms (0 turns the keep-alive off)")),
+        1..=999 => Err(Invalid("below 1000 ms (0 turns the keep-alive off)")),
         v => Ok(v),
     }
 }
@@ -140,10 +141,10 @@ mod tests {
     #[test]
     fn keepalive_off_or_in_range() {
         assert_eq!(keepalive_ms("0"), Ok(0));
-        assert_eq!(keepalive_ms("100"), Ok(100));
+        assert_eq!(keepalive_ms("1000"), Ok(1000));
         assert_eq!(keepalive_ms("5000"), Ok(5000));
         assert_eq!(keepalive_ms("600000"), Ok(600_000));
-        for bad in ["1", "99", "600001", "-1", "5s", ""] {
+        for bad in ["1", "999", "600001", "-1", "5s", ""] {
             assert!(keepalive_ms(bad).is_err(), "{bad}");
         }
     }

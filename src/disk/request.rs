@@ -223,6 +223,7 @@ fn post_on(
 fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     rq.data().dma.unmap(wc.device());
     if wc.is_ok() {
+        rq.hw_queue().queue.count_completion();
         return end(rq, Status::Ok);
     }
     let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());

@@ -365,10 +365,11 @@ impl Drop for Conn {
 pub(crate) enum ProbeOutcome {
     /// A probe is on its way.
     Sent,
-    /// The previous probe has not completed since the last call: the server's side does
-    /// not answer.
+    /// The previous probe has not completed since the last call. It waits behind the
+    /// link's other work requests (RC completes them in order), so this alone does not
+    /// mean the server is gone.
     Unanswered,
-    /// The probe could not be posted (the QP is failing; its completions say why).
+    /// The probe could not be posted: the connection is gone or its QP refuses work.
     NotPosted,
 }
 
@@ -603,10 +604,13 @@ impl Link {
             .unwrap_or(false)
     }
 
-    /// Probes the connection `conn` (this link's) for the keep-alive, unless the previous
-    /// probe is still out: then it went unanswered. A failed probe is reported to the
+    /// Probes this link's connection for the keep-alive, unless the previous probe is
+    /// still out: then it has not been answered yet. A failed probe is reported to the
     /// link's watcher from its completion. Does not sleep.
-    pub(crate) fn probe(&self, conn: &Conn) -> ProbeOutcome {
+    pub(crate) fn probe(&self) -> ProbeOutcome {
+        let Some(conn) = self.conn() else {
+            return ProbeOutcome::NotPosted;
+        };
         let Some(probe) = self.probe.lock().take() else {
             return ProbeOutcome::Unanswered;
         };

@@ -4,7 +4,8 @@
 //!
 //! A [`Queue`] is what a hardware queue of the disk posts to: its current [`Link`] and
 //! that link's recovery. When the link fails (a failed completion, the server's
-//! disconnect, the removal of its RDMA device, a request timeout) the queue enters
+//! disconnect, the removal of its RDMA device, a request timeout, a keep-alive probe that
+//! fails or goes unanswered) the queue enters
 //! recovery at once, whether or not I/O is pending: a work item takes the old link down
 //! (its work requests are flushed and their requests requeued), connects a new one to the
 //! same server and client id, checks that the server still holds the same region, and
@@ -121,6 +122,11 @@ pub(crate) struct Queue {
     recoveries: AtomicU32,
     /// Requests issued again after this queue failed under them.
     retried: AtomicU64,
+    /// Work requests of the data path that completed successfully: the keep-alive's sign
+    /// of life while its probe waits behind them.
+    completed: AtomicU64,
+    /// `completed` when the keep-alive last looked.
+    completed_seen: AtomicU64,
     /// The current link. The data path reads it in atomic context.
     #[pin]
     link: SpinLock<Option<Arc<Link>>>,
@@ -166,6 +172,8 @@ impl Queue {
                 installed <- new_mutex!(None, "rswap::Queue::installed"),
                 recoveries: AtomicU32::new(0),
                 retried: AtomicU64::new(0),
+                completed: AtomicU64::new(0),
+                completed_seen: AtomicU64::new(0),
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
                 resume <- new_spinlock!(None, "rswap::Queue::resume"),
@@ -244,6 +252,12 @@ impl Queue {
     /// Counts a request that is issued again after this queue failed under it.
     pub(crate) fn count_retry(&self) {
         self.retried.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a data-path work request that completed successfully (a sign of life for
+    /// the keep-alive). Callable from completions.
+    pub(crate) fn count_completion(&self) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Requests issued again so far.
@@ -351,13 +365,23 @@ impl Queue {
     }
 
     /// The keep-alive: probes the live link, and fails the queue (recovery starts) when
-    /// the previous probe went unanswered since the last call. A probe that fails fails
-    /// the queue from its completion. Nothing happens on a queue that is not live. Does
-    /// not sleep.
+    /// the previous probe is still unanswered and nothing else completed on the queue since
+    /// the last call (the probe waits behind the data path's work requests, so completions
+    /// show the server is there), or when the probe cannot be posted. A probe that fails
+    /// fails the queue from its completion. Nothing happens on a queue that is not live.
+    /// Does not sleep.
     pub(crate) fn keep_alive(this: &Arc<Self>) {
-        let outcome = Self::with_conn(this, (), |link, conn, ()| link.probe(conn));
-        if matches!(outcome, Ok(ProbeOutcome::Unanswered)) {
-            let _ = Self::fail(this, c"keep-alive probe unanswered", 0);
+        let completed = this.completed.load(Ordering::Relaxed);
+        let progress = this.completed_seen.swap(completed, Ordering::Relaxed) != completed;
+        let outcome = Self::with_conn(this, (), |link, _conn, ()| link.probe());
+        match outcome {
+            Ok(ProbeOutcome::Unanswered) if !progress => {
+                let _ = Self::fail(this, c"keep-alive probe unanswered", 0);
+            }
+            Ok(ProbeOutcome::NotPosted) => {
+                let _ = Self::fail(this, c"keep-alive probe not posted", 0);
+            }
+            Ok(_) | Err(_) => {}
         }
     }
 

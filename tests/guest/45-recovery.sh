@@ -20,7 +20,7 @@ SIZE_MB=64
 DEV=/dev/rswap0
 
 NAMES=(
-	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000; keepalive_ms defaults to 5000 and takes 0 or 100..600000"
+	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000; keepalive_ms defaults to 5000 and takes 0 or 1000..600000"
 	"recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back"
 	"recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)"
 	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
@@ -67,11 +67,11 @@ for v in -1 3600001 1e3 x; do
 done
 rec_msg=$(dmesg | tail -1)
 ka_default=$(cat $T/keepalive_ms)
-for v in 1 99 600001 -1 5s; do
+for v in 1 999 600001 -1 5s; do
 	echo "$v" > $T/keepalive_ms 2>/dev/null && bad=1
 done
 ka_msg=$(dmesg | tail -1)
-echo 0 > $T/keepalive_ms && echo 100 > $T/keepalive_ms && echo 600000 > $T/keepalive_ms || bad=1
+echo 0 > $T/keepalive_ms && echo 1000 > $T/keepalive_ms && echo 600000 > $T/keepalive_ms || bad=1
 echo 5000 > $T/keepalive_ms
 if [ "$(cat $T/recovery_ms)" = 60000 ] && [ $bad = 0 ] && echo 0 > $T/recovery_ms \
 	&& [ "$(cat $T/recovery_ms)" = 0 ] && [[ $rec_msg == *"configfs: recovery_ms: "* ]] \

@@ -99,7 +99,7 @@ pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
 /// Default `--keepalive-ms`.
 pub(crate) const DEFAULT_KEEPALIVE_MS: u64 = 5000;
 /// The shortest and longest `--keepalive-ms` other than 0 (off).
-pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 100..=600_000;
+pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 1000..=600_000;
 
 /// `rswap-server --help`.
 pub(crate) const SERVER_HELP: &str = "\
@@ -130,7 +130,7 @@ Options:
                        0 frees the region at once.
   --keepalive-ms N     probe every established queue every N milliseconds with a
                        zero-length RDMA WRITE (default 5000; 0: off; otherwise
-                       100..600000). A queue whose probe fails, or has not
+                       1000..600000). A queue whose probe fails, or has not
                        completed by the next probe, is closed as if it had
                        disconnected: a client host that crashed or lost power is
                        noticed within one to two periods, and its region is then
@@ -446,7 +446,7 @@ mod tests {
             "3",
             "--grace=5",
             "--keepalive-ms",
-            "250",
+            "2500",
             "--hugepages",
             "--no-mlock",
             "--log-level",
@@ -460,7 +460,7 @@ mod tests {
         assert_eq!(c.size, 8192, "rounded down to 4 KiB");
         assert_eq!(c.max_clients, 3);
         assert_eq!(c.grace, Duration::from_secs(5));
-        assert_eq!(c.keepalive, Duration::from_millis(250));
+        assert_eq!(c.keepalive, Duration::from_millis(2500));
         assert!(c.hugepages);
         assert!(!c.mlock);
         assert_eq!(c.log_level, Level::Debug);
@@ -469,7 +469,7 @@ mod tests {
             panic!("did not parse");
         };
         assert_eq!(c.state_dir, Some(PathBuf::from("d")));
-        for (v, ms) in [("0", 0), ("100", 100), ("600000", 600_000)] {
+        for (v, ms) in [("0", 0), ("1000", 1000), ("600000", 600_000)] {
             let arg = format!("--keepalive-ms={v}");
             let Ok(Parsed::Run(c)) = srv(&["--listen=[::1]:9", "--size=1M", &arg]) else {
                 panic!("{arg} did not parse");
@@ -537,10 +537,10 @@ mod tests {
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",
         );
-        for v in ["1", "99", "600001", "18446744073709551615"] {
+        for v in ["1", "999", "600001", "18446744073709551615"] {
             err(
                 &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms", v],
-                "--keepalive-ms must be 0 (off) or between 100 and 600000",
+                "--keepalive-ms must be 0 (off) or between 1000 and 600000",
             );
         }
         for v in ["-1", "5s", "1e3", ""] {
