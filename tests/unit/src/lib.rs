@@ -4,7 +4,10 @@
 //! tests run under `cargo test`.
 
 #![no_std]
-#![allow(dead_code, reason = "the module uses these items; the tests use only some")]
+#![allow(
+    dead_code,
+    reason = "the module uses these items; the tests use only some"
+)]
 
 #[cfg(test)]
 extern crate std;
@@ -15,3 +18,7 @@ mod config_parse;
 mod remote;
 #[path = "../../../src/transport/wire.rs"]
 mod wire;
+
+/// Property-based fuzzing of the parsers above (proptest; `fuzz_*` tests).
+#[cfg(test)]
+mod fuzz;
