@@ -6,6 +6,9 @@
 
 mod client;
 mod config;
+/// Property-based fuzzing of the parsers (proptest; `fuzz_*` tests).
+#[cfg(test)]
+mod fuzz;
 mod ids;
 mod keepalive;
 mod log;

@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Property-based fuzzing (proptest) of what the server parses from outside: the metadata
+//! files of its state directory (`store.rs`), the scan of that directory, and the command
+//! lines of `rswap-server` and `rswap-testclient` (`config.rs`, `size.rs`). The wire
+//! decoders, the same `src/transport/wire.rs` the server compiles, are fuzzed in
+//! `tests/unit`.
+//!
+//! Every test is named `fuzz_*` and runs `PROPTEST_CASES` cases (proptest's default, 256,
+//! in `make check`). A million per test:
+//!
+//! ```text
+//! PROPTEST_CASES=1000000 cargo test --release fuzz_
+//! ```
+//!
+//! See `Documentation/testing.md` for the properties and the time that takes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use crate::config::{
+    parse_client_args, parse_server_args, Parsed, ServerConfig, DEFAULT_GRACE_SECS,
+    DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, KEEPALIVE_MS_RANGE,
+};
+use crate::log::Level;
+use crate::policy::PAGE;
+use crate::size::{format_size, parse_size};
+use crate::store::{decide, Kind, Listing, Meta, Verdict};
+
+// --- metadata files ----------------------------------------------------------------------
+
+/// Largest metadata file `Meta::parse` reads (`store.rs`'s `META_MAX`).
+const META_MAX: usize = 1024;
+
+/// FNV-1a 64 of `bytes`, written here from its definition to re-checksum mutated files.
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The invariants of a region's metadata (`Documentation/memory-server.md`).
+fn meta_ok(m: &Meta) -> bool {
+    m.region_id != 0
+        && m.length != 0
+        && m.length % PAGE == 0
+        && m.map_length >= m.length
+        && m.map_length % PAGE == 0
+        && m.epoch != 0
+        && m.queue_count != 0
+}
+
+/// Whatever `Meta::parse` makes of any bytes: no panic, and an accepted file holds valid
+/// metadata and is byte for byte the encoding of it (so nothing in it was ignored).
+fn check_meta_parse(b: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(m) = Meta::parse(b) {
+        prop_assert!(meta_ok(&m), "{:?}", m);
+        let text = m.encode();
+        prop_assert_eq!(text.as_bytes(), b, "accepted a non-canonical file");
+    }
+    Ok(())
+}
+
+/// Lengths: a few pages, or anything up to the largest multiple of 4 KiB.
+fn pages() -> impl Strategy<Value = u64> {
+    prop_oneof![1..=1024u64, 1..=u64::MAX / PAGE]
+}
+
+/// Metadata `Meta::parse` must accept.
+fn valid_meta() -> BoxedStrategy<Meta> {
+    (
+        any::<u64>(),
+        1..=u64::MAX,
+        pages(),
+        prop_oneof![Just(0u64), 0..=512u64, any::<u64>()],
+        1..=u32::MAX,
+        1..=u16::MAX,
+    )
+        .prop_map(|(client_id, region_id, pages, extra, epoch, queue_count)| {
+            let extra = extra % (u64::MAX / PAGE - pages + 1);
+            Meta {
+                client_id,
+                region_id,
+                length: pages * PAGE,
+                map_length: (pages + extra) * PAGE,
+                epoch,
+                queue_count,
+            }
+        })
+        .boxed()
+}
+
+/// Any metadata, valid or not (`encode` writes whatever it is given).
+fn any_meta() -> impl Strategy<Value = Meta> {
+    let small = || prop_oneof![0..=8193u64, any::<u64>()];
+    (
+        any::<u64>(),
+        prop_oneof![Just(0u64), any::<u64>()],
+        small(),
+        small(),
+        prop_oneof![0..=2u32, any::<u32>()],
+        prop_oneof![0..=2u16, any::<u16>()],
+    )
+        .prop_map(
+            |(client_id, region_id, length, map_length, epoch, queue_count)| Meta {
+                client_id,
+                region_id,
+                length,
+                map_length,
+                epoch,
+                queue_count,
+            },
+        )
+}
+
+/// One edit of a byte string: replace, insert or delete the byte at a position.
+#[derive(Debug, Clone)]
+enum Edit {
+    Xor(usize, u8),
+    Insert(usize, u8),
+    Delete(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    let byte = prop_oneof![Just(b'\n'), Just(b'='), Just(b'0'), Just(b' '), any::<u8>()];
+    prop_oneof![
+        (any::<usize>(), 1..=255u8).prop_map(|(i, m)| Edit::Xor(i, m)),
+        (any::<usize>(), byte).prop_map(|(i, b)| Edit::Insert(i, b)),
+        any::<usize>().prop_map(Edit::Delete),
+    ]
+}
+
+fn apply(b: &mut Vec<u8>, e: &Edit) {
+    match *e {
+        Edit::Xor(i, m) if !b.is_empty() => {
+            let n = b.len();
+            b[i % n] ^= m;
+        }
+        Edit::Insert(i, x) => b.insert(i % (b.len() + 1), x),
+        Edit::Delete(i) if !b.is_empty() => {
+            let n = b.len();
+            b.remove(i % n);
+        }
+        _ => {}
+    }
+}
+
+/// A field value as a metadata file might hold it: with a sign or leading zero, out of
+/// range, empty, or anything.
+fn field_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<u64>().prop_map(|v| v.to_string()),
+        (0..=3u64).prop_map(|p| (p * PAGE).to_string()),
+        "[+\\-0 ]?[0-9]{1,21}",
+        "[0-9a-z= ]{0,8}",
+    ]
+}
+
+/// Metadata files whose checksum is right but whose body is anything near the format:
+/// the text of valid metadata with, each with a small chance, a field's value replaced
+/// ([`field_value`]), a key or the first line changed, and a few byte edits. They get past
+/// the checksum, so the field and structure checks behind it are reached.
+fn rechecksummed() -> impl Strategy<Value = Vec<u8>> {
+    let change = || prop::option::weighted(0.15, field_value());
+    (
+        valid_meta(),
+        [
+            change(),
+            change(),
+            change(),
+            change(),
+            change(),
+            change(),
+            change(),
+        ],
+        prop::collection::vec(edit(), 0..=2),
+        prop::option::weighted(0.05, "[ -~]{0,16}"),
+        prop_oneof![12 => Just(true), 1 => Just(false)],
+    )
+        .prop_map(|(m, changes, edits, garbage, with_sum)| {
+            let text = m.encode();
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            lines.pop(); // the checksum line: computed below
+            for (line, change) in lines.iter_mut().zip(changes) {
+                if let Some(v) = change {
+                    // The value, or for the first line the version.
+                    let sep = line.rfind(['=', ' ']).map_or(0, |i| i + 1);
+                    line.replace_range(sep.., &v);
+                }
+            }
+            if let Some(g) = garbage {
+                lines.insert(g.len() % (lines.len() + 1), g);
+            }
+            let mut body = lines.join("\n").into_bytes();
+            body.push(b'\n');
+            for e in &edits {
+                apply(&mut body, e);
+            }
+            if with_sum {
+                let sum = fnv1a_64(&body);
+                body.extend(format!("checksum={sum:016x}\n").into_bytes());
+            }
+            body
+        })
+}
+
+proptest! {
+    /// Arbitrary bytes, empty to past the size limit.
+    #[test]
+    fn fuzz_meta_any_bytes(b in prop::collection::vec(any::<u8>(), 0..=META_MAX + 64)) {
+        check_meta_parse(&b)?;
+    }
+
+    /// Text of the right shape with a valid checksum.
+    #[test]
+    fn fuzz_meta_rechecksummed(b in rechecksummed()) {
+        check_meta_parse(&b)?;
+    }
+
+    /// Metadata is accepted exactly when it keeps the invariants, and then to the same
+    /// value.
+    #[test]
+    fn fuzz_meta_round_trip(m in prop_oneof![valid_meta(), any_meta()]) {
+        let got = Meta::parse(m.encode().as_bytes());
+        if meta_ok(&m) {
+            prop_assert_eq!(got, Ok(m));
+        } else {
+            prop_assert!(got.is_err(), "{:?} accepted", m);
+        }
+    }
+
+    /// Any one byte of a valid file changed (to any other value) is refused: the parser or
+    /// the checksum sees it (FNV-1a maps a one-byte change to another sum, always), and so
+    /// is the file cut short anywhere.
+    #[test]
+    fn fuzz_meta_byte_flip_and_truncation(m in valid_meta(), i in any::<usize>(), mask in 1..=255u8) {
+        let good = m.encode().into_bytes();
+        let mut b = good.clone();
+        apply(&mut b, &Edit::Xor(i, mask));
+        prop_assert!(Meta::parse(&b).is_err(), "{:?}", String::from_utf8_lossy(&b));
+        prop_assert!(Meta::parse(&good[..i % good.len()]).is_err());
+    }
+
+    /// One byte inserted into or deleted from a valid file is refused (by the parser, or
+    /// by the checksum but for a 2^-64 chance).
+    #[test]
+    fn fuzz_meta_insert_delete(m in valid_meta(), e in edit()) {
+        let mut b = m.encode().into_bytes();
+        apply(&mut b, &e);
+        prop_assert!(Meta::parse(&b).is_err(), "{:?}: {:?}", e, String::from_utf8_lossy(&b));
+    }
+}
+
+// --- scan of the state directory ---------------------------------------------------------
+
+fn region_file(id: u64, ext: &str) -> String {
+    format!("region-{id:016x}.{ext}")
+}
+
+/// Region ids of a directory: few, so files pair up; 0 included.
+fn dir_id() -> impl Strategy<Value = u64> {
+    prop_oneof![0..=3u64, Just(u64::MAX), any::<u64>()]
+}
+
+/// A directory entry's name: a region file, the lock, a near miss, or anything.
+fn dir_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (dir_id(), prop_oneof![Just("mem"), Just("meta"), Just("meta.tmp")])
+            .prop_map(|(id, ext)| region_file(id, ext)),
+        1 => Just("lock".to_string()),
+        1 => "region-[0-9a-fA-F+]{15,17}\\.(mem|meta|meta\\.tmp|memx|)",
+        1 => any::<String>(),
+    ]
+}
+
+/// A directory entry.
+fn listing() -> impl Strategy<Value = Listing> {
+    let kind = prop_oneof![6 => Just(Kind::File), 1 => Just(Kind::Dir), 1 => Just(Kind::Other)];
+    let len = prop_oneof![(0..=4u64).prop_map(|p| p * PAGE), any::<u64>()];
+    (dir_name(), kind, len).prop_map(|(name, kind, len)| Listing { name, kind, len })
+}
+
+/// What reading a metadata file gives: valid metadata (of a directory id), corrupt bytes,
+/// or an error (`None`).
+fn meta_contents() -> impl Strategy<Value = Option<Vec<u8>>> {
+    let meta = (valid_meta(), dir_id()).prop_map(|(m, id)| {
+        let m = Meta {
+            region_id: id.max(1),
+            ..m
+        };
+        m.encode().into_bytes()
+    });
+    prop_oneof![
+        4 => meta.prop_map(Some),
+        1 => prop::collection::vec(any::<u8>(), 0..64).prop_map(Some),
+        1 => Just(None),
+    ]
+}
+
+/// Files of a state directory with what reading them gives: a region as the server
+/// leaves it (its memory file of the size the metadata names; sometimes a left-over
+/// `.meta.tmp`, or one of the pair changed: gone, of another kind or size, other
+/// metadata), or any entry.
+type Files = Vec<(Listing, Option<Vec<u8>>)>;
+
+fn dir_files() -> impl Strategy<Value = Files> {
+    let file = |name: String, len: u64| Listing {
+        name,
+        kind: Kind::File,
+        len,
+    };
+    let region = (
+        valid_meta(),
+        dir_id(),
+        0..=2u64,
+        any::<bool>(),
+        0..=12u8,
+        listing(),
+        meta_contents(),
+    )
+        .prop_map(move |(m, id, client, tmp, spoil, other, contents)| {
+            let m = Meta {
+                region_id: id.max(1),
+                client_id: client,
+                length: PAGE,
+                map_length: PAGE * (1 + id % 3),
+                ..m
+            };
+            let mut files = vec![
+                (file(region_file(m.region_id, "mem"), m.map_length), None),
+                (
+                    file(region_file(m.region_id, "meta"), 200),
+                    Some(m.encode().into_bytes()),
+                ),
+            ];
+            if tmp {
+                files.push((file(region_file(m.region_id, "meta.tmp"), 9), None));
+            }
+            match spoil {
+                0 => drop(files.remove(0)),
+                1 => drop(files.remove(1)),
+                2 => files[0].0.len += PAGE,
+                3 => files[0].0.kind = other.kind,
+                4 => files[1].0.kind = other.kind,
+                5 => files[1].1 = contents,
+                6 => files.push((other, contents)),
+                _ => {}
+            }
+            files
+        });
+    let stray = (listing(), meta_contents()).prop_map(|f| vec![f]);
+    prop::collection::vec(prop_oneof![region, stray], 0..=5).prop_map(|groups| {
+        // A directory has each name once.
+        let mut seen = std::collections::BTreeSet::new();
+        groups
+            .into_iter()
+            .flatten()
+            .filter(|(l, _)| seen.insert(l.name.clone()))
+            .collect()
+    })
+}
+
+proptest! {
+    /// `decide` on any directory: no panic; every entry but the lock is in exactly one
+    /// verdict (a stranger is ignored, never deleted; the lock is never touched); a
+    /// restored region has its regular metadata and memory files, the memory file of the
+    /// size its metadata names, metadata that parses to it; one region per client at
+    /// most; verdicts in the documented order.
+    #[test]
+    fn fuzz_store_decide(dir in dir_files()) {
+        let entries: Vec<Listing> = dir.iter().map(|(l, _)| l.clone()).collect();
+        let files: BTreeMap<&str, Option<&Vec<u8>>> =
+            dir.iter().map(|(l, c)| (l.name.as_str(), c.as_ref())).collect();
+        let read = |name: &str| -> io::Result<Vec<u8>> {
+            files
+                .get(name)
+                .copied()
+                .flatten()
+                .cloned()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))
+        };
+        let verdicts = decide(&entries, read);
+        let mut named: Vec<String> = Vec::new();
+        let mut clients = std::collections::BTreeSet::new();
+        for v in &verdicts {
+            match v {
+                Verdict::Ignore { name, .. } => named.push(name.clone()),
+                Verdict::Discard { files, .. } => named.extend(files.iter().cloned()),
+                Verdict::Restore(m) => {
+                    prop_assert!(meta_ok(m), "{:?}", m);
+                    prop_assert!(clients.insert(m.client_id), "two regions of {}", m.client_id);
+                    let (meta, mem) = (region_file(m.region_id, "meta"), region_file(m.region_id, "mem"));
+                    let find = |n: &str| entries.iter().find(|e| e.name == n);
+                    let (Some(lm), Some(lf)) = (find(&meta), find(&mem)) else {
+                        return Err(TestCaseError::fail(format!("{m:?} without its files")));
+                    };
+                    prop_assert!(lm.kind == Kind::File && lf.kind == Kind::File);
+                    prop_assert_eq!(lf.len, m.map_length);
+                    prop_assert_eq!(read(&meta).map(|b| Meta::parse(&b)).ok(), Some(Ok(*m)));
+                    named.push(meta);
+                    named.push(mem);
+                }
+            }
+        }
+        named.sort();
+        let mut want: Vec<String> =
+            entries.iter().map(|e| e.name.clone()).filter(|n| n != "lock").collect();
+        want.sort();
+        prop_assert_eq!(named, want);
+        let order: Vec<(u8, u64)> = verdicts
+            .iter()
+            .map(|v| match v {
+                Verdict::Ignore { .. } => (0, 0),
+                Verdict::Discard { region_id, .. } => (1, *region_id),
+                Verdict::Restore(m) => (2, m.region_id),
+            })
+            .collect();
+        prop_assert!(order.is_sorted(), "{:?}", order);
+    }
+}
+
+// --- command lines -----------------------------------------------------------------------
+
+const SERVER_OPTS: [&str; 10] = [
+    "--help",
+    "--listen",
+    "--size",
+    "--max-clients",
+    "--grace",
+    "--keepalive-ms",
+    "--hugepages",
+    "--no-mlock",
+    "--log-level",
+    "--state-dir",
+];
+
+const SERVER_REQUIRED: [&str; 4] = ["--listen", "192.0.2.1:7471", "--size", "1G"];
+
+const CLIENT_OPTS: [&str; 15] = [
+    "--help",
+    "--connect",
+    "--client-id",
+    "--size",
+    "--queues",
+    "--queue-count",
+    "--proto-version",
+    "--write-pattern",
+    "--verify-pattern",
+    "--expect-reject",
+    "--print-descriptor",
+    "--hold",
+    "--timeout",
+    "--chunk",
+    "--bogus",
+];
+
+const CLIENT_REQUIRED: [&str; 6] = [
+    "--connect",
+    "192.0.2.1:7471",
+    "--client-id",
+    "1",
+    "--size",
+    "4M",
+];
+
+/// An option's value: a number, a size, an address, a level or reason, or anything.
+fn arg_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<u64>().prop_map(|v| v.to_string()),
+        "[0-9]{0,21}[kKmMgGtTx]?",
+        "0[xX][+\\-]?[0-9a-fA-F]{0,17}",
+        "(\\[[0-9a-f:]{2,12}(%[0-9]{1,2})?\\]|[0-9]{1,3}(\\.[0-9]{1,3}){0,3}):[0-9]{0,6}",
+        "error|warn|info|debug|toolarge|QueueMismatch|[0-9]",
+        "[ -~]{0,12}",
+        any::<String>(),
+    ]
+}
+
+/// Arguments built from `opts` (the parser's own options): `--opt`, `--opt=value` or a
+/// bare value, or anything at all; half the time after the `required` ones.
+fn argv(
+    opts: &'static [&'static str],
+    required: &'static [&'static str],
+) -> impl Strategy<Value = Vec<String>> {
+    let opt = proptest::sample::select(opts);
+    let arg = prop_oneof![
+        4 => opt.clone().prop_map(str::to_string),
+        4 => (opt, arg_value()).prop_map(|(o, v)| format!("{o}={v}")),
+        4 => arg_value(),
+        1 => "--[a-z\\-=\n]{0,10}",
+    ];
+    // Often after the required options, so that whole command lines are reached.
+    let required: Vec<String> = required.iter().map(|s| s.to_string()).collect();
+    (any::<bool>(), prop::collection::vec(arg, 0..=14)).prop_map(move |(with, rest)| {
+        let mut v = if with { required.clone() } else { Vec::new() };
+        v.extend(rest);
+        v
+    })
+}
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Error => "error",
+        Level::Warn => "warn",
+        Level::Info => "info",
+        Level::Debug => "debug",
+    }
+}
+
+/// An address `--listen` must take back from its text (IPv6 with or without a scope id;
+/// no flow label, which the text form does not carry).
+fn socket_addr() -> impl Strategy<Value = SocketAddr> {
+    prop_oneof![
+        (any::<[u8; 4]>(), any::<u16>())
+            .prop_map(|(a, p)| SocketAddr::new(IpAddr::V4(Ipv4Addr::from(a)), p)),
+        (
+            any::<[u16; 8]>(),
+            any::<u16>(),
+            prop_oneof![Just(0u32), any::<u32>()]
+        )
+            .prop_map(|(a, p, scope)| SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a),
+                p,
+                0,
+                scope
+            ))),
+    ]
+}
+
+/// A server configuration, the size given as any number of bytes of at least 4 KiB
+/// (the parser rounds it down) and the options that may be left out as `None`.
+#[derive(Debug, Clone)]
+struct ServerArgs {
+    listen: SocketAddr,
+    size: u64,
+    max_clients: Option<usize>,
+    grace: Option<u64>,
+    keepalive_ms: Option<u64>,
+    hugepages: bool,
+    no_mlock: bool,
+    log_level: Option<Level>,
+    state_dir: Option<String>,
+}
+
+fn server_args() -> impl Strategy<Value = ServerArgs> {
+    let level = prop_oneof![
+        Just(Level::Error),
+        Just(Level::Warn),
+        Just(Level::Info),
+        Just(Level::Debug)
+    ];
+    let keepalive = prop_oneof![Just(0u64), KEEPALIVE_MS_RANGE];
+    (
+        (socket_addr(), PAGE..=u64::MAX),
+        (
+            prop::option::of(1..=usize::MAX),
+            prop::option::of(any::<u64>()),
+            prop::option::of(keepalive),
+        ),
+        (any::<bool>(), any::<bool>(), prop::option::of(level)),
+        prop::option::of("(?s).{1,16}"),
+    )
+        .prop_map(
+            |((listen, size), (max_clients, grace, keepalive_ms), (h, n, log_level), dir)| {
+                ServerArgs {
+                    listen,
+                    size,
+                    max_clients,
+                    grace,
+                    keepalive_ms,
+                    hugepages: h,
+                    no_mlock: n,
+                    log_level,
+                    state_dir: dir,
+                }
+            },
+        )
+}
+
+impl ServerArgs {
+    /// The command line, each option as `--opt=value` or `--opt value` (`inline`), in the
+    /// order `order` sorts them into.
+    fn argv(&self, inline: &[bool], order: &[u8]) -> Vec<String> {
+        let mut opts: Vec<(&str, Option<String>)> = vec![
+            ("--listen", Some(self.listen.to_string())),
+            ("--size", Some(self.size.to_string())),
+        ];
+        let mut some = |o: &'static str, v: Option<String>| opts.push((o, v));
+        if let Some(v) = self.max_clients {
+            some("--max-clients", Some(v.to_string()));
+        }
+        if let Some(v) = self.grace {
+            some("--grace", Some(v.to_string()));
+        }
+        if let Some(v) = self.keepalive_ms {
+            some("--keepalive-ms", Some(v.to_string()));
+        }
+        if self.hugepages {
+            some("--hugepages", None);
+        }
+        if self.no_mlock {
+            some("--no-mlock", None);
+        }
+        if let Some(l) = self.log_level {
+            some("--log-level", Some(level_name(l).to_string()));
+        }
+        if let Some(d) = &self.state_dir {
+            some("--state-dir", Some(d.clone()));
+        }
+        let mut keyed: Vec<(u8, usize)> = (0..opts.len()).map(|i| (order[i], i)).collect();
+        keyed.sort();
+        let mut out = Vec::new();
+        for (_, i) in keyed {
+            let (o, v) = &opts[i];
+            match v {
+                None => out.push(o.to_string()),
+                Some(v) if inline[i] => out.push(format!("{o}={v}")),
+                Some(v) => out.extend([o.to_string(), v.clone()]),
+            }
+        }
+        out
+    }
+
+    /// The configuration the parser must return.
+    fn config(&self) -> ServerConfig {
+        ServerConfig {
+            listen: self.listen,
+            size: self.size / PAGE * PAGE,
+            max_clients: self.max_clients.unwrap_or(DEFAULT_MAX_CLIENTS),
+            grace: Duration::from_secs(self.grace.unwrap_or(DEFAULT_GRACE_SECS)),
+            keepalive: Duration::from_millis(self.keepalive_ms.unwrap_or(DEFAULT_KEEPALIVE_MS)),
+            hugepages: self.hugepages,
+            mlock: !self.no_mlock,
+            log_level: self.log_level.unwrap_or(Level::Info),
+            state_dir: self.state_dir.as_ref().map(PathBuf::from),
+        }
+    }
+}
+
+proptest! {
+    /// Any argument vector: no panic; a configuration that is returned keeps the rules
+    /// `--help` states; an error is a message.
+    #[test]
+    fn fuzz_server_args(args in argv(&SERVER_OPTS, &SERVER_REQUIRED)) {
+        match parse_server_args(args.clone()) {
+            Ok(Parsed::Run(c)) => {
+                prop_assert!(c.size >= PAGE && c.size % PAGE == 0, "{:?}", c);
+                prop_assert!(c.max_clients >= 1);
+                let ka = u64::try_from(c.keepalive.as_millis()).unwrap_or(u64::MAX);
+                prop_assert!(ka == 0 || KEEPALIVE_MS_RANGE.contains(&ka));
+                prop_assert!(c.state_dir.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
+            }
+            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--help"))),
+            Err(e) => prop_assert!(!e.is_empty()),
+        }
+    }
+
+    /// Any valid configuration, written as a command line in any order and either form,
+    /// parses back to itself (the size rounded down to 4 KiB).
+    #[test]
+    fn fuzz_server_args_round_trip(
+        a in server_args(),
+        inline in any::<[bool; 9]>(),
+        order in any::<[u8; 9]>(),
+    ) {
+        let argv = a.argv(&inline, &order);
+        prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);
+    }
+
+    /// Any argument vector: no panic; a configuration that is returned keeps the rules
+    /// `--help` states; an error is a message.
+    #[test]
+    fn fuzz_client_args(args in argv(&CLIENT_OPTS, &CLIENT_REQUIRED)) {
+        match parse_client_args(args.clone()) {
+            Ok(Parsed::Run(c)) => {
+                prop_assert!(c.queues >= 1 && c.timeout >= Duration::from_secs(1), "{:?}", c);
+                prop_assert!(c.chunk >= 1 && c.chunk <= 1 << 30);
+            }
+            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--help"))),
+            Err(e) => prop_assert!(!e.is_empty()),
+        }
+    }
+
+    /// "A bad option ... exits with status 2 ... and one line on stderr" (`--help`): the
+    /// error of any argument vector is one line.
+    #[test]
+    #[ignore = "bug: `unknown option {opt}` prints a newline of the argument (config.rs:238, 382)"]
+    fn fuzz_args_error_is_one_line(args in argv(&SERVER_OPTS, &SERVER_REQUIRED), cargs in argv(&CLIENT_OPTS, &CLIENT_REQUIRED)) {
+        if let Err(e) = parse_server_args(args.clone()) {
+            prop_assert!(!e.contains('\n'), "{:?}: {:?}", args, e);
+        }
+        if let Err(e) = parse_client_args(cargs.clone()) {
+            prop_assert!(!e.contains('\n'), "{:?}: {:?}", cargs, e);
+        }
+    }
+
+    /// `parse_size` (`--size`, `--chunk`): accepted means digits and an optional K/M/G/T
+    /// (either case) whose value is returned; `format_size` of any value parses back.
+    #[test]
+    fn fuzz_parse_size(s in arg_value(), n in any::<u64>()) {
+        if let Ok(v) = parse_size(&s) {
+            let (digits, shift) = match s.as_bytes().last().map(u8::to_ascii_uppercase) {
+                Some(b'K') => (&s[..s.len() - 1], 10),
+                Some(b'M') => (&s[..s.len() - 1], 20),
+                Some(b'G') => (&s[..s.len() - 1], 30),
+                Some(b'T') => (&s[..s.len() - 1], 40),
+                _ => (&s[..], 0),
+            };
+            let ok = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && digits.parse::<u128>().ok() == Some(u128::from(v) >> shift)
+                && (u128::from(v) >> shift) << shift == u128::from(v);
+            prop_assert!(ok, "{:?} -> {}", s, v);
+        }
+        prop_assert_eq!(parse_size(&format_size(n)), Ok(n));
+    }
+}
