@@ -5,6 +5,7 @@
 #   make KERNEL=debug    ... for rswap's debug kernel (KASAN, lockdep)
 #   make KDIR=/path      ... against a Rust-enabled kernel build tree of your own, on this host
 #   make check           build what is missing, run every test, print "N passed, N failed"
+#   make fuzz            the parsers' fuzz tests, FUZZ_CASES (1000000) inputs each (host only)
 #   make demo            boot a guest, create rxe0, load rswap and show what it found
 #   make bench           benchmarks (see Documentation/benchmarks.md)
 #   make fmt | fmtcheck  rustfmt with the kernel's settings
@@ -22,7 +23,7 @@ V ?= 0
 CLIPPY ?=
 kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1)
 
-.PHONY: all modules check demo bench fmt fmtcheck clean server
+.PHONY: all modules check fuzz demo bench fmt fmtcheck clean server
 
 all: modules
 
@@ -37,6 +38,14 @@ endif
 
 check:
 	bash scripts/check.sh
+
+# The property-based fuzz tests (proptest, `fuzz_*`) of the wire decoders, configfs
+# values, metadata files and command lines with FUZZ_CASES cases each; `make check` runs
+# them with proptest's default 256. See Documentation/testing.md.
+FUZZ_CASES ?= 1000000
+fuzz:
+	cd tests/unit && PROPTEST_CASES=$(FUZZ_CASES) cargo test --release --locked fuzz_
+	cd tools/rswap-server && PROPTEST_CASES=$(FUZZ_CASES) cargo test --release --locked fuzz_
 
 demo:
 	bash scripts/demo.sh
