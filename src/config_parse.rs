@@ -73,7 +73,10 @@ pub(crate) fn keepalive_ms(s: &str) -> Result<u64, Invalid> {
 /// A client id: decimal, or hexadecimal with `0x`; not zero.
 pub(crate) fn client_id(s: &str) -> Result<u64, Invalid> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) if !hex.is_empty() && hex.len() <= 16 => {
+        // `from_str_radix` alone would take a sign ("0x+1").
+        Some(hex)
+            if !hex.is_empty() && hex.len() <= 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
             u64::from_str_radix(hex, 16).map_err(|_| Invalid("not a hexadecimal number"))?
         }
         Some(_) => return Err(Invalid("not a hexadecimal number")),
@@ -189,6 +192,7 @@ mod tests {
         assert!(client_id("0x").is_err());
         assert!(client_id("0x1ffffffffffffffff").is_err());
         assert!(client_id("0xzz").is_err());
+        assert!(client_id("0x+1").is_err());
     }
 
     #[test]

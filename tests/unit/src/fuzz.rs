@@ -556,7 +556,6 @@ proptest! {
     /// `client_id` accepts only what it documents: decimal digits, or `0x`/`0X` and 1 to 16
     /// hexadecimal digits, of the value returned.
     #[test]
-    #[ignore = "bug: client_id(\"0x+1\") is Ok(1): from_str_radix takes a sign (config_parse.rs:77)"]
     fn fuzz_config_client_id_syntax(s in value()) {
         if let Ok(v) = parse::client_id(&s) {
             let ok = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
