@@ -235,7 +235,7 @@ pub(crate) fn parse_server_args(
                     format!("--log-level: unknown level {v:?} (error, warn, info or debug)")
                 })?;
             }
-            _ => return Err(format!("unknown option {opt} (see --help)")),
+            _ => return Err(format!("unknown option {opt:?} (see --help)")),
         }
     }
     Ok(Parsed::Run(ServerConfig {
@@ -379,7 +379,7 @@ pub(crate) fn parse_client_args(
             "--chunk" => {
                 chunk = parse_size(&a.value(&opt, inline)?).map_err(|e| format!("--chunk: {e}"))?
             }
-            _ => return Err(format!("unknown option {opt} (see --help)")),
+            _ => return Err(format!("unknown option {opt:?} (see --help)")),
         }
     }
     if queues == 0 {
@@ -570,7 +570,7 @@ mod tests {
         );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--frobnicate"],
-            "unknown option --frobnicate",
+            "unknown option \"--frobnicate\"",
         );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "extra"],

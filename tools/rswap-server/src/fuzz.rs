@@ -692,7 +692,6 @@ proptest! {
     /// "A bad option ... exits with status 2 ... and one line on stderr" (`--help`): the
     /// error of any argument vector is one line.
     #[test]
-    #[ignore = "bug: `unknown option {opt}` prints a newline of the argument (config.rs:238, 382)"]
     fn fuzz_args_error_is_one_line(args in argv(&SERVER_OPTS, &SERVER_REQUIRED), cargs in argv(&CLIENT_OPTS, &CLIENT_REQUIRED)) {
         if let Err(e) = parse_server_args(args.clone()) {
             prop_assert!(!e.contains('\n'), "{:?}: {:?}", args, e);
