@@ -15,8 +15,8 @@ use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
 use crate::policy::{self, Admit, Existing, Limits, PAGE};
 use crate::rdma::{
-    self, CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RegionMemory,
-    RemoteRegion, SignalFd,
+    self, CmId, Device, Event, EventChannel, EventKind, IdKey, MapWarnings, Pd, QpCaps,
+    RegionMemory, RemoteRegion, SignalFd,
 };
 use crate::size::format_size;
 use crate::store::{self, Meta, Store, Verdict};
@@ -316,8 +316,32 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     res
 }
 
-/// Maps a region's memory file (`--state-dir`), locked unless `mlock` is false; a lock
-/// that fails is logged, not fatal (as for the process's own memory).
+/// Logs what did not take on a region's new mapping; the region is served anyway.
+fn log_map_warnings(w: MapWarnings, client_id: u64, region_id: u64) {
+    if let Some(e) = w.dont_dump {
+        log::warn("region_dontdump_failed")
+            .kv("client_id", client_id)
+            .kv("region_id", region_id)
+            .kv("errno", e.raw_os_error().unwrap_or(0))
+            .kv("error", e)
+            .kv(
+                "effect",
+                "the region's memory may appear in a core dump of the server",
+            )
+            .emit();
+    }
+    if let Some(e) = w.lock {
+        log::warn("region_mlock_failed")
+            .kv("client_id", client_id)
+            .kv("region_id", region_id)
+            .kv("error", e)
+            .emit();
+    }
+}
+
+/// Maps a region's memory file (`--state-dir`), locked unless `mlock` is false, and
+/// excluded from core dumps; a lock or advice that fails is logged, not fatal (as
+/// for the process's own memory).
 fn map_region_file(
     file: &std::fs::File,
     map_len: usize,
@@ -325,14 +349,8 @@ fn map_region_file(
     client_id: u64,
     region_id: u64,
 ) -> std::io::Result<RegionMemory> {
-    let (mem, lock_err) = RegionMemory::shared(file, map_len, mlock)?;
-    if let Some(e) = lock_err {
-        log::warn("region_mlock_failed")
-            .kv("client_id", client_id)
-            .kv("region_id", region_id)
-            .kv("error", e)
-            .emit();
-    }
+    let (mem, warnings) = RegionMemory::shared(file, map_len, mlock)?;
+    log_map_warnings(warnings, client_id, region_id);
     Ok(mem)
 }
 
@@ -762,10 +780,12 @@ impl Server {
         };
         let (region_id, mem, region) = match &self.store {
             None => {
-                let mem = RegionMemory::anon(map_len.max(len), self.cfg.hugepages)
+                let region_id = self.new_region_id();
+                let (mem, warnings) = RegionMemory::anon(map_len.max(len), self.cfg.hugepages)
                     .map_err(|e| failed(&e))?;
+                log_map_warnings(warnings, req.client_id, region_id);
                 let region = RemoteRegion::new(&pd, &mem, len).map_err(|e| failed(&e))?;
-                (self.new_region_id(), mem, region)
+                (region_id, mem, region)
             }
             Some(store) => {
                 // O_EXCL: an id whose files are still on disk is never reused.

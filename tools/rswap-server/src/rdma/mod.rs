@@ -461,6 +461,21 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Excludes the mapping from core dumps (`MADV_DONTDUMP`): a client's memory
+    /// must not end up in a dump of the server.
+    fn dont_dump(&self) -> io::Result<()> {
+        // SAFETY: advice on our own mapping [ptr, ptr + len); it changes no memory
+        // contents.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTDUMP) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(last_err("madvise(MADV_DONTDUMP)"))
+        }
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: we own the mapping [ptr, ptr + len) and nothing references it now.
@@ -476,30 +491,42 @@ pub struct RegionMemory {
     map: Rc<Mapping>,
 }
 
+/// What did not take on a new [`RegionMemory`]: the mapping is usable, the server
+/// logs these.
+#[derive(Debug, Default)]
+pub struct MapWarnings {
+    /// `madvise(MADV_DONTDUMP)` failed: the region may appear in a core dump.
+    pub dont_dump: Option<io::Error>,
+    /// `mlock` failed (only asked for file mappings): the region may be swapped out.
+    pub lock: Option<io::Error>,
+}
+
 impl RegionMemory {
-    /// Maps `len` anonymous, private bytes (hugepages if `huge`).
-    pub fn anon(len: usize, huge: bool) -> io::Result<Self> {
-        Ok(Self {
-            map: Rc::new(Mapping::anon(len, huge)?),
-        })
+    /// Maps `len` anonymous, private bytes (hugepages if `huge`) and excludes them
+    /// from core dumps; a failure of the latter is returned, not fatal.
+    pub fn anon(len: usize, huge: bool) -> io::Result<(Self, MapWarnings)> {
+        let map = Mapping::anon(len, huge)?;
+        let warnings = MapWarnings {
+            dont_dump: map.dont_dump().err(),
+            lock: None,
+        };
+        Ok((Self { map: Rc::new(map) }, warnings))
     }
 
     /// Maps the first `len` bytes of `file` shared and excludes them from core
-    /// dumps. With `lock`, also locks them in memory; a failed lock does not fail
-    /// the mapping but is returned as the second value.
-    pub fn shared(file: &File, len: usize, lock: bool) -> io::Result<(Self, Option<io::Error>)> {
+    /// dumps. With `lock`, also locks them in memory. Neither failing fails the
+    /// mapping: the failures are returned.
+    pub fn shared(file: &File, len: usize, lock: bool) -> io::Result<(Self, MapWarnings)> {
         let map = Mapping::shared(file, len)?;
-        // SAFETY: advice on our own mapping; it changes no memory contents. A
-        // failure only means the pages may show up in a core dump.
-        unsafe { libc::madvise(map.ptr.as_ptr().cast(), len, libc::MADV_DONTDUMP) };
-        let lock_err = if lock {
+        let dont_dump = map.dont_dump().err();
+        let lock = if lock {
             // SAFETY: locks pages of our own mapping; no memory contents change.
             let rc = unsafe { libc::mlock(map.ptr.as_ptr().cast(), len) };
             (rc != 0).then(|| last_err("mlock"))
         } else {
             None
         };
-        Ok((Self { map: Rc::new(map) }, lock_err))
+        Ok((Self { map: Rc::new(map) }, MapWarnings { dont_dump, lock }))
     }
 
     /// The mapping's address (what peers use as `remote_addr`).
@@ -1243,4 +1270,69 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
         .iter()
         .map(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `VmFlags` of the mapping of this process that contains `addr`
+    /// (`/proc/self/smaps`), split into flags.
+    fn vm_flags(addr: u64) -> Vec<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("read /proc/self/smaps");
+        let mut inside = false;
+        for line in smaps.lines() {
+            // A mapping starts with "START-END PERMS ...", both in hex.
+            let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
+            if let Some((start, end)) = range {
+                if let (Ok(start), Ok(end)) =
+                    (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+                {
+                    inside = (start..end).contains(&addr);
+                    continue;
+                }
+            }
+            if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
+                return flags.split_whitespace().map(str::to_string).collect();
+            }
+        }
+        panic!("no mapping with VmFlags contains {addr:#x}");
+    }
+
+    fn excluded_from_dumps(addr: u64) -> bool {
+        vm_flags(addr).iter().any(|f| f == "dd")
+    }
+
+    #[test]
+    fn flags_of_ordinary_memory_lack_dd() {
+        // The check below is not vacuous: heap memory is dumped.
+        let heap = vec![1u8; 1 << 16];
+        assert!(!excluded_from_dumps(heap.as_ptr().addr() as u64));
+    }
+
+    #[test]
+    fn anonymous_region_is_not_dumped() {
+        let (mem, warnings) = RegionMemory::anon(1 << 16, false).expect("mmap");
+        assert!(warnings.dont_dump.is_none(), "{warnings:?}");
+        assert!(warnings.lock.is_none());
+        assert!(excluded_from_dumps(mem.addr()));
+        assert!(excluded_from_dumps(mem.addr() + (1 << 16) - 1));
+    }
+
+    #[test]
+    fn file_region_is_not_dumped() {
+        let path = std::env::temp_dir().join(format!("rswap-mapping-{}", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .expect("create");
+        let _ = std::fs::remove_file(&path);
+        file.set_len(1 << 16).expect("set_len");
+        let (mem, warnings) = RegionMemory::shared(&file, 1 << 16, false).expect("mmap");
+        assert!(warnings.dont_dump.is_none(), "{warnings:?}");
+        assert!(warnings.lock.is_none());
+        assert!(excluded_from_dumps(mem.addr()));
+    }
 }
