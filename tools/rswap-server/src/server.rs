@@ -6,6 +6,7 @@
 //! regions live in files ([`crate::store`]) and are restored at start.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -299,6 +300,15 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv("restored", clients.len());
     }
     line.emit();
+    if is_wildcard(cfg.listen) {
+        log::warn("listen_wildcard")
+            .kv("addr", cfg.listen)
+            .kv(
+                "hint",
+                "clients are not authenticated and every address of this host accepts them; give --listen the address on the RDMA network",
+            )
+            .emit();
+    }
     let keepalive = Schedule::new(cfg.keepalive, Instant::now());
     let mut srv = Server {
         cfg,
@@ -314,6 +324,12 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     let res = srv.event_loop(&signals);
     srv.shutdown();
     res
+}
+
+/// Whether `addr` is a wildcard (`0.0.0.0`, `::`): rdma_cm then listens on every
+/// RDMA-capable interface of the host.
+fn is_wildcard(addr: SocketAddr) -> bool {
+    addr.ip().is_unspecified()
 }
 
 /// Logs what did not take on a region's new mapping; the region is served anyway.
@@ -1131,7 +1147,22 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    use super::meminfo;
+    use super::{is_wildcard, meminfo};
+
+    #[test]
+    fn wildcard_addresses() {
+        for a in ["0.0.0.0:7471", "[::]:7471", "[::]:0"] {
+            assert!(is_wildcard(a.parse().unwrap()), "{a}");
+        }
+        for a in [
+            "192.0.2.1:7471",
+            "127.0.0.1:7471",
+            "[::1]:7471",
+            "[fe80::1%2]:7471",
+        ] {
+            assert!(!is_wildcard(a.parse().unwrap()), "{a}");
+        }
+    }
 
     #[test]
     fn meminfo_reads_fields() {
