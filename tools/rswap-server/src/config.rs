@@ -78,6 +78,8 @@ pub(crate) struct ServerConfig {
     pub(crate) size: u64,
     /// Most clients (live or in grace) at once.
     pub(crate) max_clients: usize,
+    /// Largest `queue_count` a connect request may announce.
+    pub(crate) max_queues: u16,
     /// How long a region outlives its client's last queue.
     pub(crate) grace: Duration,
     /// Keep-alive period: every established queue is probed this often (zero: off).
@@ -94,6 +96,8 @@ pub(crate) struct ServerConfig {
 
 /// Default `--max-clients`.
 pub(crate) const DEFAULT_MAX_CLIENTS: usize = 64;
+/// Default `--max-queues`: the kernel client's most queues per device.
+pub(crate) const DEFAULT_MAX_QUEUES: u16 = 64;
 /// Default `--grace` in seconds.
 pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
 /// Default `--keepalive-ms`.
@@ -124,6 +128,10 @@ Options:
   --max-clients N      most clients holding a region at once, counting clients in
                        their grace period (default 64); more are rejected
                        (TooManyClients).
+  --max-queues N       most queues (connections) one client may announce in its
+                       queue_count, 1..65535 (default 64, the kernel client's
+                       maximum); a request announcing more is rejected
+                       (BadRequest).
   --grace SECS         keep a client's region this long after its last queue
                        disconnected (default 60); a reconnect of the same client id
                        within it gets the same region and data back (epoch + 1).
@@ -177,6 +185,7 @@ pub(crate) fn parse_server_args(
     let mut listen = None;
     let mut size = None;
     let mut max_clients = DEFAULT_MAX_CLIENTS;
+    let mut max_queues = DEFAULT_MAX_QUEUES;
     let mut grace = DEFAULT_GRACE_SECS;
     let mut keepalive_ms = DEFAULT_KEEPALIVE_MS;
     let mut hugepages = false;
@@ -210,6 +219,13 @@ pub(crate) fn parse_server_args(
                     return Err("--max-clients must be at least 1".into());
                 }
             }
+            "--max-queues" => {
+                let n: u64 = parse_num(&opt, &a.value(&opt, inline)?)?;
+                max_queues = u16::try_from(n)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or("--max-queues must be between 1 and 65535")?;
+            }
             "--grace" => grace = parse_num(&opt, &a.value(&opt, inline)?)?,
             "--keepalive-ms" => {
                 keepalive_ms = parse_num(&opt, &a.value(&opt, inline)?)?;
@@ -242,6 +258,7 @@ pub(crate) fn parse_server_args(
         listen: listen.ok_or("--listen ADDR:PORT is required (see --help)")?,
         size: size.ok_or("--size SIZE is required (see --help)")?,
         max_clients,
+        max_queues,
         grace: Duration::from_secs(grace),
         keepalive: Duration::from_millis(keepalive_ms),
         hugepages,
@@ -429,6 +446,7 @@ mod tests {
         assert_eq!(c.listen, "192.0.2.1:7471".parse().unwrap());
         assert_eq!(c.size, 96 << 20);
         assert_eq!(c.max_clients, DEFAULT_MAX_CLIENTS);
+        assert_eq!(c.max_queues, 64);
         assert_eq!(c.grace, Duration::from_secs(DEFAULT_GRACE_SECS));
         assert_eq!(c.keepalive, Duration::from_millis(DEFAULT_KEEPALIVE_MS));
         assert!(!c.hugepages);
@@ -444,6 +462,8 @@ mod tests {
             "--size=10000",
             "--max-clients",
             "3",
+            "--max-queues",
+            "65535",
             "--grace=5",
             "--keepalive-ms",
             "2500",
@@ -459,6 +479,7 @@ mod tests {
         assert_eq!(c.listen, "[::1]:9".parse().unwrap());
         assert_eq!(c.size, 8192, "rounded down to 4 KiB");
         assert_eq!(c.max_clients, 3);
+        assert_eq!(c.max_queues, u16::MAX);
         assert_eq!(c.grace, Duration::from_secs(5));
         assert_eq!(c.keepalive, Duration::from_millis(2500));
         assert!(c.hugepages);
@@ -486,6 +507,7 @@ mod tests {
             "--listen",
             "--size",
             "--max-clients",
+            "--max-queues",
             "--grace",
             "--keepalive-ms",
             "--hugepages",
@@ -533,6 +555,19 @@ mod tests {
             ],
             "invalid number",
         );
+        for v in ["0", "65536", "18446744073709551616"] {
+            let e = srv(&["--listen=1.2.3.4:5", "--size=1G", "--max-queues", v]);
+            let want = if v.len() > 19 {
+                "--max-queues: invalid number"
+            } else {
+                "--max-queues must be between 1 and 65535"
+            };
+            assert!(e.as_ref().is_err_and(|e| e.contains(want)), "{v}: {e:?}");
+        }
+        let Ok(Parsed::Run(c)) = srv(&["--listen=1.2.3.4:5", "--size=1G", "--max-queues=1"]) else {
+            panic!("--max-queues=1 did not parse");
+        };
+        assert_eq!(c.max_queues, 1);
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",

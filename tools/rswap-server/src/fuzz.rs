@@ -25,7 +25,7 @@ use proptest::prelude::*;
 
 use crate::config::{
     parse_client_args, parse_server_args, Parsed, ServerConfig, DEFAULT_GRACE_SECS,
-    DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, KEEPALIVE_MS_RANGE,
+    DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_QUEUES, KEEPALIVE_MS_RANGE,
 };
 use crate::log::Level;
 use crate::policy::PAGE;
@@ -429,11 +429,12 @@ proptest! {
 
 // --- command lines -----------------------------------------------------------------------
 
-const SERVER_OPTS: [&str; 10] = [
+const SERVER_OPTS: [&str; 11] = [
     "--help",
     "--listen",
     "--size",
     "--max-clients",
+    "--max-queues",
     "--grace",
     "--keepalive-ms",
     "--hugepages",
@@ -542,6 +543,7 @@ struct ServerArgs {
     listen: SocketAddr,
     size: u64,
     max_clients: Option<usize>,
+    max_queues: Option<u16>,
     grace: Option<u64>,
     keepalive_ms: Option<u64>,
     hugepages: bool,
@@ -562,6 +564,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
         (socket_addr(), PAGE..=u64::MAX),
         (
             prop::option::of(1..=usize::MAX),
+            prop::option::of(1..=u16::MAX),
             prop::option::of(any::<u64>()),
             prop::option::of(keepalive),
         ),
@@ -569,11 +572,17 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
         prop::option::of("(?s).{1,16}"),
     )
         .prop_map(
-            |((listen, size), (max_clients, grace, keepalive_ms), (h, n, log_level), dir)| {
+            |(
+                (listen, size),
+                (max_clients, max_queues, grace, keepalive_ms),
+                (h, n, log_level),
+                dir,
+            )| {
                 ServerArgs {
                     listen,
                     size,
                     max_clients,
+                    max_queues,
                     grace,
                     keepalive_ms,
                     hugepages: h,
@@ -596,6 +605,9 @@ impl ServerArgs {
         let mut some = |o: &'static str, v: Option<String>| opts.push((o, v));
         if let Some(v) = self.max_clients {
             some("--max-clients", Some(v.to_string()));
+        }
+        if let Some(v) = self.max_queues {
+            some("--max-queues", Some(v.to_string()));
         }
         if let Some(v) = self.grace {
             some("--grace", Some(v.to_string()));
@@ -635,6 +647,7 @@ impl ServerArgs {
             listen: self.listen,
             size: self.size / PAGE * PAGE,
             max_clients: self.max_clients.unwrap_or(DEFAULT_MAX_CLIENTS),
+            max_queues: self.max_queues.unwrap_or(DEFAULT_MAX_QUEUES),
             grace: Duration::from_secs(self.grace.unwrap_or(DEFAULT_GRACE_SECS)),
             keepalive: Duration::from_millis(self.keepalive_ms.unwrap_or(DEFAULT_KEEPALIVE_MS)),
             hugepages: self.hugepages,
@@ -654,6 +667,7 @@ proptest! {
             Ok(Parsed::Run(c)) => {
                 prop_assert!(c.size >= PAGE && c.size % PAGE == 0, "{:?}", c);
                 prop_assert!(c.max_clients >= 1);
+                prop_assert!(c.max_queues >= 1);
                 let ka = u64::try_from(c.keepalive.as_millis()).unwrap_or(u64::MAX);
                 prop_assert!(ka == 0 || KEEPALIVE_MS_RANGE.contains(&ka));
                 prop_assert!(c.state_dir.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
@@ -668,8 +682,8 @@ proptest! {
     #[test]
     fn fuzz_server_args_round_trip(
         a in server_args(),
-        inline in any::<[bool; 9]>(),
-        order in any::<[u8; 9]>(),
+        inline in any::<[bool; 10]>(),
+        order in any::<[u8; 10]>(),
     ) {
         let argv = a.argv(&inline, &order);
         prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);

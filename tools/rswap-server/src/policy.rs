@@ -50,6 +50,8 @@ pub(crate) struct Limits {
     pub(crate) clients: usize,
     /// `--max-clients`.
     pub(crate) max_clients: usize,
+    /// `--max-queues`: the largest `queue_count` a request may announce.
+    pub(crate) max_queues: u16,
     /// Pool bytes not yet handed out.
     pub(crate) remaining: u64,
     /// Allocation unit (4 KiB, or the hugepage size).
@@ -71,6 +73,11 @@ pub(crate) fn admit(
     lim: Limits,
 ) -> Result<Admit, RejectCode> {
     if req.requested_size == 0 || req.queue_count == 0 || req.queue_index >= req.queue_count {
+        return Err(RejectCode::BadRequest);
+    }
+    // Checked for every client, known or not: a client cannot raise its count
+    // past the cap by reconnecting within its grace period.
+    if req.queue_count > lim.max_queues {
         return Err(RejectCode::BadRequest);
     }
     let length = round_up(req.requested_size, PAGE);
@@ -127,6 +134,7 @@ mod tests {
         Limits {
             clients: 0,
             max_clients: 4,
+            max_queues: 8,
             remaining,
             unit: PAGE,
         }
@@ -196,6 +204,36 @@ mod tests {
             admit(&req(4096, 0, 0), Existing::None, lim(MIB)),
             Err(RejectCode::BadRequest)
         );
+    }
+
+    #[test]
+    fn queue_count_capped() {
+        let grace = Existing::Grace { length: MIB };
+        let live = Existing::Live {
+            queue_count: 8,
+            length: MIB,
+        };
+        for existing in [Existing::None, grace, live] {
+            assert_eq!(
+                admit(&req(MIB, 0, 9), existing, lim(MIB)),
+                Err(RejectCode::BadRequest),
+                "{existing:?}"
+            );
+            assert_eq!(
+                admit(&req(MIB, 8, 9), existing, lim(MIB)),
+                Err(RejectCode::BadRequest),
+                "{existing:?}"
+            );
+            assert!(
+                admit(&req(MIB, 7, 8), existing, lim(MIB)).is_ok(),
+                "{existing:?}"
+            );
+        }
+        let wide = Limits {
+            max_queues: u16::MAX,
+            ..lim(MIB)
+        };
+        assert!(admit(&req(MIB, u16::MAX - 1, u16::MAX), Existing::None, wide).is_ok());
     }
 
     #[test]

@@ -290,6 +290,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         )
         .kv("pool", format_size(cfg.size))
         .kv("max_clients", cfg.max_clients)
+        .kv("max_queues", cfg.max_queues)
         .kv("grace_s", cfg.grace.as_secs())
         .kv("keepalive_ms", cfg.keepalive.as_millis())
         .kv("hugepages", cfg.hugepages)
@@ -545,6 +546,17 @@ impl Server {
         self.cfg.size.saturating_sub(self.used)
     }
 
+    /// What admission decisions depend on, now.
+    fn limits(&self) -> Limits {
+        Limits {
+            clients: self.clients.len(),
+            max_clients: self.cfg.max_clients,
+            max_queues: self.cfg.max_queues,
+            remaining: self.remaining(),
+            unit: self.unit,
+        }
+    }
+
     fn handle(&mut self, mut ev: Event) -> Result<(), String> {
         log::debug("cm_event")
             .kv("type", ev.kind.name())
@@ -580,13 +592,7 @@ impl Server {
     }
 
     fn reject(&self, mut id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
-        let max_size = Limits {
-            clients: self.clients.len(),
-            max_clients: self.cfg.max_clients,
-            remaining: self.remaining(),
-            unit: self.unit,
-        }
-        .max_size();
+        let max_size = self.limits().max_size();
         let mut buf = [0u8; RejectReason::SIZE];
         RejectReason { code, max_size }.encode(&mut buf);
         let sent = id.reject(&buf);
@@ -646,19 +652,16 @@ impl Server {
                 length: c.length,
             },
         };
-        let limits = Limits {
-            clients: self.clients.len(),
-            max_clients: self.cfg.max_clients,
-            remaining: self.remaining(),
-            unit: self.unit,
-        };
-        let decision = match policy::admit(&req, existing, limits) {
+        let decision = match policy::admit(&req, existing, self.limits()) {
             Ok(d) => d,
             Err(code) => {
                 let why = match code {
                     RejectCode::TooLarge => "not enough memory left in the pool",
                     RejectCode::TooManyClients => "--max-clients reached",
                     RejectCode::QueueMismatch => "queue_count differs from the live queues",
+                    RejectCode::BadRequest if req.queue_count > self.cfg.max_queues => {
+                        "queue_count above --max-queues"
+                    }
                     _ => "size differs from the client's region, or invalid queue",
                 };
                 return self.reject(id, code, Some(&req), why);
