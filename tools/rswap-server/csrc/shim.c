@@ -64,6 +64,21 @@ void rswap_id_peer(struct rdma_cm_id *id, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u", host, port);
 }
 
+int rswap_id_peer_ip(struct rdma_cm_id *id, uint8_t *addr)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+
+	if (sa->sa_family == AF_INET) {
+		memcpy(addr, &((struct sockaddr_in *)sa)->sin_addr, 4);
+		return 4;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(addr, &((struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return 6;
+	}
+	return 0;
+}
+
 static int fill_sockaddr(struct sockaddr_storage *ss, int family, const uint8_t *addr,
 			 uint16_t port, uint32_t scope_id)
 {

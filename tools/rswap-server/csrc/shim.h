@@ -38,6 +38,8 @@ struct ibv_context *rswap_id_verbs(const struct rdma_cm_id *id);
 const char *rswap_device_name(struct ibv_context *ctx);
 /* Writes "ADDR:PORT" of the peer into buf (always NUL-terminated). */
 void rswap_id_peer(struct rdma_cm_id *id, char *buf, size_t len);
+/* Copies the peer's IP address into addr (16 bytes); returns 4 or 6, 0 if not IP. */
+int rswap_id_peer_ip(struct rdma_cm_id *id, uint8_t *addr);
 
 /* family 4 or 6; addr: 4 or 16 bytes in network order; scope_id: IPv6 only. */
 int rswap_bind_addr(struct rdma_cm_id *id, int family, const uint8_t *addr, uint16_t port,

@@ -80,6 +80,8 @@ pub(crate) struct ServerConfig {
     pub(crate) max_clients: usize,
     /// Largest `queue_count` a connect request may announce.
     pub(crate) max_queues: u16,
+    /// Most connects from one source address that have not reached ESTABLISHED.
+    pub(crate) max_pending_per_source: usize,
     /// How long a region outlives its client's last queue.
     pub(crate) grace: Duration,
     /// Keep-alive period: every established queue is probed this often (zero: off).
@@ -98,6 +100,8 @@ pub(crate) struct ServerConfig {
 pub(crate) const DEFAULT_MAX_CLIENTS: usize = 64;
 /// Default `--max-queues`: the kernel client's most queues per device.
 pub(crate) const DEFAULT_MAX_QUEUES: u16 = 64;
+/// Default `--max-pending-per-source`.
+pub(crate) const DEFAULT_MAX_PENDING_PER_SOURCE: usize = 64;
 /// Default `--grace` in seconds.
 pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
 /// Default `--keepalive-ms`.
@@ -132,6 +136,11 @@ Options:
                        queue_count, 1..65535 (default 64, the kernel client's
                        maximum); a request announcing more is rejected
                        (BadRequest).
+  --max-pending-per-source N
+                       most connect requests from one source address that the
+                       server has accepted but that have not reached ESTABLISHED
+                       yet (default 64); more are rejected (TooManyClients) until
+                       some are established or gone.
   --grace SECS         keep a client's region this long after its last queue
                        disconnected (default 60); a reconnect of the same client id
                        within it gets the same region and data back (epoch + 1).
@@ -186,6 +195,7 @@ pub(crate) fn parse_server_args(
     let mut size = None;
     let mut max_clients = DEFAULT_MAX_CLIENTS;
     let mut max_queues = DEFAULT_MAX_QUEUES;
+    let mut max_pending_per_source = DEFAULT_MAX_PENDING_PER_SOURCE;
     let mut grace = DEFAULT_GRACE_SECS;
     let mut keepalive_ms = DEFAULT_KEEPALIVE_MS;
     let mut hugepages = false;
@@ -226,6 +236,12 @@ pub(crate) fn parse_server_args(
                     .filter(|&n| n >= 1)
                     .ok_or("--max-queues must be between 1 and 65535")?;
             }
+            "--max-pending-per-source" => {
+                max_pending_per_source = parse_num(&opt, &a.value(&opt, inline)?)?;
+                if max_pending_per_source == 0 {
+                    return Err("--max-pending-per-source must be at least 1".into());
+                }
+            }
             "--grace" => grace = parse_num(&opt, &a.value(&opt, inline)?)?,
             "--keepalive-ms" => {
                 keepalive_ms = parse_num(&opt, &a.value(&opt, inline)?)?;
@@ -259,6 +275,7 @@ pub(crate) fn parse_server_args(
         size: size.ok_or("--size SIZE is required (see --help)")?,
         max_clients,
         max_queues,
+        max_pending_per_source,
         grace: Duration::from_secs(grace),
         keepalive: Duration::from_millis(keepalive_ms),
         hugepages,
@@ -447,6 +464,7 @@ mod tests {
         assert_eq!(c.size, 96 << 20);
         assert_eq!(c.max_clients, DEFAULT_MAX_CLIENTS);
         assert_eq!(c.max_queues, 64);
+        assert_eq!(c.max_pending_per_source, DEFAULT_MAX_PENDING_PER_SOURCE);
         assert_eq!(c.grace, Duration::from_secs(DEFAULT_GRACE_SECS));
         assert_eq!(c.keepalive, Duration::from_millis(DEFAULT_KEEPALIVE_MS));
         assert!(!c.hugepages);
@@ -464,6 +482,7 @@ mod tests {
             "3",
             "--max-queues",
             "65535",
+            "--max-pending-per-source=7",
             "--grace=5",
             "--keepalive-ms",
             "2500",
@@ -480,6 +499,7 @@ mod tests {
         assert_eq!(c.size, 8192, "rounded down to 4 KiB");
         assert_eq!(c.max_clients, 3);
         assert_eq!(c.max_queues, u16::MAX);
+        assert_eq!(c.max_pending_per_source, 7);
         assert_eq!(c.grace, Duration::from_secs(5));
         assert_eq!(c.keepalive, Duration::from_millis(2500));
         assert!(c.hugepages);
@@ -508,6 +528,7 @@ mod tests {
             "--size",
             "--max-clients",
             "--max-queues",
+            "--max-pending-per-source",
             "--grace",
             "--keepalive-ms",
             "--hugepages",
@@ -568,6 +589,22 @@ mod tests {
             panic!("--max-queues=1 did not parse");
         };
         assert_eq!(c.max_queues, 1);
+        err(
+            &[
+                "--listen=1.2.3.4:5",
+                "--size=1G",
+                "--max-pending-per-source=0",
+            ],
+            "--max-pending-per-source must be at least 1",
+        );
+        err(
+            &[
+                "--listen=1.2.3.4:5",
+                "--size=1G",
+                "--max-pending-per-source=-1",
+            ],
+            "--max-pending-per-source: invalid number",
+        );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",

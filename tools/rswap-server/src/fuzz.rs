@@ -25,7 +25,8 @@ use proptest::prelude::*;
 
 use crate::config::{
     parse_client_args, parse_server_args, Parsed, ServerConfig, DEFAULT_GRACE_SECS,
-    DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_QUEUES, KEEPALIVE_MS_RANGE,
+    DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_PENDING_PER_SOURCE, DEFAULT_MAX_QUEUES,
+    KEEPALIVE_MS_RANGE,
 };
 use crate::log::Level;
 use crate::policy::PAGE;
@@ -429,12 +430,13 @@ proptest! {
 
 // --- command lines -----------------------------------------------------------------------
 
-const SERVER_OPTS: [&str; 11] = [
+const SERVER_OPTS: [&str; 12] = [
     "--help",
     "--listen",
     "--size",
     "--max-clients",
     "--max-queues",
+    "--max-pending-per-source",
     "--grace",
     "--keepalive-ms",
     "--hugepages",
@@ -544,6 +546,7 @@ struct ServerArgs {
     size: u64,
     max_clients: Option<usize>,
     max_queues: Option<u16>,
+    max_pending_per_source: Option<usize>,
     grace: Option<u64>,
     keepalive_ms: Option<u64>,
     hugepages: bool,
@@ -565,6 +568,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
         (
             prop::option::of(1..=usize::MAX),
             prop::option::of(1..=u16::MAX),
+            prop::option::of(1..=usize::MAX),
             prop::option::of(any::<u64>()),
             prop::option::of(keepalive),
         ),
@@ -574,7 +578,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
         .prop_map(
             |(
                 (listen, size),
-                (max_clients, max_queues, grace, keepalive_ms),
+                (max_clients, max_queues, max_pending_per_source, grace, keepalive_ms),
                 (h, n, log_level),
                 dir,
             )| {
@@ -583,6 +587,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
                     size,
                     max_clients,
                     max_queues,
+                    max_pending_per_source,
                     grace,
                     keepalive_ms,
                     hugepages: h,
@@ -608,6 +613,9 @@ impl ServerArgs {
         }
         if let Some(v) = self.max_queues {
             some("--max-queues", Some(v.to_string()));
+        }
+        if let Some(v) = self.max_pending_per_source {
+            some("--max-pending-per-source", Some(v.to_string()));
         }
         if let Some(v) = self.grace {
             some("--grace", Some(v.to_string()));
@@ -648,6 +656,9 @@ impl ServerArgs {
             size: self.size / PAGE * PAGE,
             max_clients: self.max_clients.unwrap_or(DEFAULT_MAX_CLIENTS),
             max_queues: self.max_queues.unwrap_or(DEFAULT_MAX_QUEUES),
+            max_pending_per_source: self
+                .max_pending_per_source
+                .unwrap_or(DEFAULT_MAX_PENDING_PER_SOURCE),
             grace: Duration::from_secs(self.grace.unwrap_or(DEFAULT_GRACE_SECS)),
             keepalive: Duration::from_millis(self.keepalive_ms.unwrap_or(DEFAULT_KEEPALIVE_MS)),
             hugepages: self.hugepages,
@@ -668,6 +679,7 @@ proptest! {
                 prop_assert!(c.size >= PAGE && c.size % PAGE == 0, "{:?}", c);
                 prop_assert!(c.max_clients >= 1);
                 prop_assert!(c.max_queues >= 1);
+                prop_assert!(c.max_pending_per_source >= 1);
                 let ka = u64::try_from(c.keepalive.as_millis()).unwrap_or(u64::MAX);
                 prop_assert!(ka == 0 || KEEPALIVE_MS_RANGE.contains(&ka));
                 prop_assert!(c.state_dir.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
@@ -682,8 +694,8 @@ proptest! {
     #[test]
     fn fuzz_server_args_round_trip(
         a in server_args(),
-        inline in any::<[bool; 10]>(),
-        order in any::<[u8; 10]>(),
+        inline in any::<[bool; 11]>(),
+        order in any::<[u8; 11]>(),
     ) {
         let argv = a.argv(&inline, &order);
         prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);

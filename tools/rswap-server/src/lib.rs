@@ -12,6 +12,7 @@ mod fuzz;
 mod ids;
 mod keepalive;
 mod log;
+mod pending;
 mod policy;
 mod rdma;
 mod server;

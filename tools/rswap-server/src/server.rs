@@ -6,7 +6,7 @@
 //! regions live in files ([`crate::store`]) and are restored at start.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use crate::config::{self, Parsed, ServerConfig};
 use crate::ids;
 use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
+use crate::pending::Pending;
 use crate::policy::{self, Admit, Existing, Limits, PAGE};
 use crate::rdma::{
     self, CmId, Device, Event, EventChannel, EventKind, IdKey, MapWarnings, Pd, QpCaps,
@@ -193,6 +194,8 @@ struct Server {
     unit: u64,
     used: u64,
     queues: HashMap<IdKey, Queue>,
+    /// Accepted queues not established yet, by source address (`None`: not IP).
+    pending: Pending<IdKey, Option<IpAddr>>,
     clients: BTreeMap<u64, Client>,
     /// The state directory, with `--state-dir`.
     store: Option<Store>,
@@ -291,6 +294,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("pool", format_size(cfg.size))
         .kv("max_clients", cfg.max_clients)
         .kv("max_queues", cfg.max_queues)
+        .kv("max_pending_per_source", cfg.max_pending_per_source)
         .kv("grace_s", cfg.grace.as_secs())
         .kv("keepalive_ms", cfg.keepalive.as_millis())
         .kv("hugepages", cfg.hugepages)
@@ -311,11 +315,13 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .emit();
     }
     let keepalive = Schedule::new(cfg.keepalive, Instant::now());
+    let pending = Pending::new(cfg.max_pending_per_source);
     let mut srv = Server {
         cfg,
         unit,
         used,
         queues: HashMap::new(),
+        pending,
         clients,
         store,
         listener: Some(listener),
@@ -615,7 +621,18 @@ impl Server {
         // Dropping the id destroys it.
     }
 
-    fn on_connect_request(&mut self, mut id: CmId, ev: &Event) {
+    fn on_connect_request(&mut self, id: CmId, ev: &Event) {
+        let key = id.key();
+        self.connect_request(id, ev);
+        // Every path that did not make the connection a queue has rejected or
+        // destroyed it by now: it is not pending any more. A queue stays pending
+        // until ESTABLISHED (on_established) or until it is dropped (drop_queue).
+        if !self.queues.contains_key(&key) {
+            self.pending.end(&key);
+        }
+    }
+
+    fn connect_request(&mut self, mut id: CmId, ev: &Event) {
         let req = match ConnectRequest::decode(&ev.private_data) {
             Ok(r) => r,
             Err(e) => {
@@ -628,6 +645,14 @@ impl Server {
                 return self.reject(id, code, None, why);
             }
         };
+        // Before anything is allocated for the request.
+        if let Err(at) = self.pending.start(id.key(), id.peer_ip()) {
+            let why = format!(
+                "--max-pending-per-source reached: {} connects from this address not established yet",
+                at.pending
+            );
+            return self.reject(id, RejectCode::TooManyClients, Some(&req), &why);
+        }
         let Some(device) = id.device() else {
             return self.reject(
                 id,
@@ -914,6 +939,7 @@ impl Server {
     }
 
     fn on_established(&mut self, key: IdKey) {
+        self.pending.end(&key);
         let Some(client_id) = self.queues.get(&key).map(|q| q.client_id) else {
             return;
         };
@@ -1030,6 +1056,7 @@ impl Server {
     /// Like close_queue_with, without starting the grace period. Returns the
     /// client id, or `None` when the queue is already gone (then nothing is logged).
     fn drop_queue(&mut self, key: IdKey, why: &str, detail: Option<(&str, String)>) -> Option<u64> {
+        self.pending.end(&key);
         let mut q = self.queues.remove(&key)?;
         if let Some(c) = self.clients.get_mut(&q.client_id) {
             if c.queues.get(&q.queue_index) == Some(&key) {

@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::ffi::CStr;
 use std::fs::File;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
@@ -786,6 +786,19 @@ impl CmId {
         unsafe { sys::rswap_id_peer(self.raw.as_ptr(), buf.as_mut_ptr(), buf.len()) };
         // SAFETY: the helper always NUL-terminates a non-empty buffer.
         unsafe { c_string(buf.as_ptr()) }
+    }
+
+    /// The peer's IP address (an IPv4-mapped IPv6 address as IPv4), or `None` when
+    /// the id's address is not IP.
+    pub fn peer_ip(&self) -> Option<IpAddr> {
+        let mut b = [0u8; 16];
+        // SAFETY: valid id; the helper writes at most 16 bytes into `b`.
+        let family = unsafe { sys::rswap_id_peer_ip(self.raw.as_ptr(), b.as_mut_ptr()) };
+        match family {
+            4 => Some(IpAddr::from([b[0], b[1], b[2], b[3]])),
+            6 => Some(IpAddr::from(b).to_canonical()),
+            _ => None,
+        }
     }
 
     /// Binds to `addr` and listens.
