@@ -29,6 +29,8 @@ NAMES=(
 	"queue_count disagreeing with live queues is rejected with QueueMismatch"
 	"unknown protocol version is rejected with BadVersion"
 	"size 0 is rejected with BadRequest"
+	"queue_count above --max-queues (64) is rejected with BadRequest, the cap named in the log"
+	"listening on a wildcard address logs a warning"
 	"--max-clients 1: a second client is rejected with TooManyClients"
 	"after the grace period the region is freed: new region, epoch 1, data gone"
 	"SIGTERM: server 1 disconnects a live client, frees its region and exits 0"
@@ -173,6 +175,26 @@ if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadRequest'; then
 else
 	fail_diag "expected BadRequest"
 fi
+
+# 10b. a queue_count above the server's cap
+client $P1 --client-id 7 --size 1M --queues 1 --queue-count 65 --expect-reject BadRequest
+if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadRequest' \
+	&& grep -q 'queue_count above --max-queues' "$OUT/server1.log"; then
+	ktap_pass "$(ktap_name)"
+else
+	fail_diag "expected BadRequest for queue_count 65"
+fi
+
+# 10c. a wildcard address: the server warns (and still listens)
+"$SRV" --listen "0.0.0.0:7474" --size 4M >"$OUT/server-wildcard.log" 2>&1 &
+wpid=$!
+if wait_log "$OUT/server-wildcard.log" "event=listen_wildcard" 20 && grep -q 'event=listening' "$OUT/server-wildcard.log"; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(grep -m1 listen_wildcard "$OUT/server-wildcard.log" | sed 's/^ts=[^ ]* //')"
+else
+	ktap_fail "$(ktap_name)" "$(tail -3 "$OUT/server-wildcard.log")"
+fi
+kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
 
 # 11. server 2 allows one client: client 9 holds, client 10 is refused
 timeout 120 "$CLI" --connect "$IP:$P2" --client-id 9 --size 2M --print-descriptor --write-pattern 5 \
