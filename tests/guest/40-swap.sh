@@ -71,7 +71,6 @@ else
 	ktap_fail "$(ktap_name)" "$(cat /proc/swaps)"; ktap_skip_rest "no swap"
 fi
 
-vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 in0=$(vm pswpin); out0=$(vm pswpout)
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 mkdir -p $CG
@@ -95,12 +94,7 @@ start=$(date +%s)
 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
 LPID=$!
 # Once pages really go out, try to take the disk away from under the swap.
-for _ in $(seq 600); do
-	[ $(( $(vm pswpout) - out0 )) -ge 2000 ] && break
-	kill -0 $LPID 2>/dev/null || break
-	sleep 0.1
-done
-swapping=$(( $(vm pswpout) - out0 ))
+swapping=$(wait_swapping $LPID $out0)
 r1=0; e1=$(rmdir $T 2>&1) && r1=1
 r2=0; e2=$( (echo 0 > $T/enable) 2>&1) && r2=1
 if [ "$swapping" -ge 2000 ] && [ $r1 = 0 ] && [ $r2 = 0 ] && [[ $e1 == *busy* ]] && [[ $e2 == *busy* ]] \

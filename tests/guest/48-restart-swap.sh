@@ -60,7 +60,6 @@ else
 	ktap_fail "$(ktap_name)" "$(dmesg | grep rswap | tail -3)"; ktap_skip_rest "no swap"
 fi
 
-vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 mkdir -p $CG
 echo $((LIMIT_MB << 20)) > $CG/memory.max
@@ -73,12 +72,7 @@ sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.j
 LPID=$!
 # Kill the server once the workload really swaps (pages went out), so that swap-ins and
 # swap-outs are in flight or about to be.
-for _ in $(seq 300); do
-	[ $(( $(vm pswpout) - out0 )) -ge 2000 ] && break
-	kill -0 $LPID 2>/dev/null || break
-	sleep 0.1
-done
-swapping=$(( $(vm pswpout) - out0 ))
+swapping=$(wait_swapping $LPID $out0)
 killed_at=$(date +%s)
 kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
 sleep 1

@@ -71,7 +71,6 @@ target() {
 	echo $3 > $1/client_id; echo $RECOVERY_MS > $1/recovery_ms; echo $KEEPALIVE_MS > $1/keepalive_ms
 	echo 1 > $1/enable
 }
-vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 md_state() { cat /sys/block/md0/md/dev-$1/state 2>/dev/null; }
 
 # 1. Two fresh regions are zeroes: nothing to sync at creation. The swap area leaves a
@@ -102,12 +101,7 @@ echo max > $CG/memory.swap.max 2>/dev/null
 out0=$(vm pswpout)
 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 13" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
 LPID=$!
-for _ in $(seq 600); do
-	[ $(( $(vm pswpout) - out0 )) -ge 2000 ] && break
-	kill -0 $LPID 2>/dev/null || break
-	sleep 0.1
-done
-swapping=$(( $(vm pswpout) - out0 ))
+swapping=$(wait_swapping $LPID $out0)
 kill -KILL $SA; killed=$(date +%s%N); wait $SA 2>/dev/null; SA=
 for _ in $(seq 300); do
 	[[ $(md_state $A) == *faulty* ]] && break

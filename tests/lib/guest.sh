@@ -100,6 +100,20 @@ wait_exit() {
 	return 124
 }
 
+# vm KEY: a counter of /proc/vmstat, e.g. vm pswpout.
+vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# wait_swapping PID BASE: waits (up to 60 s) until 2000 pages more than BASE (a pswpout
+# reading) went out to swap, or process PID ended; prints how many went out.
+wait_swapping() {
+	local i
+	for i in $(seq 600); do
+		[ $(( $(vm pswpout) - $2 )) -ge 2000 ] && break
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo $(( $(vm pswpout) - $2 ))
+}
+
 # A numeric field of target $1's state line, e.g. state_field $T recoveries.
 state_field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1/state"; }
 
