@@ -16,7 +16,9 @@
 //! enabled target holds a configfs dependency on its own directory ([`ItemDependency`]).
 //!
 //! Every attribute validates its value and refuses a bad one with `-EINVAL` and a message
-//! in the kernel log; attributes are read-only (`-EBUSY`) while enabled.
+//! in the kernel log; attributes are read-only (`-EBUSY`) while enabled. The last such
+//! message (of any refusal, a failed `enable` too) is also in the read-only `last_error`,
+//! so that a tool can show the reason without reading the kernel log.
 
 use core::{
     fmt::Write,
@@ -48,6 +50,8 @@ const DEFAULT_TIMEOUT_MS: u32 = 5000;
 /// Default reconnect window of a failed queue: the memory server's default grace period
 /// (it keeps a client's region that long after its last queue went away).
 const DEFAULT_RECOVERY_MS: u32 = 60_000;
+/// Bytes of the last refusal's message kept for `last_error`.
+const LAST_ERROR_LEN: usize = 200;
 /// Default keep-alive period: a silent server is noticed within about twice that.
 const DEFAULT_KEEPALIVE_MS: u32 = 5000;
 
@@ -118,6 +122,7 @@ impl configfs::GroupOperations for Root {
                 device: 9,
                 recovery_ms: 10,
                 keepalive_ms: 11,
+                last_error: 12,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -145,6 +150,10 @@ impl configfs::GroupOperations for Root {
                     keepalive_ms: DEFAULT_KEEPALIVE_MS,
                     enabled: None,
                 }),
+                last_error <- new_mutex!(LastError {
+                    buf: [0; LAST_ERROR_LEN],
+                    len: 0,
+                }),
             }),
         ))
     }
@@ -158,6 +167,43 @@ pub(crate) struct TargetConfig {
     /// Serialises configuration changes, enable and disable.
     #[pin]
     inner: Mutex<Settings>,
+    /// The last refusal's message, for `last_error`.
+    #[pin]
+    last_error: Mutex<LastError>,
+}
+
+/// The text of the last refusal, cut to [`LAST_ERROR_LEN`] bytes.
+struct LastError {
+    buf: [u8; LAST_ERROR_LEN],
+    len: usize,
+}
+
+impl LastError {
+    fn text(&self) -> &str {
+        // `Write` below only ever stores whole characters.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for LastError {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let mut n = s.len().min(LAST_ERROR_LEN - self.len);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Refuses something of target `this`: logs `msg` with the target's name and keeps it
+/// as the target's `last_error`.
+fn refuse(this: &TargetConfig, msg: core::fmt::Arguments<'_>) {
+    pr_err!("{}: configfs: {}\n", &*this.name, msg);
+    let mut last = this.last_error.lock();
+    last.len = 0;
+    let _ = last.write_fmt(msg);
 }
 
 struct Settings {
@@ -182,7 +228,7 @@ struct Enabled {
 }
 
 fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
-    pr_err!("{}: configfs: {}: {}\n", &*this.name, what, e.0);
+    refuse(this, format_args!("{}: {}", what, e.0));
     EINVAL
 }
 
@@ -190,10 +236,12 @@ fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
 fn store_setting(this: &TargetConfig, what: &str, f: impl FnOnce(&mut Settings)) -> Result {
     let mut s = this.inner.lock();
     if s.enabled.is_some() {
-        pr_err!(
-            "{}: configfs: {}: read-only while enabled (write 0 to enable first)\n",
-            &*this.name,
-            what
+        refuse(
+            this,
+            format_args!(
+                "{}: read-only while enabled (write 0 to enable first)",
+                what
+            ),
         );
         return Err(EBUSY);
     }
@@ -212,11 +260,11 @@ fn show_with(
 
 fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
     let Some(ip) = s.addr else {
-        pr_err!("{}: configfs: enable: set addr first\n", &*this.name);
+        refuse(this, format_args!("enable: set addr first"));
         return Err(EINVAL);
     };
     let Some(size) = s.size else {
-        pr_err!("{}: configfs: enable: set size first\n", &*this.name);
+        refuse(this, format_args!("enable: set size first"));
         return Err(EINVAL);
     };
     let config = DiskConfig {
@@ -231,7 +279,10 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         keepalive_ms: s.keepalive_ms,
     };
     let failed = |e: Error| {
-        pr_err!("{}: configfs: enable failed: {:?}\n", &*this.name, e);
+        refuse(
+            this,
+            format_args!("enable failed: {:?} (the kernel log has the details)", e),
+        );
         e
     };
     let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire))
@@ -365,10 +416,12 @@ impl configfs::AttributeOperations<7> for TargetConfig {
             (false, true) => {
                 if let Some(Enabled { disk, .. }) = &s.enabled {
                     if let Err(e) = disk.shut() {
-                        pr_err!(
-                            "{}: configfs: enable: {} is open (swapon, mount or a process); close it first\n",
-                            &*this.name,
-                            disk.name()
+                        refuse(
+                            this,
+                            format_args!(
+                                "enable: {} is open (swapon, mount or a process); close it first",
+                                disk.name()
+                            ),
                         );
                         return Err(e);
                     }
@@ -433,6 +486,19 @@ impl configfs::AttributeOperations<9> for TargetConfig {
         show_with(page, |w| match &s.enabled {
             Some(Enabled { disk, .. }) => writeln!(w, "{}", disk.name()),
             None => writeln!(w),
+        })
+    }
+}
+
+#[vtable]
+impl configfs::AttributeOperations<12> for TargetConfig {
+    type Data = TargetConfig;
+
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let last = this.last_error.lock();
+        show_with(page, |w| match last.text() {
+            "" => writeln!(w),
+            text => writeln!(w, "{}", text),
         })
     }
 }

@@ -19,7 +19,7 @@ DEV=/dev/rswap0
 
 NAMES=(
 	"configfs: the subsystem appears when rswap loads"
-	"configfs: bad values are rejected with EINVAL and a reason in dmesg"
+	"configfs: bad values are rejected with EINVAL and a reason in dmesg and in last_error"
 	"configfs: enable connects and creates /dev/rswap0 of the requested size"
 	"configfs: state shows the connection; settings are read-only while enabled"
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
@@ -27,7 +27,7 @@ NAMES=(
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
 	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open; rmdir also while enabled"
-	"connect: enable with no server listening fails within 20 s and leaves nothing"
+	"connect: enable with no server listening fails within 20 s, says why in last_error, and leaves nothing"
 	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
 	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the data-path tests"
@@ -54,6 +54,8 @@ try_bad() { # attr value expected-dmesg-text
 	dmesg_mark "bad $1=$2"
 	if echo "$2" > "$T/$1" 2>/dev/null; then bad=1; why+="$1=$2 accepted; "; return; fi
 	dmesg | tail -5 | grep -q "configfs: $1: " || { bad=1; why+="$1=$2: no reason in dmesg; "; }
+	# The same reason, without the log's prefix, in last_error.
+	[[ "$(dmesg | tail -1)" == *"configfs: $(cat $T/last_error)" ]] || { bad=1; why+="$1=$2: last_error '$(cat $T/last_error)'; "; }
 }
 try_bad addr 1.2.3
 try_bad addr 300.1.1.1
@@ -73,7 +75,8 @@ try_bad timeout_ms 5
 try_bad enable 2
 dmesg_mark "enable without addr"
 echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "; }
-if [ $bad = 0 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$why"; fi
+[ "$(cat $T/last_error)" = "enable: set addr first" ] || { bad=1; why+="last_error after enable: '$(cat $T/last_error)'; "; }
+if [ $bad = 0 ]; then ktap_pass "$(ktap_name)"; ktap_diag "last_error: $(cat $T/last_error)"; else ktap_fail "$(ktap_name)" "$why"; fi
 dmesg_mark "configure"
 
 echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
@@ -167,9 +170,10 @@ start=$(date +%s)
 timeout 60 sh -c "echo 1 > $CFG/nosrv/enable" 2>/dev/null; rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc != 0 ] && [ $took -lt 20 ] && [ "$(cat $CFG/nosrv/enable)" = 0 ] && ! ls /dev/rswap* >/dev/null 2>&1 \
-	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ]; then
+	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ] \
+	&& [[ $(cat $CFG/nosrv/last_error) == "enable failed: "* ]]; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //')"
+	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $CFG/nosrv/last_error)"
 else
 	ktap_fail "$(ktap_name)" "rc=$rc took=${took}s; $(dmesg | tail -5)"
 fi
