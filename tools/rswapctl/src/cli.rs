@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The command line: clap definitions, the table and text output, the man page.
+
+use crate::parse::human_size;
+use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
+use clap::{CommandFactory, Parser, Subcommand};
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// Manage rswap targets: remote memory over RDMA as swap disks (/dev/rswapN).
+#[derive(Debug, Parser)]
+#[command(name = "rswapctl", version, arg_required_else_help = true)]
+pub struct Cli {
+    /// The rswap configfs directory.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "/sys/kernel/config/rswap"
+    )]
+    pub configfs: PathBuf,
+
+    /// The list of active swap areas.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        default_value = "/proc/swaps"
+    )]
+    pub proc_swaps: PathBuf,
+
+    /// Where the disks' nodes appear (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/dev"
+    )]
+    pub dev_dir: PathBuf,
+
+    /// Write man pages for rswapctl and its subcommands into DIR, then exit.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub generate_man: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Create a target, connect it to its memory server and (--swap) swap on its disk.
+    ///
+    /// Creates /sys/kernel/config/rswap/NAME, writes addr, port, size and the given
+    /// options, then enable=1. On a failure, disables and removes the target again.
+    Add {
+        /// The target's name (its configfs directory).
+        name: String,
+        /// The memory server, IPv4 ADDR:PORT (the port defaults to 18515).
+        #[arg(long, value_name = "ADDR:PORT", value_parser = target::parse_server)]
+        server: (Ipv4Addr, Option<u16>),
+        /// Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).
+        #[arg(long, value_name = "SIZE")]
+        size: String,
+        /// RDMA queues (default: the number of CPUs).
+        #[arg(long, value_name = "N")]
+        queues: Option<u32>,
+        /// This client's identity at the server, decimal or 0x hex (default: random).
+        #[arg(long, value_name = "ID")]
+        client_id: Option<String>,
+        /// How long a failed queue keeps reconnecting before its I/O fails.
+        #[arg(long, value_name = "MS")]
+        recovery_ms: Option<u32>,
+        /// How often each queue probes the server; 0: off.
+        #[arg(long, value_name = "MS")]
+        keepalive_ms: Option<u32>,
+        /// Run mkswap and swapon on the disk once it appears.
+        #[arg(long)]
+        swap: bool,
+        /// The swap priority (swapon -p).
+        #[arg(long, value_name = "N", requires = "swap", allow_hyphen_values = true,
+              value_parser = clap::value_parser!(i32).range(-1..=32767))]
+        priority: Option<i32>,
+    },
+    /// Swap off a target's disk if it is swapped on, disable it and remove it.
+    Remove {
+        /// The target's name.
+        name: String,
+    },
+    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED.
+    List {
+        /// A JSON array of objects instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A target's fields and every attribute's raw value.
+    Status {
+        /// The target's name.
+        name: String,
+        /// A JSON object instead of key: value lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn server(t: &TargetInfo) -> String {
+    match (&t.addr, t.port) {
+        (Some(a), Some(p)) => format!("{a}:{p}"),
+        (Some(a), None) => a.clone(),
+        (None, _) => "-".to_string(),
+    }
+}
+
+/// The table of `rswapctl list`.
+pub fn table(targets: &[TargetInfo]) -> String {
+    let header = [
+        "NAME",
+        "DEVICE",
+        "SERVER",
+        "SIZE",
+        "STATE",
+        "RECOVERIES",
+        "USED",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    for t in targets {
+        rows.push(vec![
+            t.name.clone(),
+            dash(t.device.as_deref()),
+            server(t),
+            dash(t.size_bytes.map(human_size)),
+            t.state.clone(),
+            dash(t.recoveries),
+            dash(t.swap_used_bytes.map(human_size)),
+        ]);
+    }
+    let mut widths = vec![0; header.len()];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The `key: value` lines of `rswapctl status`: the JSON fields (null as `-`), then each
+/// attribute as `attr.NAME: value`.
+pub fn status_text(s: &TargetStatus) -> String {
+    let mut out = String::new();
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&s.info) {
+        for k in target::FIELDS {
+            let v = match fields.get(k) {
+                None | Some(serde_json::Value::Null) => "-".to_string(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+            };
+            out.push_str(&format!("{k}: {v}\n"));
+        }
+    }
+    for (k, v) in target::attribute_order(&s.attributes) {
+        out.push_str(&format!("attr.{k}: {v}\n"));
+    }
+    out
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    // Serializing these plain structs cannot fail.
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Runs a parsed command line, writing its output to `out`.
+pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure> {
+    let io_fail = |e: std::io::Error| Failure::new("output", "", target::errno_text(&e));
+    if let Some(dir) = cli.generate_man {
+        return clap_mangen::generate_to(Cli::command(), &dir).map_err(|e| {
+            Failure::new(
+                "generate-man",
+                "",
+                format!("{}: {}", dir.display(), target::errno_text(&e)),
+            )
+        });
+    }
+    let ctl = Ctl::new(
+        Paths {
+            configfs: cli.configfs,
+            proc_swaps: cli.proc_swaps,
+            dev_dir: cli.dev_dir,
+        },
+        host,
+    );
+    let Some(command) = cli.command else {
+        return Err(Failure::new(
+            "usage",
+            "",
+            "no subcommand (see rswapctl --help)",
+        ));
+    };
+    match command {
+        Cmd::Add {
+            name,
+            server: (addr, port),
+            size,
+            queues,
+            client_id,
+            recovery_ms,
+            keepalive_ms,
+            swap,
+            priority,
+        } => ctl.add(&AddOptions {
+            name,
+            addr: Some(addr),
+            port,
+            size,
+            queues,
+            client_id,
+            recovery_ms,
+            keepalive_ms,
+            swap,
+            priority,
+        }),
+        Cmd::Remove { name } => ctl.remove(&name),
+        Cmd::List { json: as_json } => {
+            let targets = ctl.list()?;
+            let text = if as_json {
+                json(&targets)
+            } else {
+                table(&targets)
+            };
+            out.write_all(text.as_bytes()).map_err(io_fail)
+        }
+        Cmd::Status {
+            name,
+            json: as_json,
+        } => {
+            let status = ctl.status(&name)?;
+            let text = if as_json {
+                json(&status)
+            } else {
+                status_text(&status)
+            };
+            out.write_all(text.as_bytes()).map_err(io_fail)
+        }
+    }
+}

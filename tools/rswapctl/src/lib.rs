@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rswapctl`: adds, removes and lists rswap targets (remote memory over RDMA as swap
+//! disks) through the module's configfs directory. See `Documentation/rswapctl.md`.
+
+pub mod cli;
+pub mod parse;
+pub mod target;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Parsers for what the kernel shows: a target's `state` line and `/proc/swaps`, plus
+//! the human-readable sizes of the table.
+
+use std::fmt;
+
+/// A parsed `state` attribute of an enabled target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    /// `connected`, `recovering`, `disconnected`, `degraded` or `dead` (any word is kept,
+    /// so that a newer module's summary still lists).
+    pub summary: String,
+    pub queues_live: u32,
+    pub queues_total: u32,
+    pub region: u64,
+    pub epoch: u64,
+    pub rkey: u64,
+    pub length: u64,
+    pub recovering: u32,
+    pub dead: u32,
+    pub recoveries: u64,
+    pub retried: u64,
+}
+
+/// What the `state` attribute says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetState {
+    Disabled,
+    Enabled(State),
+}
+
+impl TargetState {
+    /// The summary word: `disabled` or the enabled state's summary.
+    pub fn summary(&self) -> &str {
+        match self {
+            TargetState::Disabled => "disabled",
+            TargetState::Enabled(s) => &s.summary,
+        }
+    }
+
+    pub fn enabled(&self) -> Option<&State> {
+        match self {
+            TargetState::Disabled => None,
+            TargetState::Enabled(s) => Some(s),
+        }
+    }
+}
+
+/// Why a `state` line did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateError(pub String);
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unexpected state line: {}", self.0)
+    }
+}
+
+fn number(key: &str, value: &str) -> Result<u64, StateError> {
+    let parsed = match value.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => value.parse(),
+    };
+    parsed.map_err(|_| StateError(format!("{key}={value} is not a number")))
+}
+
+fn small(key: &str, value: &str) -> Result<u32, StateError> {
+    u32::try_from(number(key, value)?).map_err(|_| StateError(format!("{key}={value} too large")))
+}
+
+/// Parses the `state` attribute: `disabled`, or `SUMMARY queues=L/N region=.. epoch=..
+/// rkey=.. length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
+/// fields are ignored (a newer module may add some); a missing known one is an error.
+pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
+    let line = line.trim();
+    let mut words = line.split_whitespace();
+    let summary = match words.next() {
+        None => return Err(StateError("empty".into())),
+        Some("disabled") => return Ok(TargetState::Disabled),
+        Some(w) if w.contains('=') => return Err(StateError(format!("no summary in {line:?}"))),
+        Some(w) => w.to_string(),
+    };
+    let mut queues = None;
+    let (mut region, mut epoch, mut rkey, mut length) = (None, None, None, None);
+    let (mut recovering, mut dead, mut recoveries, mut retried) = (None, None, None, None);
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(StateError(format!("{word:?} is not key=value")));
+        };
+        match key {
+            "queues" => {
+                let Some((live, total)) = value.split_once('/') else {
+                    return Err(StateError(format!("queues={value} is not L/N")));
+                };
+                queues = Some((small(key, live)?, small(key, total)?));
+            }
+            "region" => region = Some(number(key, value)?),
+            "epoch" => epoch = Some(number(key, value)?),
+            "rkey" => rkey = Some(number(key, value)?),
+            "length" => length = Some(number(key, value)?),
+            "recovering" => recovering = Some(small(key, value)?),
+            "dead" => dead = Some(small(key, value)?),
+            "recoveries" => recoveries = Some(number(key, value)?),
+            "retried" => retried = Some(number(key, value)?),
+            _ => {}
+        }
+    }
+    let missing = |key: &str| StateError(format!("no {key}= in {line:?}"));
+    let (queues_live, queues_total) = queues.ok_or_else(|| missing("queues"))?;
+    Ok(TargetState::Enabled(State {
+        summary,
+        queues_live,
+        queues_total,
+        region: region.ok_or_else(|| missing("region"))?,
+        epoch: epoch.ok_or_else(|| missing("epoch"))?,
+        rkey: rkey.ok_or_else(|| missing("rkey"))?,
+        length: length.ok_or_else(|| missing("length"))?,
+        recovering: recovering.ok_or_else(|| missing("recovering"))?,
+        dead: dead.ok_or_else(|| missing("dead"))?,
+        recoveries: recoveries.ok_or_else(|| missing("recoveries"))?,
+        retried: retried.ok_or_else(|| missing("retried"))?,
+    }))
+}
+
+/// One line of `/proc/swaps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapEntry {
+    pub filename: String,
+    pub size_kib: u64,
+    pub used_kib: u64,
+    pub priority: i32,
+}
+
+/// Parses `/proc/swaps` (`Filename Type Size Used Priority`, sizes in KiB). Lines that
+/// do not parse (the header) are skipped.
+pub fn parse_swaps(text: &str) -> Vec<SwapEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 5 {
+                return None;
+            }
+            Some(SwapEntry {
+                filename: f[0].to_string(),
+                size_kib: f[2].parse().ok()?,
+                used_kib: f[3].parse().ok()?,
+                priority: f[4].parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Bytes in the kernel's suffixes (binary): `8G`, `1.5G`, `512K`, `100B`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 5] = [
+        ("P", 1 << 50),
+        ("T", 1 << 40),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+    ];
+    for (suffix, unit) in UNITS {
+        if bytes >= unit {
+            return if bytes % unit == 0 {
+                format!("{}{suffix}", bytes / unit)
+            } else {
+                format!("{:.1}{suffix}", bytes as f64 / unit as f64)
+            };
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(summary: &str) -> String {
+        format!(
+            "{summary} queues=1/2 region=7 epoch=3 rkey=0x1a2b length=8589934592 \
+             recovering=1 dead=0 recoveries=4 retried=12\n"
+        )
+    }
+
+    #[test]
+    fn disabled() {
+        assert_eq!(parse_state("disabled\n"), Ok(TargetState::Disabled));
+        assert_eq!(TargetState::Disabled.summary(), "disabled");
+    }
+
+    #[test]
+    fn every_summary() {
+        for summary in [
+            "connected",
+            "recovering",
+            "disconnected",
+            "degraded",
+            "dead",
+        ] {
+            let st = parse_state(&line(summary)).unwrap();
+            assert_eq!(st.summary(), summary);
+            assert_eq!(
+                st.enabled().unwrap(),
+                &State {
+                    summary: summary.to_string(),
+                    queues_live: 1,
+                    queues_total: 2,
+                    region: 7,
+                    epoch: 3,
+                    rkey: 0x1a2b,
+                    length: 8 << 30,
+                    recovering: 1,
+                    dead: 0,
+                    recoveries: 4,
+                    retried: 12,
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let st = parse_state(&format!("{} future=9", line("connected").trim())).unwrap();
+        assert_eq!(st.enabled().unwrap().retried, 12);
+    }
+
+    #[test]
+    fn bad_lines() {
+        assert!(parse_state("").is_err());
+        assert!(parse_state("queues=1/1").is_err());
+        assert!(parse_state("connected queues=1").is_err());
+        assert!(parse_state("connected queues=1/x").is_err());
+        assert!(parse_state("connected queues=1/1 region=7").is_err());
+        assert!(parse_state("connected bogus").is_err());
+        let e = parse_state(&line("connected").replace("epoch=3", "epoch=z")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unexpected state line: epoch=z is not a number"
+        );
+    }
+
+    #[test]
+    fn swaps() {
+        let text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                    /dev/rswap0                             partition\t8388604\t\t1024\t\t100\n\
+                    /swapfile                               file\t\t1048572\t\t0\t\t-2\n";
+        let e = parse_swaps(text);
+        assert_eq!(e.len(), 2);
+        assert_eq!(
+            e[0],
+            SwapEntry {
+                filename: "/dev/rswap0".into(),
+                size_kib: 8388604,
+                used_kib: 1024,
+                priority: 100
+            }
+        );
+        assert_eq!(e[1].priority, -2);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_size(0), "0B");
+        assert_eq!(human_size(1000), "1000B");
+        assert_eq!(human_size(4096), "4K");
+        assert_eq!(human_size(8 << 30), "8G");
+        assert_eq!(human_size(3 << 29), "1.5G");
+        assert_eq!(human_size(1 << 40), "1T");
+    }
+}

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The operations on rswap targets in configfs: add, remove, list, status.
+
+use crate::parse::{self, SwapEntry, TargetState};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What changes the system: configfs directories and attributes, and the swap commands.
+/// The default methods do the real thing; the unit tests replace them with a fake
+/// configfs made of plain files.
+pub trait Host {
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir(path)
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
+
+    /// Writes an attribute, as `echo VALUE > FILE` does: one write(2) whose error is the
+    /// kernel's answer.
+    fn write(&self, path: &Path, value: &str) -> io::Result<()> {
+        fs::write(path, value)
+    }
+
+    /// Runs `program args...`; `Err` says why it failed (its own output goes to the
+    /// terminal).
+    fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
+        match Command::new(program).args(args).status() {
+            Ok(st) if st.success() => Ok(()),
+            Ok(st) => Err(st.to_string()),
+            Err(e) => Err(format!("cannot run it: {}", errno_text(&e))),
+        }
+    }
+}
+
+/// The real system.
+pub struct RealHost;
+
+impl Host for RealHost {}
+
+/// Where things are.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The rswap configfs subsystem, `/sys/kernel/config/rswap`.
+    pub configfs: PathBuf,
+    /// `/proc/swaps`.
+    pub proc_swaps: PathBuf,
+    /// Where the disks appear, `/dev`.
+    pub dev_dir: PathBuf,
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Paths {
+            configfs: PathBuf::from("/sys/kernel/config/rswap"),
+            proc_swaps: PathBuf::from("/proc/swaps"),
+            dev_dir: PathBuf::from("/dev"),
+        }
+    }
+}
+
+/// An operation that failed: printed as lines `rswapctl: OP NAME: ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub op: &'static str,
+    pub name: String,
+    /// The first line says what failed; more lines the kernel's reason and failed undo.
+    pub lines: Vec<String>,
+}
+
+impl Failure {
+    pub fn new(op: &'static str, name: &str, what: impl fmt::Display) -> Self {
+        Failure {
+            op,
+            name: name.to_string(),
+            lines: vec![what.to_string()],
+        }
+    }
+
+    fn prefix(&self) -> String {
+        if self.name.is_empty() {
+            format!("rswapctl: {}: ", self.op)
+        } else {
+            format!("rswapctl: {} {}: ", self.op, self.name)
+        }
+    }
+
+    /// Adds the kernel's reason: the target's `last_error` attribute where the module has
+    /// one, else a hint to look at the kernel log.
+    fn kernel_reason(mut self, dir: &Path) -> Self {
+        let reason = fs::read_to_string(dir.join("last_error")).ok();
+        match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(r) => self.lines.push(format!("kernel: {r}")),
+            None => self
+                .lines
+                .push("see dmesg for the kernel's reason".to_string()),
+        }
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prefix = self.prefix();
+        for (i, line) in self.lines.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{prefix}{line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The text of an errno, without Rust's ` (os error N)`.
+pub fn errno_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// `ADDR[:PORT]` of `--server`: an IPv4 address and a port 1..65535.
+pub fn parse_server(s: &str) -> Result<(Ipv4Addr, Option<u16>), String> {
+    let (addr, port) = match s.rsplit_once(':') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let addr: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("{addr:?} is not an IPv4 address"))?;
+    let port = match port {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => return Err(format!("{p:?} is not a port (1..65535)")),
+        },
+    };
+    Ok((addr, port))
+}
+
+/// What `rswapctl add` sets.
+#[derive(Debug, Clone, Default)]
+pub struct AddOptions {
+    pub name: String,
+    pub addr: Option<Ipv4Addr>,
+    pub port: Option<u16>,
+    pub size: String,
+    pub queues: Option<u32>,
+    pub client_id: Option<String>,
+    pub recovery_ms: Option<u32>,
+    pub keepalive_ms: Option<u32>,
+    pub swap: bool,
+    pub priority: Option<i32>,
+}
+
+/// One target as `list --json` and `status --json` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetInfo {
+    pub name: String,
+    pub device: Option<String>,
+    pub addr: Option<String>,
+    pub port: Option<u16>,
+    pub size_bytes: Option<u64>,
+    pub state: String,
+    pub queues_live: Option<u32>,
+    pub queues_total: Option<u32>,
+    pub recovering: Option<u32>,
+    pub dead: Option<u32>,
+    pub recoveries: Option<u64>,
+    pub retried: Option<u64>,
+    pub region: Option<u64>,
+    pub epoch: Option<u64>,
+    pub swap_used_bytes: Option<u64>,
+    pub swap_priority: Option<i32>,
+}
+
+/// The fields of [`TargetInfo`] in their order (`status` prints them so).
+pub const FIELDS: [&str; 16] = [
+    "name",
+    "device",
+    "addr",
+    "port",
+    "size_bytes",
+    "state",
+    "queues_live",
+    "queues_total",
+    "recovering",
+    "dead",
+    "recoveries",
+    "retried",
+    "region",
+    "epoch",
+    "swap_used_bytes",
+    "swap_priority",
+];
+
+/// `status --json`: the target's fields and every attribute's raw value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetStatus {
+    #[serde(flatten)]
+    pub info: TargetInfo,
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// The attributes `status` reads first, in the documentation's order; any other file in
+/// the directory follows in name order.
+const ATTRIBUTES: [&str; 12] = [
+    "addr",
+    "port",
+    "size",
+    "queues",
+    "queue_depth",
+    "client_id",
+    "timeout_ms",
+    "recovery_ms",
+    "keepalive_ms",
+    "enable",
+    "state",
+    "device",
+];
+
+fn check_name(op: &'static str, name: &str) -> Result<(), Failure> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(Failure::new(
+            op,
+            name,
+            "invalid target name (empty, \".\", \"..\" or with \"/\")",
+        ));
+    }
+    Ok(())
+}
+
+/// The tool's operations on one configfs root.
+pub struct Ctl<'a> {
+    pub paths: Paths,
+    pub host: &'a dyn Host,
+    /// How long `add --swap` waits for the disk's node to appear.
+    pub device_wait: Duration,
+}
+
+impl<'a> Ctl<'a> {
+    pub fn new(paths: Paths, host: &'a dyn Host) -> Self {
+        Ctl {
+            paths,
+            host,
+            device_wait: Duration::from_secs(10),
+        }
+    }
+
+    fn dir(&self, name: &str) -> PathBuf {
+        self.paths.configfs.join(name)
+    }
+
+    fn dev_path(&self, device: &str) -> PathBuf {
+        self.paths.dev_dir.join(device)
+    }
+
+    fn swaps(&self) -> Vec<SwapEntry> {
+        fs::read_to_string(&self.paths.proc_swaps)
+            .map(|t| parse::parse_swaps(&t))
+            .unwrap_or_default()
+    }
+
+    fn swap_entry<'s>(&self, swaps: &'s [SwapEntry], device: &str) -> Option<&'s SwapEntry> {
+        let path = self.dev_path(device);
+        swaps.iter().find(|e| Path::new(&e.filename) == path)
+    }
+
+    fn write_attr(
+        &self,
+        op: &'static str,
+        name: &str,
+        attr: &str,
+        value: &str,
+    ) -> Result<(), Failure> {
+        let dir = self.dir(name);
+        self.host
+            .write(&dir.join(attr), &format!("{value}\n"))
+            .map_err(|e| {
+                Failure::new(
+                    op,
+                    name,
+                    format!("writing {attr}={value}: {}", errno_text(&e)),
+                )
+                .kernel_reason(&dir)
+            })
+    }
+
+    fn missing_target(&self, op: &'static str, name: &str, e: &io::Error) -> Failure {
+        let dir = self.dir(name);
+        if !self.paths.configfs.is_dir() {
+            Failure::new(
+                op,
+                name,
+                format!(
+                    "{}: {} (is the rswap module loaded and configfs mounted?)",
+                    self.paths.configfs.display(),
+                    errno_text(e)
+                ),
+            )
+        } else {
+            Failure::new(op, name, format!("{}: {}", dir.display(), errno_text(e)))
+        }
+    }
+
+    /// `rswapctl add`: creates and enables a target, and with `swap` swaps on its disk.
+    /// On a failure, undoes what it did.
+    pub fn add(&self, o: &AddOptions) -> Result<(), Failure> {
+        check_name("add", &o.name)?;
+        let dir = self.dir(&o.name);
+        if let Err(e) = self.host.mkdir(&dir) {
+            let mut f = self.missing_target("add", &o.name, &e);
+            f.lines[0] = format!("mkdir {}", f.lines[0]);
+            return Err(f);
+        }
+        let mut enabled = false;
+        match self.add_steps(o, &mut enabled) {
+            Ok(()) => Ok(()),
+            Err(mut f) => {
+                if enabled {
+                    if let Err(e) = self.host.write(&dir.join("enable"), "0\n") {
+                        f.lines
+                            .push(format!("undo: writing enable=0: {}", errno_text(&e)));
+                    }
+                }
+                if let Err(e) = self.host.rmdir(&dir) {
+                    f.lines
+                        .push(format!("undo: rmdir {}: {}", dir.display(), errno_text(&e)));
+                }
+                Err(f)
+            }
+        }
+    }
+
+    fn add_steps(&self, o: &AddOptions, enabled: &mut bool) -> Result<(), Failure> {
+        let name = o.name.as_str();
+        let mut attrs: Vec<(&str, String)> = Vec::new();
+        if let Some(a) = o.addr {
+            attrs.push(("addr", a.to_string()));
+        }
+        if let Some(p) = o.port {
+            attrs.push(("port", p.to_string()));
+        }
+        attrs.push(("size", o.size.clone()));
+        if let Some(q) = o.queues {
+            attrs.push(("queues", q.to_string()));
+        }
+        if let Some(c) = &o.client_id {
+            attrs.push(("client_id", c.clone()));
+        }
+        if let Some(r) = o.recovery_ms {
+            attrs.push(("recovery_ms", r.to_string()));
+        }
+        if let Some(k) = o.keepalive_ms {
+            attrs.push(("keepalive_ms", k.to_string()));
+        }
+        for (attr, value) in &attrs {
+            self.write_attr("add", name, attr, value)?;
+        }
+        self.write_attr("add", name, "enable", "1")?;
+        *enabled = true;
+        if !o.swap {
+            return Ok(());
+        }
+        let dev = self.wait_device(name)?;
+        let dev_str = dev.to_string_lossy().into_owned();
+        self.host
+            .run("mkswap", &[&dev_str])
+            .map_err(|e| Failure::new("add", name, format!("mkswap {dev_str}: {e}")))?;
+        let prio = o.priority.map(|p| p.to_string());
+        let mut args = Vec::new();
+        if let Some(p) = &prio {
+            args.extend(["-p", p.as_str()]);
+        }
+        args.push(&dev_str);
+        self.host
+            .run("swapon", &args)
+            .map_err(|e| Failure::new("add", name, format!("swapon {dev_str}: {e}")))
+    }
+
+    /// Reads the `device` attribute and waits for its node in the device directory.
+    fn wait_device(&self, name: &str) -> Result<PathBuf, Failure> {
+        let device = self.read_attr(name, "device").map_err(|e| {
+            Failure::new("add", name, format!("reading device: {}", errno_text(&e)))
+        })?;
+        if device.is_empty() {
+            return Err(Failure::new("add", name, "enabled, but device is empty"));
+        }
+        let dev = self.dev_path(&device);
+        let start = Instant::now();
+        while !dev.exists() {
+            if start.elapsed() >= self.device_wait {
+                return Err(Failure::new(
+                    "add",
+                    name,
+                    format!(
+                        "waiting for {}: not there after {} ms",
+                        dev.display(),
+                        self.device_wait.as_millis()
+                    ),
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(dev)
+    }
+
+    /// `rswapctl remove`: swapoff (if swapped on), disable, rmdir.
+    pub fn remove(&self, name: &str) -> Result<(), Failure> {
+        check_name("remove", name)?;
+        let dir = self.dir(name);
+        if let Err(e) = fs::metadata(&dir) {
+            return Err(self.missing_target("remove", name, &e));
+        }
+        let device = self.read_attr(name, "device").unwrap_or_default();
+        if !device.is_empty() && self.swap_entry(&self.swaps(), &device).is_some() {
+            let dev = self.dev_path(&device).to_string_lossy().into_owned();
+            self.host
+                .run("swapoff", &[&dev])
+                .map_err(|e| Failure::new("remove", name, format!("swapoff {dev}: {e}")))?;
+        }
+        self.write_attr("remove", name, "enable", "0")?;
+        self.host.rmdir(&dir).map_err(|e| {
+            Failure::new(
+                "remove",
+                name,
+                format!("rmdir {}: {}", dir.display(), errno_text(&e)),
+            )
+            .kernel_reason(&dir)
+        })
+    }
+
+    /// An attribute's text without its trailing newline.
+    pub fn read_attr(&self, name: &str, attr: &str) -> io::Result<String> {
+        let text = fs::read_to_string(self.dir(name).join(attr))?;
+        Ok(text.trim_end_matches('\n').to_string())
+    }
+
+    /// The targets' names, sorted.
+    pub fn names(&self) -> Result<Vec<String>, Failure> {
+        let entries = fs::read_dir(&self.paths.configfs).map_err(|e| {
+            Failure::new(
+                "list",
+                "",
+                format!(
+                    "{}: {} (is the rswap module loaded and configfs mounted?)",
+                    self.paths.configfs.display(),
+                    errno_text(&e)
+                ),
+            )
+        })?;
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn info_with(&self, name: &str, swaps: &[SwapEntry]) -> TargetInfo {
+        let attr = |a: &str| self.read_attr(name, a).ok().map(|v| v.trim().to_string());
+        let set = |v: Option<String>| v.filter(|v| !v.is_empty() && v != "(unset)");
+        let device = set(attr("device"));
+        let state = attr("state")
+            .map(|s| parse::parse_state(&s))
+            .and_then(Result::ok);
+        let st = state.as_ref().and_then(TargetState::enabled);
+        let swap = device.as_deref().and_then(|d| self.swap_entry(swaps, d));
+        TargetInfo {
+            name: name.to_string(),
+            device,
+            addr: set(attr("addr")),
+            port: attr("port").and_then(|p| p.parse().ok()),
+            size_bytes: attr("size").and_then(|s| s.parse().ok()),
+            state: state
+                .as_ref()
+                .map_or("unknown", TargetState::summary)
+                .to_string(),
+            queues_live: st.map(|s| s.queues_live),
+            queues_total: st.map(|s| s.queues_total),
+            recovering: st.map(|s| s.recovering),
+            dead: st.map(|s| s.dead),
+            recoveries: st.map(|s| s.recoveries),
+            retried: st.map(|s| s.retried),
+            region: st.map(|s| s.region),
+            epoch: st.map(|s| s.epoch),
+            swap_used_bytes: swap.map(|e| e.used_kib * 1024),
+            swap_priority: swap.map(|e| e.priority),
+        }
+    }
+
+    /// Every target, in name order.
+    pub fn list(&self) -> Result<Vec<TargetInfo>, Failure> {
+        let swaps = self.swaps();
+        Ok(self
+            .names()?
+            .iter()
+            .map(|n| self.info_with(n, &swaps))
+            .collect())
+    }
+
+    /// One target with its raw attributes.
+    pub fn status(&self, name: &str) -> Result<TargetStatus, Failure> {
+        check_name("status", name)?;
+        let dir = self.dir(name);
+        let entries = fs::read_dir(&dir).map_err(|e| self.missing_target("status", name, &e))?;
+        let mut files: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut attributes = BTreeMap::new();
+        for file in files {
+            // A write-only or unreadable attribute shows as empty.
+            let value = self.read_attr(name, &file).unwrap_or_default();
+            attributes.insert(file, value);
+        }
+        Ok(TargetStatus {
+            info: self.info_with(name, &self.swaps()),
+            attributes,
+        })
+    }
+}
+
+/// The attributes in display order: the known ones first, then the rest by name.
+pub fn attribute_order(attributes: &BTreeMap<String, String>) -> Vec<(&str, &str)> {
+    let mut out: Vec<(&str, &str)> = ATTRIBUTES
+        .iter()
+        .filter_map(|a| attributes.get_key_value(*a))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    for (k, v) in attributes {
+        if !ATTRIBUTES.contains(&k.as_str()) {
+            out.push((k, v));
+        }
+    }
+    out
+}

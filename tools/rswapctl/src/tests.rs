@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
+//! creates the attributes with the module's defaults, `enable` brings a fake disk up
+//! and down, and chosen writes fail like the kernel's.
+
+use crate::cli::{self, Cli};
+use crate::target::{AddOptions, Ctl, Host, Paths};
+use clap::{CommandFactory, Parser};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+const EINVAL: i32 = 22;
+const EBUSY: i32 = 16;
+const EEXIST: i32 = 17;
+
+const CONNECTED: &str = "connected queues=2/2 region=7 epoch=1 rkey=0x1234 length=8589934592 \
+                         recovering=0 dead=0 recoveries=3 retried=5";
+
+struct Fake {
+    tmp: PathBuf,
+    /// A write to this attribute fails with this errno, and sets `last_error` to this
+    /// text if there is one.
+    fail: Option<(&'static str, i32, Option<&'static str>)>,
+    /// This command fails.
+    fail_command: Option<&'static str>,
+    writes: RefCell<Vec<String>>,
+    commands: RefCell<Vec<String>>,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl Fake {
+    fn new() -> Fake {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = std::env::temp_dir().join(format!("rswapctl-test-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("rswap")).unwrap();
+        fs::create_dir_all(tmp.join("dev")).unwrap();
+        fs::write(
+            tmp.join("swaps"),
+            "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
+        )
+        .unwrap();
+        Fake {
+            tmp,
+            fail: None,
+            fail_command: None,
+            writes: RefCell::new(Vec::new()),
+            commands: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn paths(&self) -> Paths {
+        Paths {
+            configfs: self.tmp.join("rswap"),
+            proc_swaps: self.tmp.join("swaps"),
+            dev_dir: self.tmp.join("dev"),
+        }
+    }
+
+    fn ctl(&self) -> Ctl<'_> {
+        let mut ctl = Ctl::new(self.paths(), self);
+        ctl.device_wait = Duration::from_millis(200);
+        ctl
+    }
+
+    fn dir(&self, name: &str) -> PathBuf {
+        self.tmp.join("rswap").join(name)
+    }
+
+    fn attr(&self, name: &str, attr: &str) -> String {
+        fs::read_to_string(self.dir(name).join(attr))
+            .unwrap()
+            .trim_end()
+            .to_string()
+    }
+
+    fn dev(&self, device: &str) -> String {
+        self.tmp.join("dev").join(device).display().to_string()
+    }
+
+    /// A target as the module would show it: enabled ones have disk `rswapN`.
+    fn target(&self, name: &str, addr: &str, size: &str, device: Option<&str>) {
+        self.mkdir(&self.dir(name)).unwrap();
+        let w = |a: &str, v: &str| fs::write(self.dir(name).join(a), format!("{v}\n")).unwrap();
+        w("addr", addr);
+        w("size", size);
+        if let Some(d) = device {
+            w("enable", "1");
+            w("device", d);
+            w("state", CONNECTED);
+        }
+    }
+
+    fn swapped_on(&self, device: &str, used_kib: u64, priority: i32) {
+        let mut text = fs::read_to_string(self.tmp.join("swaps")).unwrap();
+        text.push_str(&format!(
+            "{}  partition\t8388604\t\t{used_kib}\t\t{priority}\n",
+            self.dev(device)
+        ));
+        fs::write(self.tmp.join("swaps"), text).unwrap();
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.tmp);
+    }
+}
+
+impl Host for Fake {
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir(path)?;
+        for (attr, value) in [
+            ("addr", "(unset)"),
+            ("port", "18515"),
+            ("size", "(unset)"),
+            ("queues", "2"),
+            ("queue_depth", "128"),
+            ("client_id", "0x5eed"),
+            ("timeout_ms", "5000"),
+            ("recovery_ms", "60000"),
+            ("keepalive_ms", "5000"),
+            ("enable", "0"),
+            ("state", "disabled"),
+            ("device", ""),
+        ] {
+            fs::write(path.join(attr), format!("{value}\n"))?;
+        }
+        Ok(())
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        if fs::read_to_string(path.join("enable"))?.trim() == "1" {
+            return Err(io::Error::from_raw_os_error(EBUSY));
+        }
+        fs::remove_dir_all(path)
+    }
+
+    fn write(&self, path: &Path, value: &str) -> io::Result<()> {
+        let attr = path.file_name().unwrap().to_string_lossy().into_owned();
+        self.writes
+            .borrow_mut()
+            .push(format!("{attr}={}", value.trim_end()));
+        if let Some((a, errno, last_error)) = self.fail {
+            if a == attr {
+                if let Some(text) = last_error {
+                    fs::write(path.with_file_name("last_error"), format!("{text}\n"))?;
+                }
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+        }
+        fs::write(path, value)?;
+        if attr == "enable" {
+            let on = value.trim() == "1";
+            fs::write(
+                path.with_file_name("device"),
+                if on { "rswap0\n" } else { "\n" },
+            )?;
+            fs::write(
+                path.with_file_name("state"),
+                if on {
+                    format!("{CONNECTED}\n")
+                } else {
+                    "disabled\n".to_string()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
+        self.commands
+            .borrow_mut()
+            .push(format!("{program} {}", args.join(" ")));
+        if self.fail_command == Some(program) {
+            return Err("exit status: 1".to_string());
+        }
+        Ok(())
+    }
+}
+
+fn add_options(name: &str) -> AddOptions {
+    AddOptions {
+        name: name.to_string(),
+        addr: Some("192.0.2.2".parse().unwrap()),
+        port: Some(18516),
+        size: "8G".to_string(),
+        ..AddOptions::default()
+    }
+}
+
+#[test]
+fn add_writes_the_attributes_then_enables() {
+    let fake = Fake::new();
+    let o = AddOptions {
+        queues: Some(4),
+        client_id: Some("0x42".into()),
+        recovery_ms: Some(3000),
+        keepalive_ms: Some(1000),
+        ..add_options("mem0")
+    };
+    fake.ctl().add(&o).unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "port=18516",
+            "size=8G",
+            "queues=4",
+            "client_id=0x42",
+            "recovery_ms=3000",
+            "keepalive_ms=1000",
+            "enable=1",
+        ]
+    );
+    assert_eq!(fake.attr("mem0", "addr"), "192.0.2.2");
+    assert_eq!(fake.attr("mem0", "size"), "8G");
+    assert_eq!(fake.attr("mem0", "enable"), "1");
+    assert!(fake.commands.borrow().is_empty());
+}
+
+#[test]
+fn add_only_writes_what_is_given() {
+    let fake = Fake::new();
+    let o = AddOptions {
+        port: None,
+        ..add_options("mem0")
+    };
+    fake.ctl().add(&o).unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        ["addr=192.0.2.2", "size=8G", "enable=1"]
+    );
+    assert_eq!(fake.attr("mem0", "port"), "18515");
+}
+
+#[test]
+fn add_swap_runs_mkswap_and_swapon() {
+    let fake = Fake::new();
+    fs::write(fake.tmp.join("dev/rswap0"), "").unwrap();
+    let o = AddOptions {
+        swap: true,
+        priority: Some(100),
+        ..add_options("mem0")
+    };
+    fake.ctl().add(&o).unwrap();
+    let dev = fake.dev("rswap0");
+    assert_eq!(
+        *fake.commands.borrow(),
+        [format!("mkswap {dev}"), format!("swapon -p 100 {dev}")]
+    );
+}
+
+#[test]
+fn add_failure_reports_last_error_and_undoes() {
+    let mut fake = Fake::new();
+    fake.fail = Some(("size", EINVAL, Some("size must be a multiple of 4096")));
+    let o = AddOptions {
+        size: "1000".into(),
+        ..add_options("mem0")
+    };
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: writing size=1000: Invalid argument\n\
+         rswapctl: add mem0: kernel: size must be a multiple of 4096"
+    );
+    assert!(!fake.dir("mem0").exists());
+    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
+}
+
+#[test]
+fn add_failure_without_last_error_hints_at_dmesg() {
+    let mut fake = Fake::new();
+    fake.fail = Some(("enable", EINVAL, None));
+    let f = fake.ctl().add(&add_options("mem0")).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: writing enable=1: Invalid argument\n\
+         rswapctl: add mem0: see dmesg for the kernel's reason"
+    );
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn add_swap_failure_disables_and_removes() {
+    let mut fake = Fake::new();
+    fake.fail_command = Some("mkswap");
+    fs::write(fake.tmp.join("dev/rswap0"), "").unwrap();
+    let o = AddOptions {
+        swap: true,
+        ..add_options("mem0")
+    };
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        format!(
+            "rswapctl: add mem0: mkswap {}: exit status: 1",
+            fake.dev("rswap0")
+        )
+    );
+    assert_eq!(fake.writes.borrow().last().unwrap(), "enable=0");
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn add_swap_without_device_node_times_out() {
+    let fake = Fake::new();
+    let o = AddOptions {
+        swap: true,
+        ..add_options("mem0")
+    };
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.lines,
+        [format!(
+            "waiting for {}: not there after 200 ms",
+            fake.dev("rswap0")
+        )]
+    );
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn add_existing_target_is_left_alone() {
+    let fake = Fake::new();
+    fake.target("mem0", "192.0.2.9", "4096", Some("rswap3"));
+    let f = fake.ctl().add(&add_options("mem0")).unwrap_err();
+    assert_eq!(
+        f.lines,
+        [format!(
+            "mkdir {}: {}",
+            fake.dir("mem0").display(),
+            crate::target::errno_text(&io::Error::from_raw_os_error(EEXIST))
+        )]
+    );
+    assert_eq!(fake.attr("mem0", "addr"), "192.0.2.9");
+}
+
+#[test]
+fn add_rejects_bad_names() {
+    let fake = Fake::new();
+    for name in ["", ".", "..", "a/b"] {
+        assert!(fake.ctl().add(&add_options(name)).is_err());
+    }
+    assert!(fake.writes.borrow().is_empty());
+}
+
+#[test]
+fn add_without_configfs_says_so() {
+    let fake = Fake::new();
+    let mut paths = fake.paths();
+    paths.configfs = fake.tmp.join("missing");
+    let f = Ctl::new(paths, &fake)
+        .add(&add_options("mem0"))
+        .unwrap_err();
+    assert!(f.lines[0]
+        .ends_with("No such file or directory (is the rswap module loaded and configfs mounted?)"));
+}
+
+#[test]
+fn remove_disables_and_removes() {
+    let fake = Fake::new();
+    fake.target("mem0", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.ctl().remove("mem0").unwrap();
+    assert_eq!(*fake.writes.borrow(), ["enable=0"]);
+    assert!(fake.commands.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn remove_swaps_off_first() {
+    let fake = Fake::new();
+    fake.target("mem0", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.swapped_on("rswap0", 0, -2);
+    fake.ctl().remove("mem0").unwrap();
+    assert_eq!(
+        *fake.commands.borrow(),
+        [format!("swapoff {}", fake.dev("rswap0"))]
+    );
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn remove_failures() {
+    let mut fake = Fake::new();
+    fake.target("mem0", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.fail = Some(("enable", EBUSY, Some("rswap0 is open; close it first")));
+    let f = fake.ctl().remove("mem0").unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: remove mem0: writing enable=0: Device or resource busy\n\
+         rswapctl: remove mem0: kernel: rswap0 is open; close it first"
+    );
+    assert!(fake.dir("mem0").exists());
+
+    let f = fake.ctl().remove("nope").unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        format!(
+            "rswapctl: remove nope: {}: No such file or directory",
+            fake.dir("nope").display()
+        )
+    );
+
+    fake.fail = None;
+    fake.swapped_on("rswap0", 0, -2);
+    fake.fail_command = Some("swapoff");
+    let f = fake.ctl().remove("mem0").unwrap_err();
+    assert_eq!(
+        f.lines,
+        [format!("swapoff {}: exit status: 1", fake.dev("rswap0"))]
+    );
+    assert_eq!(fake.attr("mem0", "enable"), "1");
+}
+
+fn two_targets() -> Fake {
+    let fake = Fake::new();
+    fake.target("b", "192.0.2.3", "(unset)", None);
+    fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.swapped_on("rswap0", 2048, 100);
+    fake
+}
+
+fn run(fake: &Fake, args: &[&str]) -> Result<String, String> {
+    let p = fake.paths();
+    let mut argv: Vec<String> = ["rswapctl", "--configfs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    argv.push(p.configfs.display().to_string());
+    argv.extend(["--proc-swaps".into(), p.proc_swaps.display().to_string()]);
+    argv.extend(["--dev-dir".into(), p.dev_dir.display().to_string()]);
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    cli::run(cli, fake, &mut out).map_err(|f| f.to_string())?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn list_json() {
+    let fake = two_targets();
+    let text = run(&fake, &["list", "--json"]).unwrap();
+    let out: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = out[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    let mut fields = crate::target::FIELDS.to_vec();
+    fields.sort();
+    assert_eq!(keys, fields);
+    assert_eq!(
+        out,
+        json!([
+            {
+                "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 18515,
+                "size_bytes": 8589934592u64, "state": "connected",
+                "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
+                "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
+                "swap_used_bytes": 2048 * 1024, "swap_priority": 100
+            },
+            {
+                "name": "b", "device": null, "addr": "192.0.2.3", "port": 18515,
+                "size_bytes": null, "state": "disabled",
+                "queues_live": null, "queues_total": null, "recovering": null,
+                "dead": null, "recoveries": null, "retried": null, "region": null,
+                "epoch": null, "swap_used_bytes": null, "swap_priority": null
+            }
+        ])
+    );
+}
+
+#[test]
+fn list_table() {
+    let fake = two_targets();
+    assert_eq!(
+        run(&fake, &["list"]).unwrap(),
+        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED\n\
+         a     rswap0  192.0.2.2:18515  8G    connected  3           2M\n\
+         b     -       192.0.2.3:18515  -     disabled   -           -\n"
+    );
+}
+
+#[test]
+fn list_empty_and_missing() {
+    let fake = Fake::new();
+    assert_eq!(run(&fake, &["list", "--json"]).unwrap(), "[]\n");
+    fs::remove_dir(fake.tmp.join("rswap")).unwrap();
+    let e = run(&fake, &["list"]).unwrap_err();
+    assert!(e.starts_with("rswapctl: list: "), "{e}");
+}
+
+#[test]
+fn status_json_has_fields_and_attributes() {
+    let fake = two_targets();
+    let out: Value =
+        serde_json::from_str(&run(&fake, &["status", "a", "--json"]).unwrap()).unwrap();
+    assert_eq!(out["state"], "connected");
+    assert_eq!(out["swap_priority"], 100);
+    assert_eq!(out["recoveries"], 3);
+    let attrs = out["attributes"].as_object().unwrap();
+    assert_eq!(attrs.len(), 12);
+    assert_eq!(attrs["addr"], "192.0.2.2");
+    assert_eq!(attrs["client_id"], "0x5eed");
+    assert_eq!(attrs["state"], CONNECTED);
+    assert_eq!(attrs["device"], "rswap0");
+}
+
+#[test]
+fn status_text() {
+    let fake = two_targets();
+    let out = run(&fake, &["status", "b"]).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "name: b");
+    assert_eq!(lines[15], "swap_priority: -");
+    assert!(lines.contains(&"device: -"));
+    assert!(lines.contains(&"state: disabled"));
+    assert!(lines.contains(&"port: 18515"));
+    let attrs: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("attr."))
+        .copied()
+        .collect();
+    assert_eq!(attrs.len(), 12);
+    assert_eq!(attrs[0], "attr.addr: 192.0.2.3");
+    assert_eq!(attrs[11], "attr.device: ");
+    let e = run(&fake, &["status", "zz"]).unwrap_err();
+    assert!(e.starts_with("rswapctl: status zz: "), "{e}");
+}
+
+#[test]
+fn command_line() {
+    Cli::command().debug_assert();
+    let fake = Fake::new();
+    run(
+        &fake,
+        &[
+            "add",
+            "m",
+            "--server",
+            "192.0.2.2:1",
+            "--size",
+            "1G",
+            "--recovery-ms",
+            "0",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "port=1",
+            "size=1G",
+            "recovery_ms=0",
+            "enable=1"
+        ]
+    );
+    for bad in [
+        &["add", "m", "--server", "host:1", "--size", "1G"][..],
+        &["add", "m", "--server", "192.0.2.2:0", "--size", "1G"],
+        &["add", "m", "--server", "192.0.2.2:70000", "--size", "1G"],
+        &[
+            "add",
+            "m",
+            "--server",
+            "192.0.2.2",
+            "--size",
+            "1G",
+            "--priority",
+            "1",
+        ],
+        &["add", "m", "--size", "1G"],
+        &["remove"],
+    ] {
+        assert!(run(&fake, bad).is_err(), "{bad:?}");
+    }
+    run(&fake, &["remove", "m"]).unwrap();
+    assert!(!fake.dir("m").exists());
+}
+
+#[test]
+fn man_pages() {
+    let fake = Fake::new();
+    let dir = fake.tmp.join("man");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
+    for page in ["rswapctl.1", "rswapctl-add.1", "rswapctl-list.1"] {
+        let text = fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page}");
+    }
+}
