@@ -71,6 +71,7 @@ cargo_tests() {
 cargo_tests tests/unit "module logic unit tests: config parsing, bounds, wire format"
 if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	cargo_tests tools/rswap-server "rswap-server unit tests"
+	cargo_tests tools/rswapctl "rswapctl unit tests"
 	if o=$(bash "$RSWAP_TOP/scripts/build-server.sh" 2>&1); then result ok "host: rswap-server release build"
 	else result fail "host: rswap-server release build" "$(tail -20 <<<"$o")"; fi
 fi

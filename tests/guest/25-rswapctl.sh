@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rswapctl end to end over soft-RoCE (one guest): add a target as swap, list and status it
+# (JSON checked field by field), a refused add that prints the kernel's reason and leaves
+# nothing behind, and remove.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+CTL=$RSWAP_TOP/tools/rswapctl/target/release/rswapctl
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORT=18525
+CFG=/sys/kernel/config/rswap
+OUT=$RSWAP_OUT/25-rswapctl
+mkdir -p "$OUT"
+
+NAMES=(
+	"rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked"
+	"rswapctl list --json and status --json: every field as configured and as the kernel reports it"
+	"rswapctl add with no server listening: exit 1, the kernel's reason (last_error) printed, nothing left behind"
+	"rswapctl remove: swapoff, disable, rmdir"
+	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
+)
+ktap_plan ${#NAMES[@]}
+SPID=
+cleanup() {
+	swapoff /dev/rswap0 2>/dev/null
+	for t in $CFG/ctl0 $CFG/bad0; do
+		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
+		rmdir $t 2>/dev/null
+	done
+	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+[ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+dmesg_mark "25-rswapctl"
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 64M >/dev/null || ktap_skip_rest "rswap-server does not start"
+grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+swapoff -a 2>/dev/null
+
+# 1. add as swap
+if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --client-id 0x2501 --swap --priority 5 \
+	>"$OUT/add.out" 2>&1 && awk '$1 == "/dev/rswap0" && $5 == 5 { f = 1 } END { exit !f }' /proc/swaps; then
+	ktap_pass "$(ktap_name)"
+else
+	ktap_fail "$(ktap_name)" "$(cat "$OUT/add.out"; cat /proc/swaps)"; ktap_skip_rest "no target"
+fi
+
+# 2. list and status, as JSON
+"$CTL" list --json >"$OUT/list.json" 2>&1
+"$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
+"$CTL" list >"$OUT/list.txt" 2>&1
+if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" >"$OUT/check.out" 2>&1 <<'PY'
+import json, sys
+lst = json.load(open(sys.argv[1]))
+st = json.load(open(sys.argv[2]))
+ip, port = sys.argv[3], int(sys.argv[4])
+assert isinstance(lst, list) and len(lst) == 1, lst
+t = lst[0]
+want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
+        "size_bytes": 32 << 20, "state": "connected", "queues_live": 1, "queues_total": 1,
+        "recovering": 0, "dead": 0, "swap_priority": 5}
+for k, v in want.items():
+    assert t.get(k) == v, (k, t.get(k), v)
+assert isinstance(t["region"], int) and t["epoch"] == 1, t
+assert t["swap_used_bytes"] is not None and t["swap_used_bytes"] >= 0, t
+for k, v in want.items():
+    assert st.get(k) == v, ("status", k, st.get(k), v)
+attrs = st["attributes"]
+assert attrs["client_id"] == "0x2501" and attrs["enable"] == "1" and attrs["queues"] == "1", attrs
+print("ok", t)
+PY
+then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(head -2 "$OUT/list.txt" | tr -s ' ' | tr '\n' '|')"
+else
+	ktap_fail "$(ktap_name)" "$(tail -3 "$OUT/check.out"; cat "$OUT/list.json")"
+fi
+
+# 3. a refused add: nothing listens on port 1
+rc=0
+"$CTL" add bad0 --server "$IP:1" --size 16M --queues 1 >"$OUT/bad.out" 2>&1 || rc=$?
+if [ $rc = 1 ] && grep -q "kernel: enable failed: " "$OUT/bad.out" && ! [ -d $CFG/bad0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(tr '\n' ' ' <"$OUT/bad.out")"
+else
+	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/bad.out"); $(ls $CFG)"
+fi
+
+# 4. remove
+if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
+	&& rmmod rswap; then
+	ktap_pass "$(ktap_name)"
+else
+	ktap_fail "$(ktap_name)" "$(cat "$OUT/remove.out"; cat /proc/swaps; ls $CFG)"
+fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+
+ktap_check "$(ktap_name)" dmesg_clean
+ktap_finish
