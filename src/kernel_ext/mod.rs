@@ -4,10 +4,12 @@
 //! neither RDMA nor blk-mq specific.
 
 mod configfs;
+mod hmac;
 mod scatterlist;
 mod workqueue;
 
 pub(crate) use configfs::ItemDependency;
+pub(crate) use hmac::HmacSha256;
 pub(crate) use scatterlist::SgTable;
 pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 
@@ -15,6 +17,12 @@ pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 pub(crate) fn random_u64() -> u64 {
     // SAFETY: `get_random_u64` has no preconditions.
     unsafe { kernel::bindings::get_random_u64() }
+}
+
+/// Fills `buf` with random bytes (`get_random_bytes`).
+pub(crate) fn random_bytes(buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    unsafe { kernel::bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
 }
 
 /// The number of possible CPU ids (an upper bound on online CPUs).
