@@ -129,6 +129,66 @@ pub(crate) fn boolean(s: &str) -> Result<bool, Invalid> {
     }
 }
 
+/// Shortest secret, in bytes (the wire format's `SECRET_MIN_LEN`).
+pub(crate) const SECRET_MIN: usize = 16;
+/// Longest secret, in bytes (the wire format's `SECRET_MAX_LEN`).
+pub(crate) const SECRET_MAX: usize = 64;
+
+/// A client's secret: the key both ends of the authentication use. Its bytes are wiped
+/// when it is dropped, and its `Debug` form does not show them.
+#[derive(Clone)]
+pub(crate) struct Secret {
+    bytes: [u8; SECRET_MAX],
+    len: usize,
+}
+
+impl Secret {
+    /// The secret's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or(&[])
+    }
+}
+
+impl core::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Secret({} bytes)", self.len)
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.bytes.fill(0);
+        // Keeps the wipe of memory that is about to die from being optimised away.
+        core::hint::black_box(&self.bytes);
+    }
+}
+
+/// A secret written as hexadecimal digits: 16 to 64 bytes (32 to 128 digits), upper or
+/// lower case.
+pub(crate) fn secret(s: &str) -> Result<Secret, Invalid> {
+    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Invalid("a secret is hexadecimal digits"));
+    }
+    let (len, odd) = (s.len() / 2, s.len() & 1);
+    if odd != 0 {
+        return Err(Invalid("a secret has an even number of hexadecimal digits"));
+    }
+    if !(SECRET_MIN..=SECRET_MAX).contains(&len) {
+        return Err(Invalid(
+            "a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)",
+        ));
+    }
+    let mut out = Secret {
+        bytes: [0; SECRET_MAX],
+        len,
+    };
+    for (dst, pair) in out.bytes.iter_mut().zip(s.as_bytes().chunks_exact(2)) {
+        let digits = core::str::from_utf8(pair).map_err(|_| Invalid("not hexadecimal"))?;
+        *dst = u8::from_str_radix(digits, 16).map_err(|_| Invalid("not hexadecimal"))?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +286,32 @@ mod tests {
         assert_eq!(boolean("0"), Ok(false));
         assert!(boolean("2").is_err());
         assert!(boolean("true").is_err());
+    }
+
+    #[test]
+    fn secrets() {
+        let hex32 = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        let s = secret(hex32).expect("32 bytes");
+        assert_eq!(
+            s.bytes(),
+            (0u8..32).collect::<std::vec::Vec<_>>().as_slice()
+        );
+        assert_eq!(
+            secret(&hex32.to_uppercase()).map(|s| s.bytes()[31]),
+            Ok(0x1f)
+        );
+        assert_eq!(std::format!("{s:?}"), "Secret(32 bytes)");
+        assert_eq!(secret(&"ab".repeat(16)).map(|s| s.bytes().len()), Ok(16));
+        assert_eq!(secret(&"ab".repeat(64)).map(|s| s.bytes().len()), Ok(64));
+        for bad in [
+            "ab".repeat(15),
+            "ab".repeat(65),
+            std::format!("{hex32}0"),
+            std::format!("{}xy", "ab".repeat(16)),
+            std::format!("+{}", "a".repeat(33)),
+            std::format!("0x{}", "ab".repeat(16)),
+        ] {
+            assert!(secret(&bad).is_err(), "{bad}");
+        }
     }
 }

@@ -93,7 +93,7 @@ impl configfs::AttributeOperations<0> for Root {
 
     fn show(_this: &Root, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut w = Formatter::new(page);
-        w.write_str("rswap 1 (wire format 1)\n")?;
+        w.write_str("rswap 2 (wire format 2)\n")?;
         Ok(w.bytes_written())
     }
 }
@@ -123,6 +123,7 @@ impl configfs::GroupOperations for Root {
                 recovery_ms: 10,
                 keepalive_ms: 11,
                 last_error: 12,
+                secret: 13,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -139,15 +140,12 @@ impl configfs::GroupOperations for Root {
                     size: None,
                     queues,
                     depth: DEFAULT_DEPTH,
-                    client_id: loop {
-                        let id = kernel_ext::random_u64();
-                        if id != 0 {
-                            break id;
-                        }
-                    },
+                    client_id: nonzero_random(),
                     timeout_ms: DEFAULT_TIMEOUT_MS,
                     recovery_ms: DEFAULT_RECOVERY_MS,
                     keepalive_ms: DEFAULT_KEEPALIVE_MS,
+                    secret: None,
+                    instance: nonzero_random(),
                     enabled: None,
                 }),
                 last_error <- new_mutex!(LastError {
@@ -156,6 +154,16 @@ impl configfs::GroupOperations for Root {
                 }),
             }),
         ))
+    }
+}
+
+/// A random number other than 0.
+fn nonzero_random() -> u64 {
+    loop {
+        let v = kernel_ext::random_u64();
+        if v != 0 {
+            return v;
+        }
     }
 }
 
@@ -216,6 +224,11 @@ struct Settings {
     timeout_ms: u32,
     recovery_ms: u32,
     keepalive_ms: u32,
+    /// The secret the target authenticates with, if it has one.
+    secret: Option<parse::Secret>,
+    /// Which instance of its client id this target is, towards the server: random for
+    /// each directory, kept across `enable` cycles (a region has one owner instance).
+    instance: u64,
     /// The disk, while enabled.
     enabled: Option<Enabled>,
 }
@@ -277,6 +290,8 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         timeout_ms: s.timeout_ms,
         recovery_ms: s.recovery_ms,
         keepalive_ms: s.keepalive_ms,
+        secret: s.secret.clone(),
+        instance: s.instance,
     };
     let failed = |e: Error| {
         refuse(
@@ -397,6 +412,28 @@ setting_attr!(
     |t| parse::keepalive_ms(t),
     |s, v| s.keepalive_ms = v as u32
 );
+
+/// `secret`: write-only in effect; reading says only whether one is set.
+#[vtable]
+impl configfs::AttributeOperations<13> for TargetConfig {
+    type Data = TargetConfig;
+
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let set = this.inner.lock().secret.is_some();
+        show_with(page, |w| {
+            writeln!(w, "{}", if set { "(set)" } else { "(unset)" })
+        })
+    }
+
+    fn store(this: &TargetConfig, page: &[u8]) -> Result {
+        let text = parse::text(page).map_err(|e| invalid(this, "secret", e))?;
+        let secret = match text {
+            "none" => None,
+            hex => Some(parse::secret(hex).map_err(|e| invalid(this, "secret", e))?),
+        };
+        store_setting(this, "secret", |s| s.secret = secret)
+    }
+}
 
 #[vtable]
 impl configfs::AttributeOperations<7> for TargetConfig {

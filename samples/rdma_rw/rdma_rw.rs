@@ -42,7 +42,7 @@ use kernel::{
     sync::Arc,
     time::{delay::fsleep, Delta},
 };
-use wire::{ConnectRequest, RegionDescriptor};
+use wire::{Auth, ConnectRequest, RegionDescriptor};
 
 module! {
     type: RdmaRw,
@@ -209,6 +209,8 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         queue_index: 0,
         queue_count: 1,
         requested_size: 1 << 20,
+        // The shortest path: no secret, so the server must run with `--insecure`.
+        auth: Auth::None { instance: 1 },
     }
     .encode(&mut hello);
     cm.connect(&ConnectParams {

@@ -14,8 +14,10 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
     blk::{Disk, DiskIndex, DiskParams},
+    config_parse::Secret,
+    kernel_ext::HmacSha256,
     transport::{
-        link::LinkParams,
+        link::{Credentials, LinkParams},
         name::Name,
         session::{Health, Session, SessionConfig},
         wire::RegionDescriptor,
@@ -46,6 +48,10 @@ pub(crate) struct DiskConfig {
     pub(crate) recovery_ms: u32,
     /// Milliseconds between keep-alive probes of each queue; 0 turns them off.
     pub(crate) keepalive_ms: u32,
+    /// The secret the client authenticates with, if it has one.
+    pub(crate) secret: Option<Secret>,
+    /// Which instance of the client id this is.
+    pub(crate) instance: u64,
 }
 
 /// A connected disk.
@@ -64,6 +70,19 @@ impl RemoteDisk {
     pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
         let index = DiskIndex::take()?;
         let name = Name::new(fmt!("rswap{}", index.get()));
+        let key = match &config.secret {
+            None => None,
+            Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
+                pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
+            })?),
+        };
+        let credentials = Arc::new(
+            Credentials {
+                instance: config.instance,
+                key,
+            },
+            GFP_KERNEL,
+        )?;
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
@@ -75,6 +94,7 @@ impl RemoteDisk {
                 depth: config.depth,
                 max_sge: MAX_SEGMENTS as u32,
                 timeout_ms: config.timeout_ms,
+                credentials,
             },
             recovery_ms: config.recovery_ms,
             keepalive_ms: config.keepalive_ms,

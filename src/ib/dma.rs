@@ -165,7 +165,7 @@ pub(crate) struct DmaBuf {
 
 impl DmaBuf {
     /// The size of every `DmaBuf` (room for any control message of the wire format).
-    pub(crate) const SIZE: usize = 64;
+    pub(crate) const SIZE: usize = 128;
 
     /// Allocates a buffer holding `contents` (zero-padded; at most `SIZE` bytes are used)
     /// and maps it for `dir` on `dev`. The contents are written before mapping.

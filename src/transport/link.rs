@@ -6,7 +6,10 @@
 //! device's object (shared PD) and register the queue as a user of the device, create
 //! the QP with a CQ from the device's pool, post the RECV for the region descriptor,
 //! connect with the [`ConnectRequest`] as private data, and take the descriptor the server
-//! sends once the connection is up. Each step waits, bounded, for the event that ends it:
+//! sends once the connection is up. A client with a secret first dials once with a hello,
+//! which the server refuses with a challenge, then dials again with its proof for that
+//! challenge, and checks the server's proof in the descriptor before it uses the region
+//! (see `Documentation/wire-format.md`). Each step waits, bounded, for the event that ends it:
 //! the CM handler and the receive completion record their events in [`LinkEvents`] and
 //! wake the connecting thread; nothing polls. [`LinkEvents::abort`] ends a wait at once
 //! (teardown, device removal).
@@ -32,7 +35,10 @@ use kernel::{
 use super::{
     name::Name,
     remote::RemoteRegion,
-    wire::{ConnectRequest, RegionDescriptor, RejectReason},
+    wire::{
+        client_proof_input, mac_eq, server_proof_input, Auth, ConnectRequest, RegionDescriptor,
+        Reject, RejectCode, RejectReason, CLIENT_MAC_LEN, NONCE_LEN,
+    },
 };
 use crate::{
     ib::{
@@ -43,11 +49,21 @@ use crate::{
         qp::{QpCaps, RdmaOp},
         DeviceUser, Qp, RdmaDevice,
     },
+    kernel_ext::{self, HmacSha256},
     rdma_client,
 };
 
+/// How a link proves to the server who it is.
+pub(crate) struct Credentials {
+    /// Which instance of the client id this is (one per configured target).
+    pub(crate) instance: u64,
+    /// The client's secret as a keyed HMAC; `None`: the client has no secret, and only a
+    /// server that admits clients without one (`--insecure`) lets it in.
+    pub(crate) key: Option<HmacSha256>,
+}
+
 /// Where to connect and what to ask for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub(crate) struct LinkParams {
     /// The server's IPv4 address (host byte order).
     pub(crate) ip: u32,
@@ -66,6 +82,8 @@ pub(crate) struct LinkParams {
     /// Milliseconds each connection step may take (the connect itself: three times
     /// that).
     pub(crate) timeout_ms: u32,
+    /// How the link authenticates.
+    pub(crate) credentials: Arc<Credentials>,
 }
 
 /// Told when a link that was up goes down on its own (the server disconnected it, a
@@ -98,6 +116,8 @@ enum Failure {
     DeviceRemoval,
     /// rswap gave up on it (teardown).
     Aborted,
+    /// The server could not prove that it knows the client's secret.
+    Unauthentic,
 }
 
 /// The region descriptor's receive.
@@ -112,6 +132,20 @@ struct Progress {
     step: Step,
     failure: Option<Failure>,
     descriptor: Descriptor,
+    /// The server's challenge, when it answered a hello with one.
+    challenge: Option<u64>,
+    /// Set by [`LinkEvents::abort`]: every wait of every later dial fails too.
+    aborted: bool,
+}
+
+impl Progress {
+    const NEW: Self = Self {
+        step: Step::Started,
+        failure: None,
+        descriptor: Descriptor::Pending,
+        challenge: None,
+        aborted: false,
+    };
 }
 
 /// What the CM and the descriptor's receive report for one link, and the wait for it.
@@ -145,14 +179,7 @@ impl LinkEvents {
                 index,
                 asked,
                 watcher,
-                progress <- new_spinlock_irq!(
-                    Progress {
-                        step: Step::Started,
-                        failure: None,
-                        descriptor: Descriptor::Pending,
-                    },
-                    "rswap::LinkEvents::progress"
-                ),
+                progress <- new_spinlock_irq!(Progress::NEW, "rswap::LinkEvents::progress"),
                 changed <- new_condvar!("rswap::LinkEvents::changed"),
             }),
             GFP_KERNEL,
@@ -164,10 +191,29 @@ impl LinkEvents {
         self.changed.notify_all();
     }
 
-    /// Ends any wait of this link at once with `ECANCELED` (and every later one).
+    /// Ends any wait of this link at once with `ECANCELED` (and every later one, also of
+    /// a later dial).
     pub(crate) fn abort(&self) {
         self.update(|p| {
+            p.aborted = true;
             p.failure.get_or_insert(Failure::Aborted);
+        });
+    }
+
+    /// Ends the waits of the connection being torn down, which is not coming back.
+    fn close(&self) {
+        self.update(|p| {
+            p.failure.get_or_insert(Failure::Aborted);
+        });
+    }
+
+    /// Starts over for the next dial of the same link, unless the link was aborted.
+    /// Only once the previous dial's cm_id is gone: no event of it can come any more.
+    fn restart(&self) {
+        self.update(|p| {
+            if !p.aborted {
+                *p = Progress::NEW;
+            }
         });
     }
 
@@ -221,7 +267,7 @@ impl LinkEvents {
     fn report(&self, failure: Failure, what: &str) -> Error {
         match failure {
             Failure::Aborted => ECANCELED,
-            Failure::Rejected(_, Some(r)) => {
+            Failure::Rejected(_, Some(r)) if r.code == RejectCode::TooLarge => {
                 pr_err!(
                     "{}: queue {}: the server rejected the connection: {} (asked {} bytes, it can give {})\n",
                     self.name,
@@ -231,6 +277,23 @@ impl LinkEvents {
                     r.max_size
                 );
                 ECONNREFUSED
+            }
+            Failure::Rejected(_, Some(r)) => {
+                pr_err!(
+                    "{}: queue {}: the server rejected the connection: {}\n",
+                    self.name,
+                    self.index,
+                    r.code.name()
+                );
+                ECONNREFUSED
+            }
+            Failure::Unauthentic => {
+                pr_err!(
+                    "{}: queue {}: the server's proof is wrong: it does not know this target's secret\n",
+                    self.name,
+                    self.index
+                );
+                EACCES
             }
             Failure::Rejected(status, None) => {
                 pr_err!(
@@ -278,12 +341,16 @@ impl CmHandler for LinkEvents {
             CmEvent::Rejected {
                 status,
                 private_data,
-            } => {
-                let reason = RejectReason::decode(private_data).ok();
-                self.update(|p| {
-                    p.failure.get_or_insert(Failure::Rejected(status, reason));
-                });
-            }
+            } => self.update(|p| match Reject::decode(private_data) {
+                Ok(Reject::Challenge { server_nonce }) => p.challenge = Some(server_nonce),
+                Ok(Reject::Refused(reason)) => {
+                    p.failure
+                        .get_or_insert(Failure::Rejected(status, Some(reason)));
+                }
+                Err(_) => {
+                    p.failure.get_or_insert(Failure::Rejected(status, None));
+                }
+            }),
             CmEvent::Disconnected => {
                 let mut was_up = false;
                 self.update(|p| {
@@ -353,7 +420,7 @@ impl Drop for Conn {
         // Disconnect (QP to error), wait until every posted work request has come back
         // through its completion, and leave the device's users; the cm_id then destroys
         // the QP, then itself.
-        self.cm.handler().abort();
+        self.cm.handler().close();
         self.cm.disconnect();
         self.cm.drain();
         self.dev.detach(&*self.user);
@@ -473,6 +540,152 @@ impl Link {
     ) -> Result<Arc<Self>> {
         let name = events.name;
         let ms = params.timeout_ms;
+        let creds = &params.credentials;
+        let mut request = ConnectRequest {
+            client_id: params.client_id,
+            queue_index: index,
+            queue_count: params.queue_count,
+            requested_size: params.size,
+            auth: Auth::None {
+                instance: creds.instance,
+            },
+        };
+        // With a secret: the hello, answered by a challenge, then the proof for it.
+        let mut proof = None;
+        if let Some(key) = &creds.key {
+            let mut client_nonce = [0u8; NONCE_LEN];
+            kernel_ext::random_bytes(&mut client_nonce);
+            request.auth = Auth::Hello {
+                client_nonce,
+                instance: creds.instance,
+            };
+            let hello = Self::dial(params, index, events, user.clone(), &request)?;
+            let challenge = events.wait(ms.saturating_mul(3), "authentication", |p| {
+                match (p.challenge, p.step) {
+                    (Some(nonce), _) => Some(Ok(nonce)),
+                    (None, Step::Established) => Some(Err(())),
+                    _ => None,
+                }
+            });
+            // The hello's cm_id goes before the next dial, so none of its events can
+            // reach the next one.
+            drop(hello);
+            let server_nonce = challenge?.map_err(|()| {
+                pr_err!(
+                    "{}: queue {}: the server accepted a hello without a challenge\n",
+                    name,
+                    index
+                );
+                EPROTO
+            })?;
+            events.restart();
+            let input = client_proof_input(&request, creds.instance, &client_nonce, server_nonce);
+            let digest = key.digest(&input)?;
+            let mut mac = [0u8; CLIENT_MAC_LEN];
+            mac.copy_from_slice(digest.get(..CLIENT_MAC_LEN).ok_or(EINVAL)?);
+            request.auth = Auth::Proof { server_nonce, mac };
+            proof = Some((key, client_nonce, server_nonce));
+        }
+        let (conn, send_sge) = Self::dial(params, index, events, user, &request)?;
+        events
+            .wait(ms.saturating_mul(3), "connect", |p| match (p.challenge, p.step) {
+                (Some(_), _) => Some(Err(())),
+                (None, Step::Established) => Some(Ok(())),
+                _ => None,
+            })?
+            .map_err(|()| {
+                pr_err!(
+                    "{}: queue {}: the server answered with a challenge, though this target has no secret (or just proved it)\n",
+                    name,
+                    index
+                );
+                EPROTO
+            })?;
+        let bytes = events.wait(ms, "receiving the region descriptor", |p| {
+            match p.descriptor {
+                Descriptor::Pending => None,
+                Descriptor::Received(b) => Some(Ok(b)),
+                Descriptor::Failed => Some(Err(())),
+            }
+        })?;
+        let bytes = bytes.map_err(|()| {
+            pr_err!(
+                "{}: queue {}: receiving the region descriptor failed\n",
+                name,
+                index
+            );
+            EIO
+        })?;
+        let descriptor = RegionDescriptor::decode(&bytes).map_err(|e| {
+            pr_err!(
+                "{}: queue {}: bad region descriptor: {:?}\n",
+                name,
+                index,
+                e
+            );
+            EPROTO
+        })?;
+        if let Some((key, client_nonce, server_nonce)) = proof {
+            let input = server_proof_input(
+                params.client_id,
+                &client_nonce,
+                server_nonce,
+                &descriptor.body(),
+            );
+            if !mac_eq(&key.digest(&input)?, &descriptor.mac) {
+                return Err(events.report(Failure::Unauthentic, "authentication"));
+            }
+        }
+        if descriptor.length < params.size {
+            pr_err!(
+                "{}: queue {}: the server's region is {} bytes, {} were asked for\n",
+                name,
+                index,
+                descriptor.length,
+                params.size
+            );
+            return Err(EPROTO);
+        }
+        Arc::pin_init(
+            try_pin_init!(&this in Self {
+                region: RemoteRegion {
+                    addr: descriptor.remote_addr,
+                    len: params.size,
+                    rkey: descriptor.rkey,
+                },
+                descriptor,
+                max_sge: send_sge,
+                conn <- Revocable::new(conn),
+                // INVARIANT: the probe's link is this one, and its slot holds it.
+                probe <- new_spinlock_irq!(
+                    Some(ProbeBox(KBox::new(
+                        Probe {
+                            cqe: Cqe::new(),
+                            // SAFETY: `this` is the link being initialised: not null.
+                            link: unsafe { NonNull::new_unchecked(this.as_ptr()) },
+                        },
+                        GFP_KERNEL,
+                    )?)),
+                    "rswap::Link::probe"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Dials the server once with `request` as the connect's private data: resolves the
+    /// address and route, joins the device's users, creates the QP and posts the RECV for
+    /// the descriptor, and starts the connect; `events` hears how it ends. Returns the
+    /// connection (dropping it tears down what was built) and the SGEs a work request on
+    /// it may carry.
+    fn dial(
+        params: &LinkParams,
+        index: u16,
+        events: &Arc<LinkEvents>,
+        user: Arc<dyn DeviceUser>,
+        request: &ConnectRequest,
+    ) -> Result<(Conn, u32)> {
+        let ms = params.timeout_ms;
         let cm = CmId::new(events.clone())?;
 
         cm.resolve_addr(params.ip, params.port, ms)?;
@@ -501,79 +714,12 @@ impl Link {
             u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);
 
         let mut private = [0u8; ConnectRequest::SIZE];
-        ConnectRequest {
-            client_id: params.client_id,
-            queue_index: index,
-            queue_count: params.queue_count,
-            requested_size: params.size,
-        }
-        .encode(&mut private);
+        request.encode(&mut private);
         conn.cm.connect(&ConnectParams {
             private_data: &private,
             initiator_depth,
         })?;
-        events.wait(ms.saturating_mul(3), "connect", |p| {
-            (p.step == Step::Established).then_some(())
-        })?;
-        let bytes = events.wait(ms, "receiving the region descriptor", |p| {
-            match p.descriptor {
-                Descriptor::Pending => None,
-                Descriptor::Received(b) => Some(Ok(b)),
-                Descriptor::Failed => Some(Err(())),
-            }
-        })?;
-        let bytes = bytes.map_err(|()| {
-            pr_err!(
-                "{}: queue {}: receiving the region descriptor failed\n",
-                name,
-                index
-            );
-            EIO
-        })?;
-        let descriptor = RegionDescriptor::decode(&bytes).map_err(|e| {
-            pr_err!(
-                "{}: queue {}: bad region descriptor: {:?}\n",
-                name,
-                index,
-                e
-            );
-            EPROTO
-        })?;
-        if descriptor.length < params.size {
-            pr_err!(
-                "{}: queue {}: the server's region is {} bytes, {} were asked for\n",
-                name,
-                index,
-                descriptor.length,
-                params.size
-            );
-            return Err(EPROTO);
-        }
-        Arc::pin_init(
-            try_pin_init!(&this in Self {
-                region: RemoteRegion {
-                    addr: descriptor.remote_addr,
-                    len: params.size,
-                    rkey: descriptor.rkey,
-                },
-                descriptor,
-                max_sge: caps.send_sge,
-                conn <- Revocable::new(conn),
-                // INVARIANT: the probe's link is this one, and its slot holds it.
-                probe <- new_spinlock_irq!(
-                    Some(ProbeBox(KBox::new(
-                        Probe {
-                            cqe: Cqe::new(),
-                            // SAFETY: `this` is the link being initialised: not null.
-                            link: unsafe { NonNull::new_unchecked(this.as_ptr()) },
-                        },
-                        GFP_KERNEL,
-                    )?)),
-                    "rswap::Link::probe"
-                ),
-            }),
-            GFP_KERNEL,
-        )
+        Ok((conn, caps.send_sge))
     }
 
     /// The region as the data path addresses it.

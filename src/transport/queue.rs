@@ -164,7 +164,7 @@ impl Queue {
             pin_init!(Self {
                 index,
                 name,
-                params: *params,
+                params: params.clone(),
                 recovery_ms,
                 state: AtomicState::new(State::Connecting),
                 teardown <- new_mutex!((), "rswap::Queue::teardown"),

@@ -81,7 +81,7 @@ srv_rswap_server_start() { # ADDR SIZE_MB [PORT]
 	log=$SRV_LOG/rswap-server-$port.log
 	[ -x "$RSWAP_SERVER_BIN" ] || { echo "not available: rswap-server is not built ($RSWAP_SERVER_BIN)"; return 1; }
 	srv_rswap_server_stop "$port"
-	setsid "$RSWAP_SERVER_BIN" --listen "$1:$port" --size "$(($2 + 16))M" \
+	setsid "$RSWAP_SERVER_BIN" --listen "$1:$port" --size "$(($2 + 16))M" --insecure \
 		> "$log" 2>&1 < /dev/null &
 	pid=$!
 	echo $pid > "/run/rswap-server-$port.pid"

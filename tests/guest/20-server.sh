@@ -27,7 +27,7 @@ NAMES=(
 	"second client id gets a different region"
 	"too large an ask is rejected with TooLarge and max_size = pool left"
 	"queue_count disagreeing with live queues is rejected with QueueMismatch"
-	"unknown protocol version is rejected with BadVersion"
+	"a version-1 client is rejected with BadVersion, in a reject it can read"
 	"size 0 is rejected with BadRequest"
 	"queue_count above --max-queues (64) is rejected with BadRequest, the cap named in the log"
 	"listening on a wildcard address logs a warning"
@@ -73,7 +73,7 @@ if ! why=$(rxe_up 2>&1); then
 fi
 
 # 1. bad option
-err=$("$SRV" --listen "$IP:$P1" --size 16M --frobnicate 2>&1 >/dev/null); rc=$?
+err=$("$SRV" --listen "$IP:$P1" --size 16M --insecure --frobnicate 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]]; then
 	ktap_pass "$(ktap_name)"
 else
@@ -81,7 +81,7 @@ else
 fi
 
 # 2. an address no interface has
-err=$(timeout 20 "$SRV" --listen 198.51.100.7:$P1 --size 16M 2>&1 >/dev/null); rc=$?
+err=$(timeout 20 "$SRV" --listen 198.51.100.7:$P1 --size 16M --insecure 2>&1 >/dev/null); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 	&& [[ $err == *"cannot listen on 198.51.100.7:$P1"* ]]; then
 	ktap_pass "$(ktap_name)"
@@ -90,9 +90,9 @@ else
 fi
 
 # 3. server 1 (and server 2 for the grace and --max-clients tests)
-"$SRV" --listen "$IP:$P1" --size 16M --grace 30 --log-level debug 2>"$OUT/server1.log" &
+"$SRV" --listen "$IP:$P1" --size 16M --grace 30 --log-level debug --insecure 2>"$OUT/server1.log" &
 SPID1=$!
-"$SRV" --listen "$IP:$P2" --size 8M --grace 1 --max-clients 1 2>"$OUT/server2.log" &
+"$SRV" --listen "$IP:$P2" --size 8M --grace 1 --max-clients 1 --insecure 2>"$OUT/server2.log" &
 SPID2=$!
 if wait_log "$OUT/server1.log" "event=listening addr=$IP:$P1" 20 \
 	&& wait_log "$OUT/server2.log" "event=listening addr=$IP:$P2" 20; then
@@ -160,8 +160,9 @@ else
 fi
 kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; HOLD=
 
-# 9. version 2 does not exist
-client $P1 --client-id 5 --size 1M --proto-version 2 --expect-reject BadVersion
+# 9. a version-1 client (before authentication) is refused with BadVersion, framed as
+# version 1 so that it can read why
+client $P1 --client-id 5 --size 1M --proto-version 1 --expect-reject BadVersion
 if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadVersion'; then
 	ktap_pass "$(ktap_name)"
 else
@@ -186,7 +187,7 @@ else
 fi
 
 # 10c. a wildcard address: the server warns (and still listens)
-"$SRV" --listen "0.0.0.0:7474" --size 4M >"$OUT/server-wildcard.log" 2>&1 &
+"$SRV" --listen "0.0.0.0:7474" --size 4M --insecure >"$OUT/server-wildcard.log" 2>&1 &
 wpid=$!
 if wait_log "$OUT/server-wildcard.log" "event=listen_wildcard" 20 && grep -q 'event=listening' "$OUT/server-wildcard.log"; then
 	ktap_pass "$(ktap_name)"
@@ -260,7 +261,7 @@ SPID2=
 if [ ! -e /proc/sys/vm/nr_hugepages ]; then
 	# A kernel without HugeTLB (the tinyconfig debug kernel): the server must still fail
 	# with one clear line; the hugepage-backed run cannot happen.
-	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>&1 >/dev/null); rc=$?
+	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages --insecure 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 		&& [[ $err == "rswap-server: --hugepages: "* ]]; then
 		ktap_pass "$(ktap_name)"
@@ -271,7 +272,7 @@ if [ ! -e /proc/sys/vm/nr_hugepages ]; then
 else
 # 15. hugepages: none reserved -> refuse to start
 	echo 0 >/proc/sys/vm/nr_hugepages
-	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>&1 >/dev/null); rc=$?
+	err=$(timeout 20 "$SRV" --listen "$IP:$P3" --size 8M --hugepages --insecure 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 		&& [[ $err == *"no hugepages are reserved"* ]]; then
 		ktap_pass "$(ktap_name)"
@@ -285,7 +286,7 @@ else
 		|| [ "$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)" != 2048 ]; then
 		ktap_skip "$(ktap_name)" "could not reserve 2M hugepages"
 	else
-		"$SRV" --listen "$IP:$P3" --size 8M --hugepages 2>"$OUT/server3.log" &
+		"$SRV" --listen "$IP:$P3" --size 8M --hugepages --insecure 2>"$OUT/server3.log" &
 		SPID3=$!
 		wait_log "$OUT/server3.log" "event=listening addr=$IP:$P3" 20
 		free_before=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)

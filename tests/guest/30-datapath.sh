@@ -41,7 +41,7 @@ trap target_cleanup EXIT
 rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "30-datapath"
 
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 \
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 --insecure \
 	|| ktap_skip_rest "rswap-server does not start"
 
 rswap_load && [ -d $CFG ]

@@ -44,7 +44,7 @@ rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "40-swap"
 if [ -z "${RSWAP_PEER_IP:-}" ]; then
 	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built"
-	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + 64))M >"$OUT/server.log" 2>&1 &
+	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + 64))M --insecure >"$OUT/server.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
 fi

@@ -39,7 +39,7 @@ trap target_cleanup EXIT
 rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
 dmesg_mark "45-recovery"
 
-start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120; }
+start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120 --insecure; }
 # The successful reconnects so far, and the requests issued again (fields of the state).
 recoveries() { state_field $T recoveries; }
 retried() { state_field $T retried; }
@@ -113,7 +113,7 @@ fi
 # its maintenance (12 s): the region survives only because the queues reconnect at once.
 G=$CFG/grace
 GLOG=$OUT/server-grace.log
-"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 >"$GLOG" 2>&1 &
+"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 --insecure >"$GLOG" 2>&1 &
 GPID=$!
 for _ in $(seq 100); do grep -q listening "$GLOG" && break; sleep 0.1; done
 mkdir $G

@@ -58,7 +58,7 @@ start() {
 	[ $# -gt 0 ] || set -- --grace 120
 	RUN=$((RUN + 1))
 	LOG=$OUT/server-$RUN.log
-	server_start "$LOG" --listen "$IP:$P" --size 32M --state-dir "$SD" "$@"
+	server_start "$LOG" --listen "$IP:$P" --size 32M --state-dir "$SD" --insecure "$@"
 }
 # kill_server SIG: sends SIG to the server and waits for it to end; status in $SRC.
 SRC=
@@ -122,7 +122,7 @@ $CO"; fail_diag "expected regions $R1 and $R2 as 4 files, client 1's metadata wi
 fi
 
 # 2. the state directory is locked by the running server
-err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$SD" 2>&1 >/dev/null); rc=$?
+err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$SD" --insecure 2>&1 >/dev/null); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
 	&& [[ $err == *"in use by another rswap-server"* ]] && [ "$(regions)" -eq 4 ]; then
 	ktap_pass "$(ktap_name)"

@@ -59,8 +59,8 @@ for d in $SDA $SDB; do
 	mkdir -p $d && mount -t tmpfs -o size=$((REGION_MB + 32))M rswap-49 $d && MOUNTS="$MOUNTS $d"
 done
 # start_a / start_b: each server on its own port and state directory.
-start_a() { server_start "$OUT/server-a.log" --listen "$IP:$PA" --size $((REGION_MB + 16))M --grace 120 --state-dir $SDA && SA=$SPID; }
-start_b() { server_start "$OUT/server-b.log" --listen "$IP:$PB" --size $((REGION_MB + 16))M --grace 120 --state-dir $SDB && SB=$SPID; }
+start_a() { server_start "$OUT/server-a.log" --listen "$IP:$PA" --size $((REGION_MB + 16))M --grace 120 --state-dir $SDA --insecure && SA=$SPID; }
+start_b() { server_start "$OUT/server-b.log" --listen "$IP:$PB" --size $((REGION_MB + 16))M --grace 120 --state-dir $SDB --insecure && SB=$SPID; }
 start_a >/dev/null && start_b >/dev/null || ktap_skip_rest "rswap-server does not start"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 swapoff -a 2>/dev/null

@@ -13,24 +13,31 @@
 //!
 //! See `Documentation/testing.md` for the properties and the time that takes.
 //!
-//! The wire decoders are compared with a model written here from
-//! `Documentation/wire-format.md` (length, then magic, then version, then fields), so the
-//! exact error is checked as well as the absence of panics. Every byte of a message is
-//! significant and decoding is canonical: whatever a decoder accepts re-encodes to the very
-//! bytes it read. Hence a flipped byte never goes unnoticed: it is refused, or decodes to
-//! another value that encodes to the flipped bytes.
+//! The wire decoders of version 2 (`ConnectRequest` of each kind: hello, proof, no
+//! authentication; `Reject`, a refusal or a challenge; `RegionDescriptor` with the server's
+//! proof) are compared with a model written here from `Documentation/wire-format.md`
+//! (length, then magic, then version, then fields), so the exact error is checked as well
+//! as the absence of panics. Every byte of a message is significant and decoding is
+//! canonical: whatever a decoder accepts re-encodes to the very bytes it read. Hence a
+//! flipped byte never goes unnoticed: it is refused, or decodes to another value that
+//! encodes to the flipped bytes. The bytes the two proofs are computed over are compared
+//! with the layout of that document's table, and `mac_eq` with `==`.
 
 use core::fmt::Debug;
 use core::ops::Range;
 
 use proptest::prelude::*;
+use proptest::sample::Index;
 use std::format;
 use std::string::{String, ToString as _};
 use std::vec::Vec;
 
 use crate::config_parse::{self as parse, MAX_SIZE, MIN_SIZE};
 use crate::remote::{OutOfRange, RemoteRegion};
-use crate::wire::{ConnectRequest, RegionDescriptor, RejectCode, RejectReason, WireError};
+use crate::wire::{
+    client_proof_input, mac_eq, server_proof_input, Auth, ConnectRequest, RegionDescriptor, Reject,
+    RejectCode, RejectReason, WireError,
+};
 
 // --- wire format -------------------------------------------------------------------------
 
@@ -39,13 +46,21 @@ fn le(b: &[u8], r: Range<usize>) -> u64 {
     b[r].iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x))
 }
 
-/// The checks every message starts with, in the documented order.
+/// The `N` bytes of `b` at `off`, as they are.
+fn raw<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&b[off..off + N]);
+    out
+}
+
+/// The checks every message starts with, in the documented order: length, magic "RSWP",
+/// version 2 (any other version, 1 included, is refused).
 fn model_header(b: &[u8], size: usize) -> Result<(), WireError> {
     if b.len() < size {
         Err(WireError::Short)
     } else if b[..4] != *b"RSWP" {
         Err(WireError::BadMagic)
-    } else if b[4..6] != [1, 0] {
+    } else if b[4..6] != [2, 0] {
         Err(WireError::BadVersion)
     } else {
         Ok(())
@@ -72,10 +87,25 @@ impl Msg for ConnectRequest {
         out.to_vec()
     }
     fn model(b: &[u8]) -> Result<Self, WireError> {
-        model_header(b, 32)?;
-        let (flags, reserved) = (le(b, 6..8), le(b, 20..24));
+        model_header(b, 56)?;
+        let (kind, reserved) = (le(b, 6..8), le(b, 20..24));
         let (index, count, size) = (le(b, 16..18), le(b, 18..20), le(b, 24..32));
-        if flags != 0 || reserved != 0 || size == 0 || count == 0 || index >= count {
+        // The 24 bytes at offset 32, by kind.
+        let auth = match kind {
+            1 => Auth::Hello {
+                client_nonce: raw(b, 32),
+                instance: le(b, 48..56),
+            },
+            2 => Auth::Proof {
+                server_nonce: le(b, 32..40),
+                mac: raw(b, 40),
+            },
+            3 if b[32..48].iter().all(|&x| x == 0) => Auth::None {
+                instance: le(b, 48..56),
+            },
+            _ => return Err(WireError::BadField),
+        };
+        if reserved != 0 || size == 0 || count == 0 || index >= count {
             return Err(WireError::BadField);
         }
         Ok(Self {
@@ -83,42 +113,59 @@ impl Msg for ConnectRequest {
             queue_index: index as u16,
             queue_count: count as u16,
             requested_size: size,
+            auth,
         })
     }
 }
 
-/// The reject reasons by wire value, from the table of `Documentation/wire-format.md`.
-const REASONS: [(u16, RejectCode); 6] = [
-    (1, RejectCode::BadVersion),
-    (2, RejectCode::TooLarge),
-    (3, RejectCode::NoMemory),
-    (4, RejectCode::BadRequest),
-    (5, RejectCode::TooManyClients),
-    (6, RejectCode::QueueMismatch),
+/// The reject reasons that refuse, by wire value and name, from the table of
+/// `Documentation/wire-format.md`.
+const REASONS: [(u16, RejectCode, &str); 9] = [
+    (1, RejectCode::BadVersion, "BadVersion"),
+    (2, RejectCode::TooLarge, "TooLarge"),
+    (3, RejectCode::NoMemory, "NoMemory"),
+    (4, RejectCode::BadRequest, "BadRequest"),
+    (5, RejectCode::TooManyClients, "TooManyClients"),
+    (6, RejectCode::QueueMismatch, "QueueMismatch"),
+    (8, RejectCode::AuthFailed, "AuthFailed"),
+    (9, RejectCode::AuthRequired, "AuthRequired"),
+    (10, RejectCode::InUse, "InUse"),
 ];
 
-impl Msg for RejectReason {
-    const SIZE: usize = RejectReason::SIZE;
+/// The reason of a challenge: not a refusal, and not a `RejectCode`.
+const CHALLENGE: u16 = 7;
+
+/// The reject of a reason value, with `value` (offset 8) as its max_size or server nonce;
+/// `None` for a value the table does not have.
+fn model_reason(reason: u64, value: u64) -> Option<Reject> {
+    if reason == u64::from(CHALLENGE) {
+        return Some(Reject::Challenge {
+            server_nonce: value,
+        });
+    }
+    let code = REASONS.iter().find(|r| u64::from(r.0) == reason)?.1;
+    Some(Reject::Refused(RejectReason {
+        code,
+        max_size: value,
+    }))
+}
+
+impl Msg for Reject {
+    const SIZE: usize = Reject::SIZE;
     fn decode(b: &[u8]) -> Result<Self, WireError> {
-        RejectReason::decode(b)
+        Reject::decode(b)
     }
     fn encode_vec(&self) -> Vec<u8> {
-        let mut out = [0; RejectReason::SIZE];
-        self.encode(&mut out);
+        let mut out = [0; Reject::SIZE];
+        match self {
+            Reject::Refused(r) => r.encode(&mut out),
+            Reject::Challenge { server_nonce } => Reject::encode_challenge(*server_nonce, &mut out),
+        }
         out.to_vec()
     }
     fn model(b: &[u8]) -> Result<Self, WireError> {
         model_header(b, 16)?;
-        let reason = le(b, 6..8);
-        let code = REASONS
-            .iter()
-            .find(|(v, _)| u64::from(*v) == reason)
-            .ok_or(WireError::BadField)?
-            .1;
-        Ok(Self {
-            code,
-            max_size: le(b, 8..16),
-        })
+        model_reason(le(b, 6..8), le(b, 8..16)).ok_or(WireError::BadField)
     }
 }
 
@@ -133,10 +180,11 @@ impl Msg for RegionDescriptor {
         out.to_vec()
     }
     fn model(b: &[u8]) -> Result<Self, WireError> {
-        model_header(b, 48)?;
+        model_header(b, 80)?;
         let (flags, epoch, length) = (le(b, 6..8), le(b, 16..20), le(b, 32..40));
         // Only bit 0 (REUSED) is defined. wire.rs checks what its doc comment says: not
-        // that length is a multiple of 4096, nor that REUSED goes with epoch > 1.
+        // that length is a multiple of 4096, nor that REUSED goes with epoch > 1. The mac
+        // is returned as it came (checking it is the caller's).
         if flags & !1 != 0 || le(b, 40..48) != 0 || epoch == 0 || length == 0 {
             return Err(WireError::BadField);
         }
@@ -147,6 +195,7 @@ impl Msg for RegionDescriptor {
             rkey: le(b, 20..24) as u32,
             remote_addr: le(b, 24..32),
             length,
+            mac: raw(b, 48),
         })
     }
 }
@@ -199,16 +248,19 @@ fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
 
 /// Buffers near a valid message of `size` bytes, so the field checks are reached (random
 /// bytes almost never carry the magic): the encoding of a value from `values`, or the
-/// header followed by bytes that are mostly zero (so reserved fields and flags often pass);
-/// then zero to three random byte changes anywhere, and a length that is mostly `size`
-/// but may be shorter or longer (arbitrary tail).
+/// magic and version 2 (sometimes 1) followed by bytes that are mostly zero or small (so
+/// reserved fields, kinds, flags and reasons often pass); then zero to three random byte
+/// changes anywhere, and a length that is mostly `size` but may be shorter or longer
+/// (arbitrary tail).
 fn near_valid<M: Msg>(values: impl Strategy<Value = M>) -> impl Strategy<Value = Vec<u8>> {
     let size = M::SIZE;
-    let byte = prop_oneof![3 => Just(0u8), 1 => Just(1u8), 2 => any::<u8>()];
+    let byte = prop_oneof![3 => Just(0u8), 1 => Just(1u8), 1 => 2..=10u8, 2 => any::<u8>()];
+    let version = prop_oneof![4 => Just(2u8), 1 => Just(1u8)];
     let start = prop_oneof![
         values.prop_map(|v| v.encode_vec()),
-        prop::collection::vec(byte, size - 6).prop_map(|body| {
-            let mut b = b"RSWP\x01\x00".to_vec();
+        (version, prop::collection::vec(byte, size - 6)).prop_map(|(version, body)| {
+            let mut b = b"RSWP".to_vec();
+            b.extend([version, 0]);
             b.extend(body);
             b
         }),
@@ -230,35 +282,72 @@ fn near_valid<M: Msg>(values: impl Strategy<Value = M>) -> impl Strategy<Value =
         })
 }
 
+/// 16 bytes of a nonce or MAC: sometimes all zero (what kind 3 has there), mostly any.
+fn bytes16() -> impl Strategy<Value = [u8; 16]> {
+    prop_oneof![1 => Just([0u8; 16]), 3 => any::<[u8; 16]>()]
+}
+
+/// The authentication of a request, of each of the three kinds.
+fn any_auth() -> impl Strategy<Value = Auth> {
+    prop_oneof![
+        (bytes16(), any::<u64>()).prop_map(|(client_nonce, instance)| Auth::Hello {
+            client_nonce,
+            instance
+        }),
+        (any::<u64>(), bytes16()).prop_map(|(server_nonce, mac)| Auth::Proof { server_nonce, mac }),
+        any::<u64>().prop_map(|instance| Auth::None { instance }),
+    ]
+}
+
 /// Any request, valid or not (`encode` writes whatever it is given).
 fn any_request() -> impl Strategy<Value = ConnectRequest> {
     let small = prop_oneof![0..=4u16, any::<u16>()];
     let size = prop_oneof![Just(0u64), any::<u64>()];
-    (any::<u64>(), small.clone(), small, size).prop_map(|(id, index, count, size)| ConnectRequest {
-        client_id: id,
-        queue_index: index,
-        queue_count: count,
-        requested_size: size,
-    })
+    (any::<u64>(), small.clone(), small, size, any_auth()).prop_map(
+        |(id, index, count, size, auth)| ConnectRequest {
+            client_id: id,
+            queue_index: index,
+            queue_count: count,
+            requested_size: size,
+            auth,
+        },
+    )
 }
 
-/// A request `decode` must accept: `queue_index < queue_count`, non-zero size.
+/// A request `decode` must accept: `queue_index < queue_count`, non-zero size, any kind.
 fn valid_request() -> impl Strategy<Value = ConnectRequest> {
-    (any::<u64>(), 1..=u16::MAX, any::<u16>(), 1..=u64::MAX).prop_map(|(id, count, i, size)| {
-        ConnectRequest {
+    (
+        any::<u64>(),
+        1..=u16::MAX,
+        any::<u16>(),
+        1..=u64::MAX,
+        any_auth(),
+    )
+        .prop_map(|(id, count, i, size, auth)| ConnectRequest {
             client_id: id,
             queue_index: i % count,
             queue_count: count,
             requested_size: size,
-        }
-    })
+            auth,
+        })
 }
 
-fn any_reject() -> impl Strategy<Value = RejectReason> {
-    (0..REASONS.len(), any::<u64>()).prop_map(|(i, max_size)| RejectReason {
-        code: REASONS[i].1,
-        max_size,
-    })
+/// Any reject: a refusal with any of the codes, or a challenge.
+fn any_reject() -> impl Strategy<Value = Reject> {
+    prop_oneof![
+        3 => (0..REASONS.len(), any::<u64>()).prop_map(|(i, max_size)| {
+            Reject::Refused(RejectReason {
+                code: REASONS[i].1,
+                max_size,
+            })
+        }),
+        1 => any::<u64>().prop_map(|server_nonce| Reject::Challenge { server_nonce }),
+    ]
+}
+
+/// The server's proof in a descriptor: sometimes all zero (no authentication), mostly any.
+fn descriptor_mac() -> impl Strategy<Value = [u8; 32]> {
+    prop_oneof![1 => Just([0u8; 32]), 3 => any::<[u8; 32]>()]
 }
 
 /// Any descriptor, valid or not.
@@ -273,20 +362,23 @@ fn any_descriptor() -> impl Strategy<Value = RegionDescriptor> {
         any::<u32>(),
         any::<u64>(),
         length,
+        descriptor_mac(),
     )
         .prop_map(
-            |(flags, region_id, epoch, rkey, remote_addr, length)| RegionDescriptor {
+            |(flags, region_id, epoch, rkey, remote_addr, length, mac)| RegionDescriptor {
                 flags,
                 region_id,
                 epoch,
                 rkey,
                 remote_addr,
                 length,
+                mac,
             },
         )
 }
 
-/// A descriptor `decode` must accept: known flags only, non-zero epoch and length.
+/// A descriptor `decode` must accept: known flags only, non-zero epoch and length, any
+/// proof.
 fn valid_descriptor() -> impl Strategy<Value = RegionDescriptor> {
     (
         0..=1u16,
@@ -295,15 +387,17 @@ fn valid_descriptor() -> impl Strategy<Value = RegionDescriptor> {
         any::<u32>(),
         any::<u64>(),
         1..=u64::MAX,
+        descriptor_mac(),
     )
         .prop_map(
-            |(flags, region_id, epoch, rkey, remote_addr, length)| RegionDescriptor {
+            |(flags, region_id, epoch, rkey, remote_addr, length, mac)| RegionDescriptor {
                 flags,
                 region_id,
                 epoch,
                 rkey,
                 remote_addr,
                 length,
+                mac,
             },
         )
 }
@@ -313,6 +407,66 @@ fn round_trip<M: Msg>(v: &M, pad: &[u8]) -> Result<M, WireError> {
     let mut b = v.encode_vec();
     b.extend_from_slice(pad);
     M::decode(&b)
+}
+
+/// The bytes of the client's proof, from the table "The proofs" of
+/// `Documentation/wire-format.md`: its fields one after the other, 68 bytes.
+fn model_client_proof_input(
+    req: &ConnectRequest,
+    instance: u64,
+    client_nonce: &[u8; 16],
+    server_nonce: u64,
+) -> Vec<u8> {
+    let mut b = b"rswap-v2-client\0".to_vec();
+    b.extend(req.client_id.to_le_bytes());
+    b.extend(req.queue_index.to_le_bytes());
+    b.extend(req.queue_count.to_le_bytes());
+    b.extend(req.requested_size.to_le_bytes());
+    b.extend(instance.to_le_bytes());
+    b.extend(client_nonce);
+    b.extend(server_nonce.to_le_bytes());
+    b
+}
+
+/// The bytes of the server's proof, from the same table: 96 bytes.
+fn model_server_proof_input(
+    client_id: u64,
+    client_nonce: &[u8; 16],
+    server_nonce: u64,
+    body: &[u8; 48],
+) -> Vec<u8> {
+    let mut b = b"rswap-v2-server\0".to_vec();
+    b.extend(client_id.to_le_bytes());
+    b.extend(client_nonce);
+    b.extend(server_nonce.to_le_bytes());
+    b.extend(body);
+    b
+}
+
+/// Pairs of byte strings for `mac_eq`: equal or one byte apart, random of the same length,
+/// a string and a prefix of it (itself included), anything.
+fn mac_pair() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+    let mask = prop_oneof![Just(0u8), 1..=255u8];
+    prop_oneof![
+        (bytes(64), any::<Index>(), mask).prop_map(|(a, i, mask)| {
+            let mut b = a.clone();
+            if !b.is_empty() {
+                b[i.index(a.len())] ^= mask;
+            }
+            (a, b)
+        }),
+        (0..=64usize).prop_flat_map(|n| {
+            (
+                prop::collection::vec(any::<u8>(), n),
+                prop::collection::vec(any::<u8>(), n),
+            )
+        }),
+        (bytes(64), any::<Index>()).prop_map(|(a, i)| {
+            let b = a[..i.index(a.len() + 1)].to_vec();
+            (a, b)
+        }),
+        (bytes(64), bytes(64)),
+    ]
 }
 
 proptest! {
@@ -326,7 +480,8 @@ proptest! {
         check_decode::<ConnectRequest>(&b)?;
     }
 
-    /// Accepted exactly when the documented constraints hold, and then to the same value.
+    /// Accepted exactly when the documented constraints hold, and then to the same value,
+    /// whatever the kind.
     #[test]
     fn fuzz_wire_connect_request_round_trip(
         v in prop_oneof![valid_request(), any_request()],
@@ -347,23 +502,34 @@ proptest! {
     }
 
     #[test]
-    fn fuzz_wire_reject_any_bytes(b in bytes(4 * RejectReason::SIZE)) {
-        check_decode::<RejectReason>(&b)?;
+    fn fuzz_wire_reject_any_bytes(b in bytes(4 * Reject::SIZE)) {
+        check_decode::<Reject>(&b)?;
     }
 
     #[test]
     fn fuzz_wire_reject_near_valid(b in near_valid(any_reject())) {
-        check_decode::<RejectReason>(&b)?;
+        check_decode::<Reject>(&b)?;
     }
 
-    /// Every reject (all six codes, any `max_size`) comes back unchanged.
+    /// Every reject (all nine codes, any `max_size`; a challenge, any nonce) comes back
+    /// unchanged. A refusal to a version-1 client is the same bytes with version 1, which
+    /// this version refuses to decode.
     #[test]
     fn fuzz_wire_reject_round_trip(v in any_reject(), pad in bytes(148)) {
         prop_assert_eq!(round_trip(&v, &pad), Ok(v));
+        if let Reject::Refused(r) = v {
+            let (mut v2, mut v1) = ([0; RejectReason::SIZE], [0; RejectReason::SIZE]);
+            r.encode_as(2, &mut v2);
+            r.encode_as(1, &mut v1);
+            prop_assert_eq!(&v2[..], &v.encode_vec()[..]);
+            v2[4] = 1;
+            prop_assert_eq!(v1, v2);
+            prop_assert_eq!(Reject::decode(&v1), Err(WireError::BadVersion));
+        }
     }
 
     #[test]
-    fn fuzz_wire_reject_byte_flip(v in any_reject(), off in 0..RejectReason::SIZE, mask in 1..=255u8) {
+    fn fuzz_wire_reject_byte_flip(v in any_reject(), off in 0..Reject::SIZE, mask in 1..=255u8) {
         check_flip(v, off, mask)?;
     }
 
@@ -377,7 +543,9 @@ proptest! {
         check_decode::<RegionDescriptor>(&b)?;
     }
 
-    /// Accepted exactly when the documented constraints hold, and then to the same value.
+    /// Accepted exactly when the documented constraints hold (the proof may be anything),
+    /// and then to the same value; `body` is the encoding's first 48 bytes, the proof the
+    /// rest.
     #[test]
     fn fuzz_wire_descriptor_round_trip(
         v in prop_oneof![valid_descriptor(), any_descriptor()],
@@ -387,6 +555,9 @@ proptest! {
         let want = if valid { Ok(v) } else { Err(WireError::BadField) };
         prop_assert_eq!(round_trip(&v, &pad), want);
         prop_assert_eq!(v.reused(), v.flags & RegionDescriptor::FLAG_REUSED != 0);
+        let b = v.encode_vec();
+        prop_assert_eq!(&v.body()[..], &b[..48]);
+        prop_assert_eq!(&v.mac[..], &b[48..]);
     }
 
     #[test]
@@ -397,21 +568,80 @@ proptest! {
     ) {
         check_flip(v, off, mask)?;
     }
+
+    /// The proof inputs hold the documented fields at the documented offsets. The client's
+    /// does not depend on the request's kind (a proof request carries its hello's fields);
+    /// the server's covers a descriptor's first 48 bytes.
+    #[test]
+    fn fuzz_wire_proof_inputs(
+        req in any_request(),
+        auth in any_auth(),
+        instance in any::<u64>(),
+        client_nonce in bytes16(),
+        server_nonce in any::<u64>(),
+        body in any::<[u8; 48]>(),
+        desc in any_descriptor(),
+    ) {
+        let want = model_client_proof_input(&req, instance, &client_nonce, server_nonce);
+        prop_assert_eq!(want.len(), 68);
+        let got = client_proof_input(&req, instance, &client_nonce, server_nonce);
+        prop_assert_eq!(&got[..], &want[..]);
+        let other = ConnectRequest { auth, ..req };
+        prop_assert_eq!(client_proof_input(&other, instance, &client_nonce, server_nonce), got);
+
+        let id = req.client_id;
+        let want = model_server_proof_input(id, &client_nonce, server_nonce, &body);
+        prop_assert_eq!(want.len(), 96);
+        let got = server_proof_input(id, &client_nonce, server_nonce, &body);
+        prop_assert_eq!(&got[..], &want[..]);
+        let got = server_proof_input(id, &client_nonce, server_nonce, &desc.body());
+        prop_assert_eq!(&got[48..], &desc.encode_vec()[..48]);
+    }
+
+    /// `mac_eq` is `==`: on strings of the same length, and a string of another length
+    /// (a truncated MAC) never matches.
+    #[test]
+    fn fuzz_wire_mac_eq((a, b) in mac_pair()) {
+        prop_assert_eq!(mac_eq(&a, &b), a == b, "{:02x?} {:02x?}", a, b);
+        prop_assert_eq!(mac_eq(&b, &a), a == b);
+        prop_assert!(mac_eq(&a, &a));
+    }
 }
 
-/// `RejectCode::from_u16`, for every `u16`: the documented six, round trips, names.
+/// `RejectCode::from_u16` and `Reject::decode`, for every `u16` reason: the documented
+/// nine codes (1-6, 8-10) are refusals and round trip through `to_u16` with the documented
+/// names; 7 is the challenge, which is no `RejectCode`; anything else is `BadField`.
 #[test]
 fn fuzz_wire_reject_codes_all_u16() {
     for value in 0..=u16::MAX {
-        let want = REASONS.iter().find(|(v, _)| *v == value).map(|r| r.1);
-        assert_eq!(RejectCode::from_u16(value).ok(), want, "{value}");
+        let want = REASONS.iter().find(|r| r.0 == value).map(|r| r.1);
+        assert_eq!(
+            RejectCode::from_u16(value),
+            want.ok_or(WireError::BadField),
+            "{value}"
+        );
         if let Some(code) = want {
             assert_eq!(code.to_u16(), value);
         }
+        let nonce = 0xa1a2_a3a4_a5a6_a7a8 ^ u64::from(value);
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(b"RSWP");
+        b[4] = 2;
+        b[6..8].copy_from_slice(&value.to_le_bytes());
+        b[8..].copy_from_slice(&nonce.to_le_bytes());
+        let got = Reject::decode(&b);
+        assert_eq!(
+            got,
+            model_reason(value.into(), nonce).ok_or(WireError::BadField)
+        );
+        let is_challenge = matches!(got, Ok(Reject::Challenge { .. }));
+        assert_eq!(is_challenge, value == CHALLENGE, "{value}");
     }
-    for (i, (_, a)) in REASONS.iter().enumerate() {
-        for (_, b) in &REASONS[i + 1..] {
-            assert_ne!(a.name(), b.name());
+    for (i, (_, code, name)) in REASONS.iter().enumerate() {
+        assert_eq!(code.name(), *name);
+        for (_, other, other_name) in &REASONS[i + 1..] {
+            assert_ne!(code, other);
+            assert_ne!(name, other_name);
         }
     }
 }
@@ -493,7 +723,28 @@ proptest! {
             if let Ok(v) = parse::keepalive_ms(t) {
                 prop_assert!(v == 0 || (1000..=600_000).contains(&v));
             }
+            if let Ok(v) = parse::secret(t) {
+                prop_assert!((parse::SECRET_MIN..=parse::SECRET_MAX).contains(&v.bytes().len()));
+            }
             let _ = parse::boolean(t);
+        }
+    }
+
+    /// `secret`: accepted exactly when an even number, 32 to 128, of hexadecimal digits,
+    /// and then the bytes they spell.
+    #[test]
+    fn fuzz_config_secret(s in prop_oneof!["[0-9a-fA-F]{0,140}", "[0-9a-fA-Fx+ -]{28,132}", any::<String>()]) {
+        let hex = s.bytes().all(|b| b.is_ascii_hexdigit());
+        let want = hex && s.len() % 2 == 0 && (32..=128).contains(&s.len());
+        match parse::secret(&s) {
+            Ok(v) => {
+                prop_assert!(want, "accepted {:?}", s);
+                let spelled: Vec<u8> = (0..s.len() / 2)
+                    .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+                    .collect();
+                prop_assert_eq!(v.bytes(), spelled.as_slice());
+            }
+            Err(_) => prop_assert!(!want, "refused {:?}", s),
         }
     }
 

@@ -22,3 +22,10 @@ mod wire;
 /// Property-based fuzzing of the parsers above (proptest; `fuzz_*` tests).
 #[cfg(test)]
 mod fuzz;
+
+/// The configfs parser takes exactly the secrets the wire format allows.
+#[test]
+fn secret_limits_agree() {
+    assert_eq!(config_parse::SECRET_MIN, wire::SECRET_MIN_LEN);
+    assert_eq!(config_parse::SECRET_MAX, wire::SECRET_MAX_LEN);
+}

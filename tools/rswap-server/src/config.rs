@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::crypto::Secret;
 use crate::log::Level;
 use crate::policy::PAGE;
 use crate::size::parse_size;
@@ -94,6 +95,11 @@ pub(crate) struct ServerConfig {
     pub(crate) log_level: Level,
     /// Keep regions as files here, so they outlive the process (`--state-dir`).
     pub(crate) state_dir: Option<PathBuf>,
+    /// The clients that may connect, with their secrets (`--allow-list`).
+    pub(crate) allow_list: Option<PathBuf>,
+    /// Admit clients without an allow-list entry without authentication
+    /// (`--insecure`).
+    pub(crate) insecure: bool,
 }
 
 /// Default `--max-clients`.
@@ -113,7 +119,8 @@ pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 1000..=600_
 pub(crate) const SERVER_HELP: &str = "\
 rswap-server: hand out registered remote memory to rswap clients over rdma_cm.
 
-Usage: rswap-server --listen ADDR:PORT --size SIZE [options]
+Usage: rswap-server --listen ADDR:PORT --size SIZE --allow-list FILE [options]
+       rswap-server --listen ADDR:PORT --size SIZE --insecure [options]
 
 Each client (identified by the client id in its connect request) gets one memory
 region of exactly the size it asks for (rounded up to 4 KiB), registered for
@@ -122,9 +129,28 @@ REMOTE_READ | REMOTE_WRITE in a protection domain of its own. All queues
 the region descriptor in one SEND once it is established. The data path is
 one-sided: the server does nothing per I/O.
 
+Clients authenticate with a secret they share with the server (an HMAC-SHA256
+challenge and response on every queue, and the server proves itself in the region
+descriptor), and a region belongs to one instance of its client: another instance
+with the same client id is refused (InUse) while the region exists.
+
 Options:
   --listen ADDR:PORT   address to listen on with rdma_cm (RC, port space TCP), e.g.
                        192.0.2.1:7471 or [fe80::1%2]:7471. Required.
+  --allow-list FILE    the clients that may connect: one per line,
+                         CLIENT_ID SECRET [ADDR[,ADDR...]]
+                       CLIENT_ID decimal or 0x hex (not 0), SECRET 32 to 128 hex
+                       digits (16 to 64 bytes), optionally the IPv4/IPv6 addresses
+                       the client may connect from (any if absent); '#' comments and
+                       blank lines allowed. The file must not be readable or
+                       writable by group or others (chmod 600). A bad line stops the
+                       start with FILE:LINE and what is wrong. A listed client id
+                       must prove its secret on every connect (AuthFailed if it
+                       cannot, AuthRequired if it does not try).
+  --insecure           admit clients that are not in the allow-list without
+                       authentication (logged as a warning at start). Without
+                       --allow-list, --insecure is required: the server refuses to
+                       start with neither.
   --size SIZE          total memory the server may hand out to all clients together
                        (a pool; rounded down to 4 KiB). Suffixes K, M, G, T (binary).
                        A request larger than what remains is rejected (TooLarge).
@@ -202,10 +228,23 @@ pub(crate) fn parse_server_args(
     let mut mlock = true;
     let mut log_level = Level::Info;
     let mut state_dir = None;
+    let mut allow_list = None;
+    let mut insecure = false;
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
         match opt.as_str() {
             "--help" => return Ok(Parsed::Help),
+            "--allow-list" => {
+                let v = a.value(&opt, inline)?;
+                if v.is_empty() {
+                    return Err("--allow-list: empty path".into());
+                }
+                allow_list = Some(PathBuf::from(v));
+            }
+            "--insecure" => {
+                no_value(&opt, inline)?;
+                insecure = true;
+            }
             "--state-dir" => {
                 let v = a.value(&opt, inline)?;
                 if v.is_empty() {
@@ -270,9 +309,14 @@ pub(crate) fn parse_server_args(
             _ => return Err(format!("unknown option {opt:?} (see --help)")),
         }
     }
+    let listen = listen.ok_or("--listen ADDR:PORT is required (see --help)")?;
+    let size = size.ok_or("--size SIZE is required (see --help)")?;
+    if allow_list.is_none() && !insecure {
+        return Err(NO_ALLOW_LIST.into());
+    }
     Ok(Parsed::Run(ServerConfig {
-        listen: listen.ok_or("--listen ADDR:PORT is required (see --help)")?,
-        size: size.ok_or("--size SIZE is required (see --help)")?,
+        listen,
+        size,
         max_clients,
         max_queues,
         max_pending_per_source,
@@ -282,8 +326,13 @@ pub(crate) fn parse_server_args(
         mlock,
         log_level,
         state_dir,
+        allow_list,
+        insecure,
     }))
 }
+
+/// The error of a server command line with neither `--allow-list` nor `--insecure`.
+pub(crate) const NO_ALLOW_LIST: &str = "no --allow-list FILE given: clients could not be authenticated; give --allow-list FILE (see --help), or --insecure to admit clients without authentication";
 
 /// What the test client does once its queues are connected.
 #[derive(Debug, Clone, PartialEq)]
@@ -314,7 +363,21 @@ pub(crate) struct ClientConfig {
     pub(crate) timeout: Duration,
     /// Bytes per RDMA operation.
     pub(crate) chunk: usize,
+    /// The client's secret (`--secret`): authenticate every queue with it.
+    pub(crate) secret: Option<Secret>,
+    /// A file holding the secret in hex (`--secret-file`), read at start.
+    pub(crate) secret_file: Option<PathBuf>,
+    /// The instance id sent in the requests (`--instance`).
+    pub(crate) instance: u64,
+    /// After connecting queue 0, send its proof again on a new connection.
+    pub(crate) replay: bool,
+    /// Make this many bogus connection attempts instead of connecting (`--flood`).
+    pub(crate) flood: Option<u64>,
 }
+
+/// Default `--instance`: the same for every run, so that a test that reconnects with a
+/// new process is the same instance of its client.
+pub(crate) const DEFAULT_INSTANCE: u64 = 1;
 
 /// `rswap-testclient --help`.
 pub(crate) const CLIENT_HELP: &str = "\
@@ -325,7 +388,13 @@ Usage: rswap-testclient --connect ADDR:PORT --client-id ID --size SIZE [options]
 Opens --queues connections (queue 0 first), each with a receive posted before
 connecting, and checks that every queue receives the same valid region
 descriptor. Prints one line per queue: queue=I region_id=.. epoch=.. rkey=..
-remote_addr=.. length=.. flags=.. reused=0|1.
+remote_addr=.. length=.. flags=.. reused=0|1 auth=mutual|none.
+
+With a secret (--secret or --secret-file) every queue connects twice: a hello,
+which the server answers with a challenge, then the proof; the server's proof in
+the descriptor is checked (a wrong one fails with a clear message). Without a
+secret the request carries no authentication, which only a server started with
+--insecure admits.
 
 Options:
   --connect ADDR:PORT   server address. Required.
@@ -333,7 +402,23 @@ Options:
   --size SIZE           requested region size, suffixes K/M/G/T. Required.
   --queues N            connections to open (default 1).
   --queue-count N       queue_count to announce (default: --queues); for tests.
-  --proto-version V     protocol version to send (default 1); for tests.
+  --secret HEX          the client's secret, 32 to 128 hex digits (16 to 64 bytes).
+  --secret-file FILE    read the secret (hex, surrounding whitespace ignored) from
+                        FILE; better than --secret, which other users can see.
+  --instance N          the instance id to send (decimal or 0x hex; default 1). A
+                        region belongs to one instance of its client id: another
+                        instance is refused with InUse while it exists.
+  --replay              with a secret: connect queue 0, disconnect, then send the
+                        same proof again on a new connection and print
+                        replay=rejected reason=R (exit 0) or replay=accepted (exit 1).
+  --flood N             make N bogus connection attempts as fast as possible (a
+                        hello for a random client id, and a proof with a random MAC
+                        for those that get a challenge) and print
+                        flood attempts=N challenged=C rejected=R accepted=A
+                        errors=E reasons=NAME:COUNT,...; exit 1 if any was
+                        accepted or none got an answer.
+  --proto-version V     protocol version to send (default 2; 1 sends a 32-byte
+                        version-1 request); for tests.
   --write-pattern SEED  RDMA WRITE a pattern derived from SEED over the whole
                         region, through queue 0.
   --verify-pattern SEED RDMA READ the whole region through the last queue and
@@ -341,8 +426,9 @@ Options:
                         exits 1 with the first bad offset.
   --expect-reject R     exit 0 only if the connect is rejected with reason R
                         (BadVersion, TooLarge, NoMemory, BadRequest,
-                        TooManyClients, QueueMismatch or its number); prints
-                        reason=.. max_size=..
+                        TooManyClients, QueueMismatch, AuthFailed,
+                        AuthRequired, InUse or its number); prints
+                        reason=.. code=.. max_size=..
   --print-descriptor    print the descriptor lines (default when no other mode).
   --hold SECS           stay connected SECS seconds before disconnecting.
   --timeout SECS        limit for each connect step and RDMA operation (default 30).
@@ -351,19 +437,24 @@ Options:
 Exit status: 0 success, 1 failure, 2 usage error.
 ";
 
+/// A client id (or another 64-bit number) written in decimal or `0x` hex.
+pub(crate) fn parse_id(v: &str) -> Option<u64> {
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
 fn parse_u64_any(opt: &str, v: &str) -> Result<u64, String> {
-    let r = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => v.parse(),
-    };
-    r.map_err(|_| format!("{opt}: invalid number {v:?}"))
+    parse_id(v).ok_or_else(|| format!("{opt}: invalid number {v:?}"))
 }
 
 fn parse_reason(v: &str) -> Result<RejectCode, String> {
     if let Ok(n) = v.parse::<u16>() {
         return RejectCode::from_u16(n).map_err(|_| format!("--expect-reject: unknown reason {v}"));
     }
-    (1..=6u16)
+    // The codes are small numbers; 7 (the challenge) is none.
+    (1..=16u16)
         .filter_map(|n| RejectCode::from_u16(n).ok())
         .find(|c| c.name().eq_ignore_ascii_case(v))
         .ok_or_else(|| format!("--expect-reject: unknown reason {v:?}"))
@@ -384,10 +475,37 @@ pub(crate) fn parse_client_args(
     let mut print_descriptor = false;
     let (mut hold, mut timeout) = (0u64, 30u64);
     let mut chunk: u64 = 64 << 10;
+    let (mut secret, mut secret_file) = (None, None);
+    let mut instance = DEFAULT_INSTANCE;
+    let (mut replay, mut flood) = (false, None);
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
         match opt.as_str() {
             "--help" => return Ok(Parsed::Help),
+            // The value is never quoted in an error: it is a secret.
+            "--secret" => {
+                let v = a.value(&opt, inline)?;
+                secret = Some(Secret::from_hex(&v).map_err(|e| format!("--secret: {e}"))?);
+            }
+            "--secret-file" => {
+                let v = a.value(&opt, inline)?;
+                if v.is_empty() {
+                    return Err("--secret-file: empty path".into());
+                }
+                secret_file = Some(PathBuf::from(v));
+            }
+            "--instance" => instance = parse_u64_any(&opt, &a.value(&opt, inline)?)?,
+            "--replay" => {
+                no_value(&opt, inline)?;
+                replay = true;
+            }
+            "--flood" => {
+                let n: u64 = parse_num(&opt, &a.value(&opt, inline)?)?;
+                if n == 0 {
+                    return Err("--flood must be at least 1".into());
+                }
+                flood = Some(n);
+            }
             "--connect" => connect = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
             "--client-id" => client_id = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?),
             "--size" => {
@@ -426,6 +544,15 @@ pub(crate) fn parse_client_args(
         .ok()
         .filter(|&c| c > 0 && c <= 1 << 30)
         .ok_or("--chunk must be between 1 and 1G")?;
+    if secret.is_some() && secret_file.is_some() {
+        return Err("--secret and --secret-file exclude each other".into());
+    }
+    if replay && secret.is_none() && secret_file.is_none() {
+        return Err("--replay needs a secret (--secret or --secret-file)".into());
+    }
+    if replay && flood.is_some() {
+        return Err("--replay and --flood exclude each other".into());
+    }
     Ok(Parsed::Run(ClientConfig {
         connect: connect.ok_or("--connect ADDR:PORT is required (see --help)")?,
         client_id: client_id.ok_or("--client-id ID is required (see --help)")?,
@@ -440,6 +567,11 @@ pub(crate) fn parse_client_args(
         hold: Duration::from_secs(hold),
         timeout: Duration::from_secs(timeout),
         chunk,
+        secret,
+        secret_file,
+        instance,
+        replay,
+        flood,
     }))
 }
 
@@ -447,8 +579,19 @@ pub(crate) fn parse_client_args(
 mod tests {
     use super::*;
 
-    fn srv(args: &[&str]) -> Result<Parsed<ServerConfig>, String> {
+    /// The server's command line `args` as given.
+    fn srv_raw(args: &[&str]) -> Result<Parsed<ServerConfig>, String> {
         parse_server_args(args.iter().map(|s| s.to_string()))
+    }
+
+    /// The server's command line `--insecure` then `args` (most tests are not about
+    /// authentication).
+    fn srv(args: &[&str]) -> Result<Parsed<ServerConfig>, String> {
+        parse_server_args(
+            std::iter::once("--insecure")
+                .chain(args.iter().copied())
+                .map(str::to_string),
+        )
     }
 
     fn cli(args: &[&str]) -> Result<Parsed<ClientConfig>, String> {
@@ -471,6 +614,46 @@ mod tests {
         assert!(c.mlock);
         assert_eq!(c.log_level, Level::Info);
         assert_eq!(c.state_dir, None);
+        assert_eq!(c.allow_list, None);
+        assert!(c.insecure);
+    }
+
+    #[test]
+    fn server_allow_list_or_insecure() {
+        let base = ["--listen", "192.0.2.1:7471", "--size", "96M"];
+        // Neither: refused, naming both options, in one line.
+        let e = srv_raw(&base).expect_err("started without authentication");
+        assert_eq!(e, NO_ALLOW_LIST);
+        assert!(e.contains("--allow-list") && e.contains("--insecure") && !e.contains('\n'));
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            srv_raw(&v)
+        };
+        let Ok(Parsed::Run(c)) = with(&["--allow-list", "/etc/rswap/allow"]) else {
+            panic!("--allow-list did not parse");
+        };
+        assert_eq!(c.allow_list, Some(PathBuf::from("/etc/rswap/allow")));
+        assert!(!c.insecure);
+        let Ok(Parsed::Run(c)) = with(&["--insecure", "--allow-list=a"]) else {
+            panic!("both did not parse");
+        };
+        assert_eq!(c.allow_list, Some(PathBuf::from("a")));
+        assert!(c.insecure);
+        let Ok(Parsed::Run(c)) = with(&["--insecure"]) else {
+            panic!("--insecure did not parse");
+        };
+        assert_eq!((c.allow_list, c.insecure), (None, true));
+        for (extra, want) in [
+            (&["--allow-list"][..], "needs a value"),
+            (&["--allow-list="][..], "--allow-list: empty path"),
+            (&["--insecure=yes"][..], "--insecure takes no value"),
+        ] {
+            let e = with(extra).expect_err("accepted");
+            assert!(e.contains(want), "{extra:?}: {e}");
+        }
+        // The other errors come first: the missing option is named.
+        assert!(srv_raw(&["--size", "1G"]).is_err_and(|e| e.contains("--listen")));
     }
 
     #[test]
@@ -534,6 +717,8 @@ mod tests {
             "--hugepages",
             "--log-level",
             "--state-dir",
+            "--allow-list",
+            "--insecure",
         ] {
             assert!(SERVER_HELP.contains(opt), "{opt} not in --help");
         }
@@ -696,6 +881,110 @@ mod tests {
         assert_eq!(c.size, 0);
         assert_eq!(c.expect_reject, Some(RejectCode::QueueMismatch));
         assert_eq!((c.queues, c.queue_count), (1, 3));
+        assert_eq!((c.secret.as_ref(), c.secret_file.as_ref()), (None, None));
+        assert_eq!(c.instance, DEFAULT_INSTANCE);
+        assert!(!c.replay);
+        assert_eq!(c.flood, None);
+    }
+
+    #[test]
+    fn client_authentication_options() {
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        let base = ["--connect", "1.2.3.4:5", "--client-id", "1", "--size", "4M"];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            cli(&v)
+        };
+        let Ok(Parsed::Run(c)) = with(&["--secret", hex, "--instance", "0xabc", "--replay"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.secret, Secret::from_hex(hex).ok());
+        assert_eq!(c.instance, 0xabc);
+        assert!(c.replay);
+        let Ok(Parsed::Run(c)) = with(&["--secret-file=/run/s", "--replay", "--instance=0"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.secret_file, Some(PathBuf::from("/run/s")));
+        assert_eq!(c.instance, 0);
+        let Ok(Parsed::Run(c)) = with(&["--flood", "1000"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.flood, Some(1000));
+        for (reason, code) in [
+            ("AuthFailed", RejectCode::AuthFailed),
+            ("authrequired", RejectCode::AuthRequired),
+            ("InUse", RejectCode::InUse),
+            ("10", RejectCode::InUse),
+            ("8", RejectCode::AuthFailed),
+        ] {
+            let Ok(Parsed::Run(c)) = with(&["--expect-reject", reason]) else {
+                panic!("{reason} did not parse");
+            };
+            assert_eq!(c.expect_reject, Some(code), "{reason}");
+        }
+        let secret_like = "5ec2e75ec2e75ec2e75ec2e75ec2e75e";
+        for (extra, want) in [
+            (vec!["--secret", &hex[..30]], "30 hex digits"),
+            (vec!["--secret", "zz"], "not hexadecimal"),
+            (vec!["--secret"], "needs a value"),
+            (vec!["--secret-file="], "empty path"),
+            (
+                vec!["--secret", hex, "--secret-file", "f"],
+                "exclude each other",
+            ),
+            (vec!["--replay"], "--replay needs a secret"),
+            (vec!["--replay=1", "--secret", hex], "takes no value"),
+            (vec!["--flood", "0"], "--flood must be at least 1"),
+            (vec!["--flood", "x"], "invalid number"),
+            (
+                vec!["--secret", hex, "--replay", "--flood", "3"],
+                "exclude each other",
+            ),
+            (vec!["--instance", "-1"], "--instance: invalid number"),
+            (
+                vec!["--secret", &format!("{secret_like}zz")],
+                "not hexadecimal",
+            ),
+            (vec!["--expect-reject", "11"], "unknown reason"),
+        ] {
+            let e = with(&extra).expect_err("accepted");
+            assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");
+            assert!(
+                !e.contains("5ec2") && !e.contains(&hex[..30]),
+                "secret in {e:?}"
+            );
+        }
+        for opt in [
+            "--secret",
+            "--secret-file",
+            "--instance",
+            "--replay",
+            "--flood",
+        ] {
+            assert!(CLIENT_HELP.contains(opt), "{opt} not in --help");
+        }
+    }
+
+    #[test]
+    fn ids() {
+        assert_eq!(parse_id("0"), Some(0));
+        assert_eq!(parse_id("0x10"), Some(16));
+        assert_eq!(parse_id("0XfF"), Some(255));
+        assert_eq!(parse_id("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_id("0xffffffffffffffff"), Some(u64::MAX));
+        for bad in [
+            "",
+            "0x",
+            "x1",
+            "-1",
+            "18446744073709551616",
+            "0x1_0",
+            " 1",
+            "1 ",
+        ] {
+            assert_eq!(parse_id(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! (`rswap-testclient`). All `unsafe` code is in [`rdma`]; everything else is
 //! safe Rust. See `Documentation/memory-server.md`.
 
+mod allowlist;
+mod auth;
+mod challenge;
 mod client;
 mod config;
+mod crypto;
 /// Property-based fuzzing of the parsers (proptest; `fuzz_*` tests).
 #[cfg(test)]
 mod fuzz;

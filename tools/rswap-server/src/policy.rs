@@ -66,6 +66,42 @@ impl Limits {
     }
 }
 
+/// Who holds the region of the requesting client id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// The client id has no region (none live, none in its grace period).
+    Nobody,
+    /// A region whose owner is not known: restored from metadata written before
+    /// instances were recorded.
+    Unknown,
+    /// A region owned by this instance.
+    Instance(u64),
+}
+
+/// How a request's instance stands to the region of its client id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ownership {
+    /// No region: a region made for the request is the instance's.
+    NoRegion,
+    /// The region is the instance's.
+    Owner,
+    /// The region's owner is unknown: the instance claims it once admitted.
+    Claim,
+}
+
+/// Decides whether `instance` may reach the region `holder` holds: only its owner
+/// may, and while the region exists (live, or in its grace period) any other
+/// instance of the client id is refused with `InUse`. Checked before anything of the
+/// region is touched.
+pub(crate) fn ownership(holder: Holder, instance: u64) -> Result<Ownership, RejectCode> {
+    match holder {
+        Holder::Nobody => Ok(Ownership::NoRegion),
+        Holder::Unknown => Ok(Ownership::Claim),
+        Holder::Instance(owner) if owner == instance => Ok(Ownership::Owner),
+        Holder::Instance(_) => Err(RejectCode::InUse),
+    }
+}
+
 /// Decides on `req` given what exists for its client id.
 pub(crate) fn admit(
     req: &ConnectRequest,
@@ -127,7 +163,23 @@ mod tests {
             queue_index: index,
             queue_count: count,
             requested_size: size,
+            auth: crate::wire::Auth::None { instance: 1 },
         }
+    }
+
+    #[test]
+    fn one_owner_per_region() {
+        assert_eq!(ownership(Holder::Nobody, 5), Ok(Ownership::NoRegion));
+        assert_eq!(ownership(Holder::Instance(5), 5), Ok(Ownership::Owner));
+        assert_eq!(ownership(Holder::Instance(5), 6), Err(RejectCode::InUse));
+        assert_eq!(ownership(Holder::Instance(0), 1), Err(RejectCode::InUse));
+        assert_eq!(
+            ownership(Holder::Instance(u64::MAX), 0),
+            Err(RejectCode::InUse)
+        );
+        // A region restored from old metadata goes to the first instance admitted.
+        assert_eq!(ownership(Holder::Unknown, 6), Ok(Ownership::Claim));
+        assert_eq!(ownership(Holder::Unknown, 0), Ok(Ownership::Claim));
     }
 
     fn lim(remaining: u64) -> Limits {

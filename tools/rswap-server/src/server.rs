@@ -3,34 +3,49 @@
 //! The memory server: a single-threaded poll loop over the rdma_cm event channel,
 //! a signalfd (SIGINT/SIGTERM: exit; SIGUSR1: disconnect everyone), the grace-period
 //! timers and the keep-alive rounds ([`crate::keepalive`]). With `--state-dir`,
-//! regions live in files ([`crate::store`]) and are restored at start.
+//! regions live in files ([`crate::store`]) and are restored at start. Every connect
+//! request is authenticated first ([`crate::auth`]); a region belongs to one instance
+//! of its client ([`policy::ownership`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::allowlist::AllowList;
+use crate::auth::{self, Decision, Gate};
 use crate::config::{self, Parsed, ServerConfig};
+use crate::crypto::{self, Proven};
 use crate::ids;
 use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
 use crate::pending::Pending;
-use crate::policy::{self, Admit, Existing, Limits, PAGE};
+use crate::policy::{self, Admit, Existing, Holder, Limits, Ownership, PAGE};
 use crate::rdma::{
     self, CmId, Device, Event, EventChannel, EventKind, IdKey, MapWarnings, Pd, QpCaps,
     RegionMemory, RemoteRegion, SignalFd,
 };
 use crate::size::format_size;
 use crate::store::{self, Meta, Store, Verdict};
-use crate::wire::{ConnectRequest, RegionDescriptor, RejectCode, RejectReason, WireError};
+use crate::wire::{
+    self, ConnectRequest, RegionDescriptor, Reject, RejectCode, RejectReason, WireError,
+    SERVER_MAC_LEN, VERSION_1,
+};
 
 /// QP sizes of a server-side queue: one SEND (the descriptor) and one keep-alive
 /// probe, no receives needed but one allowed, inline data large enough for the
-/// descriptor.
+/// descriptor (80 bytes since protocol version 2: a provider refuses an inline SEND
+/// longer than the QP's `max_inline_data`).
 const SERVER_QP: QpCaps = QpCaps {
     max_send_wr: 4,
     max_recv_wr: 1,
-    max_inline: 64,
+    max_inline: DESCRIPTOR_INLINE,
+};
+
+/// The descriptor's size as the QP's inline limit (checked to fit at compile time).
+const DESCRIPTOR_INLINE: u32 = {
+    assert!(RegionDescriptor::SIZE <= 256);
+    RegionDescriptor::SIZE as u32
 };
 
 /// RNR retries of the descriptor SEND: a client that has not posted its receive
@@ -54,6 +69,8 @@ struct Queue {
     send_pending: bool,
     /// Keep-alive state; probed once established.
     probe: Probe,
+    /// For an authenticated queue: what proves the server in its descriptor.
+    proven: Option<Proven>,
 }
 
 /// Why a queue is to be closed: the `why=` of its `queue_closed` line and one more
@@ -157,9 +174,14 @@ struct Client {
     reg: Option<Registration>,
     /// The memory (pinned by the registration too).
     mem: RegionMemory,
+    /// The instance of the client that owns the region; `None` only for a region
+    /// restored from metadata written before owners were recorded, until the first
+    /// instance admitted claims it.
+    owner: Option<u64>,
 }
 
 impl Client {
+    /// The region's descriptor, without the server's proof (zero `mac`).
     fn descriptor(&self) -> Option<RegionDescriptor> {
         let reg = self.reg.as_ref()?;
         Some(RegionDescriptor {
@@ -173,6 +195,7 @@ impl Client {
             rkey: reg.region.rkey(),
             remote_addr: reg.region.addr(),
             length: reg.region.size() as u64,
+            mac: [0; SERVER_MAC_LEN],
         })
     }
 
@@ -185,6 +208,7 @@ impl Client {
             map_length: self.mem.len() as u64,
             epoch: self.epoch,
             queue_count: self.queue_count,
+            instance: self.owner,
         }
     }
 }
@@ -203,6 +227,8 @@ struct Server {
     chan: EventChannel,
     /// When the next keep-alive round is due.
     keepalive: Schedule,
+    /// Authentication: the allow-list and the outstanding challenges.
+    gate: Gate,
 }
 
 /// Entry point of `rswap-server`.
@@ -238,6 +264,11 @@ fn meminfo(field: &str) -> Option<u64> {
 }
 
 fn run(cfg: ServerConfig) -> Result<(), String> {
+    // First: a bad allow-list stops the start before anything else is set up.
+    let allow = match &cfg.allow_list {
+        Some(path) => AllowList::load(path)?,
+        None => AllowList::default(),
+    };
     let mut unit = if cfg.hugepages {
         let kb = meminfo("Hugepagesize")
             .ok_or("--hugepages: cannot read Hugepagesize from /proc/meminfo")?;
@@ -299,21 +330,36 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("keepalive_ms", cfg.keepalive.as_millis())
         .kv("hugepages", cfg.hugepages)
         .kv("memory_locked", memory_locked);
+    if let Some(path) = &cfg.allow_list {
+        line = line
+            .kv("allow_list", path.display())
+            .kv("allow_list_clients", allow.len());
+    }
+    line = line.kv("insecure", cfg.insecure);
     if let Some(s) = &store {
         line = line
             .kv("state_dir", s.dir().display())
             .kv("restored", clients.len());
     }
     line.emit();
+    if cfg.insecure {
+        log::warn("insecure")
+            .kv(
+                "effect",
+                "clients without an allow-list entry are admitted without authentication: anyone who can reach this address may take memory and read or write the region of any client id that is not listed",
+            )
+            .emit();
+    }
     if is_wildcard(cfg.listen) {
         log::warn("listen_wildcard")
             .kv("addr", cfg.listen)
             .kv(
                 "hint",
-                "clients are not authenticated and every address of this host accepts them; give --listen the address on the RDMA network",
+                "every address of this host accepts clients; give --listen the address on the RDMA network",
             )
             .emit();
     }
+    let gate = Gate::new(allow, cfg.insecure);
     let keepalive = Schedule::new(cfg.keepalive, Instant::now());
     let pending = Pending::new(cfg.max_pending_per_source);
     let mut srv = Server {
@@ -327,10 +373,16 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         listener: Some(listener),
         chan,
         keepalive,
+        gate,
     };
     let res = srv.event_loop(&signals);
     srv.shutdown();
     res
+}
+
+/// An owner instance for the log: the number, or `unknown`.
+fn instance_text(instance: Option<u64>) -> String {
+    instance.map_or_else(|| "unknown".into(), |i| i.to_string())
 }
 
 /// Whether `addr` is a wildcard (`0.0.0.0`, `::`): rdma_cm then listens on every
@@ -463,6 +515,7 @@ fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, 
                     .kv("region_id", meta.region_id)
                     .kv("length", meta.length)
                     .kv("epoch", meta.epoch)
+                    .kv("instance", instance_text(meta.instance))
                     .kv("grace_s", cfg.grace.as_secs())
                     .kv("pool_left", cfg.size.saturating_sub(used))
                     .emit();
@@ -478,6 +531,7 @@ fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, 
                         grace_until: Some(grace_until),
                         reg: None,
                         mem,
+                        owner: meta.instance,
                     },
                 );
             }
@@ -597,10 +651,28 @@ impl Server {
         Ok(())
     }
 
-    fn reject(&self, mut id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
-        let max_size = self.limits().max_size();
+    fn reject(&self, id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
+        self.reject_as(id, wire::VERSION, code, req, why, &[]);
+    }
+
+    /// Rejects with `code` in a reject of protocol `version`, and logs it with `why`
+    /// and `detail` (never a secret).
+    fn reject_as(
+        &self,
+        mut id: CmId,
+        version: u16,
+        code: RejectCode,
+        req: Option<&ConnectRequest>,
+        why: &str,
+        detail: &[(&str, String)],
+    ) {
+        // What the pool has left is nobody's business until they authenticated.
+        let max_size = match code {
+            RejectCode::AuthFailed | RejectCode::AuthRequired => 0,
+            _ => self.limits().max_size(),
+        };
         let mut buf = [0u8; RejectReason::SIZE];
-        RejectReason { code, max_size }.encode(&mut buf);
+        RejectReason { code, max_size }.encode_as(version, &mut buf);
         let sent = id.reject(&buf);
         let mut line = log::warn("connect_rejected")
             .kv("peer", id.peer())
@@ -612,13 +684,42 @@ impl Server {
                 .kv("client_id", r.client_id)
                 .kv("queue", r.queue_index)
                 .kv("queue_count", r.queue_count)
-                .kv("requested", r.requested_size);
+                .kv("requested", r.requested_size)
+                .kv("auth", auth::kind_name(&r.auth));
+        }
+        for (k, v) in detail {
+            line = line.kv(k, v);
         }
         if let Err(e) = sent {
             line = line.kv("error", e);
         }
         line.emit();
         // Dropping the id destroys it.
+    }
+
+    /// Answers a hello with a challenge: a reject carrying the server nonce. No QP is
+    /// made and nothing of any region is sent.
+    fn challenge(&self, mut id: CmId, req: &ConnectRequest, server_nonce: u64, evicted: usize) {
+        let mut buf = [0u8; Reject::SIZE];
+        Reject::encode_challenge(server_nonce, &mut buf);
+        let sent = id.reject(&buf);
+        let mut line = log::info("auth_challenge")
+            .kv("peer", id.peer())
+            .kv("client_id", req.client_id)
+            .kv("queue", req.queue_index)
+            .kv("queue_count", req.queue_count)
+            .kv("requested", req.requested_size);
+        if let wire::Auth::Hello { instance, .. } = req.auth {
+            line = line.kv("instance", instance);
+        }
+        line = line.kv("outstanding", self.gate.outstanding());
+        if evicted > 0 {
+            line = line.kv("evicted", evicted);
+        }
+        if let Err(e) = sent {
+            line = line.kv("error", e);
+        }
+        line.emit();
     }
 
     fn on_connect_request(&mut self, id: CmId, ev: &Event) {
@@ -633,6 +734,17 @@ impl Server {
     }
 
     fn connect_request(&mut self, mut id: CmId, ev: &Event) {
+        // A version-1 client is answered in version 1, so that it can say why.
+        if wire::version_of(&ev.private_data) == Some(VERSION_1) {
+            return self.reject_as(
+                id,
+                VERSION_1,
+                RejectCode::BadVersion,
+                None,
+                "protocol version 1 (no authentication); this server speaks version 2",
+                &[],
+            );
+        }
         let req = match ConnectRequest::decode(&ev.private_data) {
             Ok(r) => r,
             Err(e) => {
@@ -653,6 +765,43 @@ impl Server {
             );
             return self.reject(id, RejectCode::TooManyClients, Some(&req), &why);
         }
+        // Authentication, before anything about regions is looked at.
+        let (instance, proven) =
+            match self
+                .gate
+                .check(&req, id.peer_ip(), Instant::now(), crypto::random_u64)
+            {
+                Decision::Challenge {
+                    server_nonce,
+                    evicted,
+                } => return self.challenge(id, &req, server_nonce, evicted),
+                Decision::Refuse { code, why } => {
+                    return self.reject(id, code, Some(&req), why);
+                }
+                Decision::Admit { instance, proven } => (instance, proven),
+            };
+        // One owner per region: another instance may not touch it.
+        let holder = match self.clients.get(&req.client_id) {
+            None => Holder::Nobody,
+            Some(c) => c.owner.map_or(Holder::Unknown, Holder::Instance),
+        };
+        let ownership = match policy::ownership(holder, instance) {
+            Ok(o) => o,
+            Err(code) => {
+                let owner = match holder {
+                    Holder::Instance(o) => o.to_string(),
+                    Holder::Nobody | Holder::Unknown => "unknown".into(),
+                };
+                return self.reject_as(
+                    id,
+                    wire::VERSION,
+                    code,
+                    Some(&req),
+                    "region held by another instance of this client id",
+                    &[("instance", instance.to_string()), ("owner", owner)],
+                );
+            }
+        };
         let Some(device) = id.device() else {
             return self.reject(
                 id,
@@ -694,7 +843,7 @@ impl Server {
         };
         match decision {
             Admit::NewRegion { length, charge } => {
-                match self.new_client(&req, &device, length, charge) {
+                match self.new_client(&req, instance, &device, length, charge) {
                     Ok(c) => {
                         self.used += c.charge;
                         log::info("region_allocated")
@@ -775,12 +924,23 @@ impl Server {
         };
         let key = id.key();
         client.queues.insert(req.queue_index, key);
+        let claimed = ownership == Ownership::Claim && client.owner.is_none();
+        if claimed {
+            client.owner = Some(instance);
+            log::info("region_claimed")
+                .kv("client_id", req.client_id)
+                .kv("region_id", client.region_id)
+                .kv("instance", instance)
+                .emit();
+        }
         log::info("queue_accepted")
             .kv("client_id", req.client_id)
             .kv("queue", req.queue_index)
             .kv("queue_count", req.queue_count)
             .kv("region_id", client.region_id)
             .kv("epoch", client.epoch)
+            .kv("instance", instance)
+            .kv("auth", if proven.is_some() { "proof" } else { "none" })
             .kv("peer", &peer)
             .emit();
         self.queues.insert(
@@ -792,8 +952,12 @@ impl Server {
                 peer,
                 send_pending: false,
                 probe: Probe::default(),
+                proven,
             },
         );
+        if claimed {
+            self.persist(req.client_id);
+        }
     }
 
     /// A new region id: random, not 0, not one this server holds.
@@ -806,6 +970,7 @@ impl Server {
     fn new_client(
         &self,
         req: &ConnectRequest,
+        instance: u64,
         device: &Device,
         length: u64,
         charge: u64,
@@ -855,6 +1020,7 @@ impl Server {
                         map_length: charge,
                         epoch: 1,
                         queue_count: req.queue_count,
+                        instance: Some(instance),
                     };
                     store
                         .write_meta(&meta)
@@ -884,6 +1050,7 @@ impl Server {
                 device: device.clone(),
             }),
             mem,
+            owner: Some(instance),
         })
     }
 
@@ -950,6 +1117,11 @@ impl Server {
         let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
+        // An authenticated client gets the server's proof; the others zeros.
+        let desc = match &q.proven {
+            Some(p) => p.sign(client_id, desc),
+            None => desc,
+        };
         let mut buf = [0u8; RegionDescriptor::SIZE];
         desc.encode(&mut buf);
         match q.id.post_send_inline(&buf) {
@@ -965,6 +1137,7 @@ impl Server {
                     .hex("remote_addr", desc.remote_addr)
                     .kv("length", desc.length)
                     .kv("reused", u8::from(desc.reused()))
+                    .kv("proof", u8::from(q.proven.is_some()))
                     .emit();
             }
             Err(e) => {

@@ -8,7 +8,9 @@
 //! - `region-<id>.mem`: the memory, exactly `map_length` bytes, created with
 //!   `O_CREAT | O_EXCL`, sized with `ftruncate` + `fallocate` and mapped shared;
 //! - `region-<id>.meta`: the metadata ([`Meta`]), replaced atomically (written to
-//!   `region-<id>.meta.tmp`, fsynced, renamed over, directory fsynced).
+//!   `region-<id>.meta.tmp`, fsynced, renamed over, directory fsynced). Format 2
+//!   records the instance that owns the region; format 1 (written before instances
+//!   existed) is still read, as a region whose owner is unknown.
 //!
 //! A region is created memory file first, metadata last, and deleted metadata
 //! first, memory last; so a complete pair is always a region the server handed
@@ -28,8 +30,11 @@ use std::path::{Path, PathBuf};
 use crate::policy::PAGE;
 use crate::rdma;
 
-/// Version of the metadata format; any other is refused.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// Version of the metadata format of a region whose owner instance is known.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The format before owner instances: still read (the owner is then unknown), and
+/// written for such a region until an instance claims it. Any other version is refused.
+pub(crate) const FORMAT_VERSION_1: u32 = 1;
 /// First word of a metadata file.
 const MAGIC: &str = "rswap-region";
 /// A metadata file is never larger than this; a larger one is corrupt.
@@ -53,6 +58,9 @@ pub(crate) struct Meta {
     pub(crate) epoch: u32,
     /// The queue count the client last announced (>= 1).
     pub(crate) queue_count: u16,
+    /// The instance of the client that owns the region; `None` for a region from a
+    /// format-1 file that no instance has claimed yet.
+    pub(crate) instance: Option<u64>,
 }
 
 /// FNV-1a, 64 bits: the metadata's checksum (catches bit flips and truncation
@@ -63,7 +71,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Fields in the order they appear.
+/// Fields in the order they appear; format 2 adds [`INSTANCE_FIELD`] after them.
 const FIELDS: [&str; 6] = [
     "client_id",
     "region_id",
@@ -72,22 +80,27 @@ const FIELDS: [&str; 6] = [
     "epoch",
     "queue_count",
 ];
+/// The field format 2 adds, last.
+const INSTANCE_FIELD: &str = "instance";
 
 impl Meta {
     /// The metadata file's contents: text, one `key=value` per line.
     ///
     /// ```text
-    /// rswap-region 1
+    /// rswap-region 2
     /// client_id=7
     /// region_id=12345678901234567890
     /// length=4194304
     /// map_length=4194304
     /// epoch=2
     /// queue_count=4
+    /// instance=1
     /// checksum=0123456789abcdef
     /// ```
     ///
     /// `checksum` is FNV-1a 64 of every byte before it, in 16 lowercase hex digits.
+    /// A region whose owner is unknown is written in format 1: the same without the
+    /// `instance` line.
     pub(crate) fn encode(&self) -> String {
         let values = [
             self.client_id,
@@ -97,9 +110,16 @@ impl Meta {
             u64::from(self.epoch),
             u64::from(self.queue_count),
         ];
-        let mut text = format!("{MAGIC} {FORMAT_VERSION}\n");
+        let version = match self.instance {
+            Some(_) => FORMAT_VERSION,
+            None => FORMAT_VERSION_1,
+        };
+        let mut text = format!("{MAGIC} {version}\n");
         for (k, v) in FIELDS.iter().zip(values) {
             text.push_str(&format!("{k}={v}\n"));
+        }
+        if let Some(instance) = self.instance {
+            text.push_str(&format!("{INSTANCE_FIELD}={instance}\n"));
         }
         let sum = fnv1a(text.as_bytes());
         text.push_str(&format!("checksum={sum:016x}\n"));
@@ -126,11 +146,12 @@ impl Meta {
             .and_then(|v| v.strip_prefix(' '))
             .ok_or("not an rswap region metadata file")?;
         let version = parse_dec(version).ok_or("bad format version")?;
-        if version != u64::from(FORMAT_VERSION) {
-            return Err(format!("unknown format version {version}"));
-        }
-        let mut values = [0u64; FIELDS.len()];
-        for (key, slot) in FIELDS.iter().zip(values.iter_mut()) {
+        let with_instance = match version {
+            v if v == u64::from(FORMAT_VERSION) => true,
+            v if v == u64::from(FORMAT_VERSION_1) => false,
+            _ => return Err(format!("unknown format version {version}")),
+        };
+        let mut field = |key: &str| -> Result<u64, String> {
             let line = lines
                 .next()
                 .ok_or_else(|| format!("truncated (no {key})"))?;
@@ -138,8 +159,17 @@ impl Meta {
                 .strip_prefix(key)
                 .and_then(|v| v.strip_prefix('='))
                 .ok_or_else(|| format!("expected {key}=, found {line:?}"))?;
-            *slot = parse_dec(v).ok_or_else(|| format!("bad {key} {v:?}"))?;
+            parse_dec(v).ok_or_else(|| format!("bad {key} {v:?}"))
+        };
+        let mut values = [0u64; FIELDS.len()];
+        for (key, slot) in FIELDS.iter().zip(values.iter_mut()) {
+            *slot = field(key)?;
         }
+        let instance = if with_instance {
+            Some(field(INSTANCE_FIELD)?)
+        } else {
+            None
+        };
         let line = lines.next().ok_or("truncated (no checksum)")?;
         let sum = line
             .strip_prefix("checksum=")
@@ -162,6 +192,7 @@ impl Meta {
             epoch: u32::try_from(epoch).map_err(|_| format!("bad epoch {epoch}"))?,
             queue_count: u16::try_from(queue_count)
                 .map_err(|_| format!("bad queue_count {queue_count}"))?,
+            instance,
         };
         meta.check()?;
         Ok(meta)
@@ -618,6 +649,7 @@ mod tests {
     use super::*;
     use crate::ids::random_u64;
 
+    /// Metadata of a region whose owner is unknown: written in format 1.
     const META: Meta = Meta {
         client_id: 7,
         region_id: 0x1122_3344_5566_7788,
@@ -625,6 +657,13 @@ mod tests {
         map_length: 4 << 20,
         epoch: 3,
         queue_count: 2,
+        instance: None,
+    };
+
+    /// Metadata of a region with its owner: format 2.
+    const META2: Meta = Meta {
+        instance: Some(0x1234_5678_9abc_def0),
+        ..META
     };
 
     #[test]
@@ -636,26 +675,99 @@ mod tests {
         ));
         assert!(text.ends_with('\n'));
         assert_eq!(Meta::parse(text.as_bytes()), Ok(META));
-        // The example of Documentation/memory-server.md.
-        let doc = Meta {
+        // The format-1 example of Documentation/memory-server.md (as written before
+        // instances existed; still read).
+        let doc1 = Meta {
             epoch: 2,
             queue_count: 4,
             ..META
         };
-        assert_eq!(
-            doc.encode(),
-            "rswap-region 1\nclient_id=7\nregion_id=1234605616436508552\nlength=4194304\n\
-             map_length=4194304\nepoch=2\nqueue_count=4\nchecksum=70bfbff593af1347\n"
-        );
-        let extreme = Meta {
-            client_id: u64::MAX,
-            region_id: u64::MAX,
-            length: u64::MAX - 4095,
-            map_length: u64::MAX - 4095,
-            epoch: u32::MAX,
-            queue_count: u16::MAX,
+        let text1 = "rswap-region 1\nclient_id=7\nregion_id=1234605616436508552\nlength=4194304\n\
+             map_length=4194304\nepoch=2\nqueue_count=4\nchecksum=70bfbff593af1347\n";
+        assert_eq!(doc1.encode(), text1);
+        assert_eq!(Meta::parse(text1.as_bytes()), Ok(doc1));
+        // The format-2 example.
+        let doc2 = Meta {
+            instance: Some(0x5eed_0000_0001),
+            ..doc1
         };
-        assert_eq!(Meta::parse(extreme.encode().as_bytes()), Ok(extreme));
+        assert_eq!(
+            doc2.encode(),
+            "rswap-region 2\nclient_id=7\nregion_id=1234605616436508552\nlength=4194304\n\
+             map_length=4194304\nepoch=2\nqueue_count=4\ninstance=104372000260097\n\
+             checksum=46a843abee27b691\n"
+        );
+        for instance in [None, Some(0), Some(u64::MAX)] {
+            let extreme = Meta {
+                client_id: u64::MAX,
+                region_id: u64::MAX,
+                length: u64::MAX - 4095,
+                map_length: u64::MAX - 4095,
+                epoch: u32::MAX,
+                queue_count: u16::MAX,
+                instance,
+            };
+            assert_eq!(Meta::parse(extreme.encode().as_bytes()), Ok(extreme));
+        }
+    }
+
+    #[test]
+    fn meta_format_2_with_the_owner() {
+        let text = META2.encode();
+        assert!(text.starts_with(
+            "rswap-region 2\nclient_id=7\nregion_id=1234605616436508552\nlength=4194304\n\
+             map_length=4194304\nepoch=3\nqueue_count=2\ninstance=1311768467463790320\nchecksum="
+        ));
+        assert_eq!(Meta::parse(text.as_bytes()), Ok(META2));
+        for n in 0..text.len() {
+            assert!(Meta::parse(&text.as_bytes()[..n]).is_err(), "{n} bytes");
+        }
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            let mut b = bytes.to_vec();
+            b[i] ^= 0x01;
+            assert!(Meta::parse(&b).is_err(), "byte {i} changed");
+        }
+        // Re-checksummed: a format-2 file without its instance, a format-1 file with
+        // one, or a bad instance, are refused by the field checks.
+        let resum = |body: &str| format!("{body}checksum={:016x}\n", fnv1a(body.as_bytes()));
+        let body = text.split("checksum=").next().unwrap_or_default();
+        let expect = |t: String, want: &str| {
+            let e = Meta::parse(t.as_bytes()).expect_err("accepted");
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+        };
+        expect(
+            resum(&body.replace("instance=1311768467463790320\n", "")),
+            "expected instance=, found \"checksum=",
+        );
+        expect(
+            resum(&body.replace("rswap-region 2", "rswap-region 1")),
+            "bad checksum line \"instance=",
+        );
+        expect(
+            resum(&body.replace("instance=1311768467463790320", "instance=-1")),
+            "bad instance",
+        );
+        expect(
+            resum(&body.replace(
+                "instance=1311768467463790320",
+                "instance=18446744073709551616",
+            )),
+            "bad instance",
+        );
+        expect(
+            resum(&body.replace("instance=", "owner=")),
+            "expected instance=",
+        );
+        expect(
+            resum(&body.replace("rswap-region 2", "rswap-region 3")),
+            "unknown format version 3",
+        );
+        // A format-1 file read back is written back in format 1 until an instance
+        // claims the region.
+        let old = META.encode();
+        assert!(old.starts_with("rswap-region 1\n") && !old.contains("instance"));
+        assert_eq!(Meta::parse(old.as_bytes()).map(|m| m.instance), Ok(None));
     }
 
     #[test]
@@ -689,8 +801,12 @@ mod tests {
             assert!(e.contains(want), "{e:?} lacks {want:?}");
         };
         expect(
+            with("rswap-region 1", "rswap-region 3"),
+            "unknown format version 3",
+        );
+        expect(
             with("rswap-region 1", "rswap-region 2"),
-            "unknown format version 2",
+            "expected instance=, found \"checksum=",
         );
         expect(
             with("rswap-region 1", "rswap-region 01"),
@@ -804,6 +920,7 @@ mod tests {
             map_length: 2 << 20,
             epoch: 1,
             queue_count: 1,
+            instance: Some(3),
         };
         let (mut entries, ma) = region(&a);
         let (eb, mb) = region(&b);
@@ -996,7 +1113,7 @@ mod tests {
         let m = Meta {
             length: 8192,
             map_length: 8192,
-            ..META
+            ..META2
         };
         let f = store
             .create_memory(m.region_id, m.map_length)
@@ -1013,6 +1130,17 @@ mod tests {
         assert!(why(&v[0]).contains("metadata missing"), "{v:?}");
         store.write_meta(&m).expect("meta");
         let later = Meta { epoch: 4, ..m };
+        // A region restored from a format-1 file, then claimed: written in format 2.
+        let old = Meta {
+            instance: None,
+            ..m
+        };
+        store.write_meta(&old).expect("meta, format 1");
+        assert_eq!(
+            store.scan().unwrap(),
+            vec![Verdict::Restore(old)],
+            "format 1 is restored"
+        );
         store.write_meta(&later).expect("meta again");
         fs::write(dir.0.join("stray"), b"x").unwrap();
         let v = store.scan().unwrap();
