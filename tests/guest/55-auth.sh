@@ -1,0 +1,263 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# In-band authentication over soft-RoCE in one guest: only a region's owner reaches it.
+# rswap-server admits the clients of its allow-list, each with its secret; the kernel
+# target has the secret in its write-only `secret` attribute and proves it to the server
+# (hello, challenge, proof), and the server proves it back in the region descriptor.
+# Impostors (rswap-testclient with the owner's id and a wrong or no secret, a replayed
+# proof, a cloned target) are refused with their reason and never disturb the owner.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+BIN=$RSWAP_TOP/tools/rswap-server/target/release
+SRV=$BIN/rswap-server
+CLI=$BIN/rswap-testclient
+LOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORT=18521
+CFG=/sys/kernel/config/rswap
+T=$CFG/owner
+C=$CFG/clone
+W=$CFG/wrong
+CG=/sys/fs/cgroup/rswap-auth
+OUT=$RSWAP_OUT/55-auth
+mkdir -p "$OUT"
+ID=0x5501
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+OTHER=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+ID2=0x5502 # rswap-testclient's own entry in the allow-list
+SECRET2=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+ALLOW=/tmp/rswap-55-allow
+WORK_MB=48
+LIMIT_MB=20
+
+NAMES=(
+	"auth: the server refuses to start without --allow-list (or --insecure), and with an allow-list others can read"
+	"auth: the target's secret is write-only (reads say only (set) or (unset)); a malformed secret is refused with its reason"
+	"auth: a target with its secret connects (hello, challenge, proof; the server's proof checked) and the server logs no secret"
+	"auth: impostors with the owner's id and a wrong or no secret are rejected (AuthFailed, AuthRequired) while the owner runs fio verify: 0 errors, no reconnect"
+	"auth: the server drops every connection (SIGUSR1): the owner's queues authenticate again, get the same region back, and the data reads back"
+	"auth: a replayed proof is rejected with AuthFailed"
+	"auth: a target whose secret the server does not have fails enable; last_error and the log give the reason"
+	"auth: a cloned target (same id and secret, another instance) is refused with InUse; the owner is untouched"
+	"auth: a connect flood from bogus clients during a swap run: every bogus attempt refused, 0 bad pages, no process killed"
+	"auth: swapoff, disable, rmdir and rmmod work"
+	"dmesg: no BUG/WARNING/Oops in the auth tests"
+)
+ktap_plan ${#NAMES[@]}
+SPID=
+cleanup() {
+	swapoff /dev/rswap0 2>/dev/null
+	local d
+	for d in $C $W $T; do
+		{ [ -d "$d" ] && echo 0 > "$d/enable"; } 2>/dev/null
+		rmdir "$d" 2>/dev/null
+	done
+	rmdir $CG 2>/dev/null
+	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+dmesg_mark "55-auth"
+
+# client ARGS...: runs the test client against the server; output in $CO, status in $CS.
+CO= CS=
+client() {
+	CO=$(timeout 120 "$CLI" --connect "$IP:$PORT" --timeout 30 "$@" 2>&1)
+	CS=$?
+	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
+}
+
+# 1. Safe defaults.
+printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW
+chmod 644 $ALLOW
+no_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M 2>&1); no_list_rc=$?
+open_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M --allow-list $ALLOW 2>&1); open_list_rc=$?
+chmod 600 $ALLOW
+if [ $no_list_rc != 0 ] && [ $no_list_rc != 124 ] && [[ $no_list == *--allow-list* ]] \
+	&& [ $open_list_rc != 0 ] && [ $open_list_rc != 124 ] && [[ $open_list == *"$ALLOW"* ]] \
+	&& [[ $open_list != *"$SECRET"* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "no allow-list ($no_list_rc): $no_list" "mode 644 ($open_list_rc): $open_list"
+else
+	ktap_fail "$(ktap_name)" "no allow-list: exit $no_list_rc: $no_list; mode 644: exit $open_list_rc: $open_list"
+fi
+
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 96))M --grace 60 \
+	--allow-list $ALLOW >/dev/null || ktap_skip_rest "rswap-server does not start: $(tail -3 "$OUT/server.log")"
+grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+
+# 2. The secret attribute.
+mkdir $T
+unset_read=$(cat $T/secret)
+bad=0
+for v in 0123 "$SECRET"0 xyz"${SECRET:3}" "${SECRET:0:30}" "$(printf 'ab%.0s' $(seq 65))"; do
+	echo "$v" > $T/secret 2>/dev/null && bad=1
+done
+bad_msg=$(cat $T/last_error)
+echo "$SECRET" > $T/secret || bad=1
+set_read=$(cat $T/secret)
+if [ "$unset_read" = "(unset)" ] && [ "$set_read" = "(set)" ] && [ $bad = 0 ] \
+	&& [[ $bad_msg == "secret: "* ]] && ! dmesg | grep -qi "$SECRET"; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "reads: $unset_read then $set_read; last refusal: $bad_msg"
+else
+	ktap_fail "$(ktap_name)" "reads $unset_read / $set_read, a bad value accepted=$bad, last_error: $bad_msg"
+fi
+
+# 3. The owner connects.
+echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size; echo 2 > $T/queues
+echo $ID > $T/client_id
+if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
+	challenges=$(grep -c 'auth_challenge' "$OUT/server.log")
+	if [ "$challenges" -ge 2 ] && ! grep -qi "$SECRET" "$OUT/server.log"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(cat $T/state); $challenges challenges in the server log"
+	else
+		ktap_fail "$(ktap_name)" "challenges logged: $challenges; secret in the log: $(grep -ci "$SECRET" "$OUT/server.log")"
+	fi
+else
+	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
+	ktap_skip_rest "the owner does not connect"
+fi
+DEV=/dev/$(cat $T/device)
+
+# 4. Impostors while the owner runs fio verify.
+rec0=$(state_field $T recoveries)
+closed0=$(grep -c queue_closed "$OUT/server.log")
+fio --name=owner --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k \
+	--iodepth=16 --numjobs=2 --size=16M --offset_increment=16M --verify=crc32c \
+	--verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
+	--output-format=json --output="$OUT/fio-owner.json" >"$OUT/fio-owner.log" 2>&1 &
+fpid=$!
+client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --secret "$OTHER" --expect-reject AuthFailed
+wrong_cs=$CS wrong_co=$CO
+client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --expect-reject AuthRequired
+none_cs=$CS none_co=$CO
+timeout 300 tail --pid=$fpid -f /dev/null
+wait $fpid; frc=$?
+errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-owner.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+rec1=$(state_field $T recoveries)
+closed1=$(grep -c queue_closed "$OUT/server.log")
+if [ $wrong_cs = 0 ] && [ $none_cs = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] \
+	&& [ "$rec1" = "$rec0" ] && [ "$closed1" = "$closed0" ] && [[ $(cat $T/state) == connected* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "wrong secret: $(grep -m1 reason= <<<"$wrong_co"); no secret: $(grep -m1 reason= <<<"$none_co"); owner: fio 0 errors, recoveries $rec0 -> $rec1"
+else
+	ktap_fail "$(ktap_name)" "wrong secret exit $wrong_cs ($wrong_co); no secret exit $none_cs ($none_co); fio exit $frc errors $errs; recoveries $rec0 -> $rec1; queues closed $closed0 -> $closed1; $(cat $T/state)"
+fi
+
+# 5. Recovery authenticates too: each reconnect is a hello and a proof of the same
+# instance, and the server hands the region back.
+head -c 8M /dev/urandom > /tmp/auth8
+dd if=/tmp/auth8 of=$DEV bs=1M seek=40 oflag=direct status=none
+rec0=$(state_field $T recoveries)
+ch0=$(grep -c 'auth_challenge' "$OUT/server.log")
+region0=$(state_field $T region)
+kill -USR1 "$SPID"
+for _ in $(seq 200); do
+	[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
+	sleep 0.1
+done
+ch1=$(grep -c 'auth_challenge' "$OUT/server.log")
+if [[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] \
+	&& [ "$(state_field $T region)" = "$region0" ] && [ "$ch1" -ge $((ch0 + 2)) ] \
+	&& dd if=$DEV of=/tmp/auth8b bs=1M skip=40 count=8 iflag=direct status=none && cmp -s /tmp/auth8 /tmp/auth8b; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "challenges $ch0 -> $ch1; $(cat $T/state)" \
+		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(ktap_name)" "state $(cat $T/state); challenges $ch0 -> $ch1; $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
+fi
+
+# 6. Replay: a proof seen on the wire, sent again.
+client --client-id $ID2 --size 4M --secret "$SECRET2" --replay
+if [ $CS = 0 ] && grep -q 'replay=rejected reason=AuthFailed' <<<"$CO"; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(grep -m1 replay= <<<"$CO")"
+else
+	ktap_fail "$(ktap_name)" "exit $CS: $CO"
+fi
+
+# 7. A target with a secret the server does not have for its id.
+mkdir $W
+echo "$IP" > $W/addr; echo $PORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
+echo $ID > $W/client_id; echo "$OTHER" > $W/secret
+if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
+	&& [[ $(cat $W/last_error) == "enable failed"* ]] \
+	&& dmesg | grep -q 'rswap: wrong: .*AuthFailed\|rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "last_error: $(cat $W/last_error)" "$(dmesg | grep 'AuthFailed' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3)"
+fi
+rmdir $W
+
+# 8. A cloned target: same id, same secret, another directory (instance).
+mkdir $C
+echo "$IP" > $C/addr; echo $PORT > $C/port; echo $((WORK_MB + 32))M > $C/size; echo 2 > $C/queues
+echo $ID > $C/client_id; echo "$SECRET" > $C/secret
+rec0=$(state_field $T recoveries)
+if ! echo 1 > $C/enable 2>/dev/null && dmesg | tail -20 | grep -q 'rejected the connection: InUse' \
+	&& grep -q 'reason=InUse' "$OUT/server.log" && [[ $(cat $T/state) == connected* ]] \
+	&& [ "$(state_field $T recoveries)" = "$rec0" ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(dmesg | grep 'InUse' | tail -1 | sed 's/^\[[^]]*\] //')" "$(grep 'reason=InUse' "$OUT/server.log" | tail -1)"
+else
+	ktap_fail "$(ktap_name)" "clone enable=$(cat $C/enable); owner $(cat $T/state); $(dmesg | grep rswap | tail -3); $(grep -E 'connect_rejected' "$OUT/server.log" | tail -2)"
+fi
+rmdir $C
+
+# 9. A flood of bogus connects while the owner swaps.
+if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && swapoff -a 2>/dev/null; swapon -p 100 $DEV; then
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+	mkdir -p $CG
+	echo $((LIMIT_MB << 20)) > $CG/memory.max
+	echo max > $CG/memory.swap.max 2>/dev/null
+	out0=$(vm pswpout)
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 55" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+	LPID=$!
+	swapping=$(wait_swapping $LPID $out0)
+	# Hellos and proofs for random client ids, as fast as one process makes them; then,
+	# for the owner's id, wrong proofs from the test client.
+	client --client-id $ID --size 4M --flood 400
+	flood_cs=$CS flood_co=$CO
+	bad2=0
+	for _ in $(seq 20); do
+		client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --secret "$OTHER" --expect-reject AuthFailed
+		[ $CS = 0 ] || bad2=$((bad2 + 1))
+	done
+	flood2_cs=$bad2 flood2_co="20 wrong proofs for the owner's id, $bad2 not refused with AuthFailed"
+	timeout 900 tail --pid=$LPID -f /dev/null
+	wait $LPID; lrc=$?
+	if [ "$swapping" -ge 2000 ] && [ $flood_cs = 0 ] && [ $flood2_cs = 0 ] && [ $lrc = 0 ] \
+		&& grep -q '"bad_pages": *0' "$OUT/swapload.json" \
+		&& ! dmesg | sed -n '/rswap-test-mark: 55-auth/,$p' | grep -q 'Killed process'; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(grep -m1 flood <<<"$flood_co"); $flood2_co; $swapping pages out when the floods began" \
+			"swapload: $(cat "$OUT/swapload.json")"
+	else
+		ktap_fail "$(ktap_name)" "pages out $swapping; flood exit $flood_cs ($flood_co) / $flood2_cs ($flood2_co); swapload exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3)"
+	fi
+	rmdir $CG 2>/dev/null
+else
+	ktap_fail "$(ktap_name)" "no swap on $DEV (swapload at $LOAD)"
+fi
+
+ok=1
+swapoff $DEV 2>/dev/null
+echo 0 > $T/enable || ok=0
+rmdir $T || ok=0
+rmmod rswap || ok=0
+if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+
+n=$(dmesg_alloc_failures)
+[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
+dmesg_note_rxe_races
+ktap_check "$(ktap_name)" dmesg_clean
+ktap_finish
