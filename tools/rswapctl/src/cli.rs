@@ -54,7 +54,8 @@ pub enum Cmd {
     /// Create a target, connect it to its memory server and (--swap) swap on its disk.
     ///
     /// Creates /sys/kernel/config/rswap/NAME, writes addr, port, size and the given
-    /// options, then enable=1. On a failure, disables and removes the target again.
+    /// options (the secret of --secret-file too), then enable=1. On a failure, disables
+    /// and removes the target again.
     Add {
         /// The target's name (its configfs directory).
         name: String,
@@ -70,6 +71,11 @@ pub enum Cmd {
         /// This client's identity at the server, decimal or 0x hex (default: random).
         #[arg(long, value_name = "ID")]
         client_id: Option<String>,
+        /// Authenticate to the server with the secret in FILE: 32 to 128 hex digits (16
+        /// to 64 bytes; whitespace around them is ignored). FILE must not be readable or
+        /// writable by group or others (chmod 600). The secret is never printed.
+        #[arg(long, value_name = "FILE")]
+        secret_file: Option<PathBuf>,
         /// How long a failed queue keeps reconnecting before its I/O fails.
         #[arg(long, value_name = "MS")]
         recovery_ms: Option<u32>,
@@ -89,7 +95,7 @@ pub enum Cmd {
         /// The target's name.
         name: String,
     },
-    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED.
+    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET.
     List {
         /// A JSON array of objects instead of the table.
         #[arg(long)]
@@ -127,6 +133,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
         "STATE",
         "RECOVERIES",
         "USED",
+        "SECRET",
     ];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for t in targets {
@@ -138,6 +145,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
             t.state.clone(),
             dash(t.recoveries),
             dash(t.swap_used_bytes.map(human_size)),
+            dash(t.secret.map(|s| if s { "yes" } else { "no" })),
         ]);
     }
     let mut widths = vec![0; header.len()];
@@ -220,11 +228,17 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             size,
             queues,
             client_id,
+            secret_file,
             recovery_ms,
             keepalive_ms,
             swap,
             priority,
         } => ctl.add(&AddOptions {
+            // Read before anything is created; a bad file leaves no trace.
+            secret: secret_file
+                .map(|f| target::read_secret_file(&f))
+                .transpose()
+                .map_err(|e| Failure::new("add", &name, e))?,
             name,
             addr: Some(addr),
             port,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsers for what the kernel shows: a target's `state` line and `/proc/swaps`, plus
-//! the human-readable sizes of the table.
+//! Parsers for what the kernel shows: a target's `state` line, its `secret` attribute and
+//! `/proc/swaps`; a secret file's content; the human-readable sizes of the table.
 
 use std::fmt;
 
@@ -151,6 +151,105 @@ pub fn parse_swaps(text: &str) -> Vec<SwapEntry> {
         .collect()
 }
 
+/// Shortest secret in hexadecimal digits (16 bytes, the kernel's minimum).
+pub const SECRET_MIN_DIGITS: usize = 32;
+/// Longest secret in hexadecimal digits (64 bytes, the kernel's maximum).
+pub const SECRET_MAX_DIGITS: usize = 128;
+
+/// A target's secret as its `secret` attribute takes it: 32 to 128 hexadecimal digits.
+///
+/// It cannot leak by accident: it has no `Display` and no `Serialize`, its `Debug` shows
+/// only its length, its digits are private (only the attribute write in `target` reads
+/// them) and they are wiped when it is dropped.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// ASCII hexadecimal digits, as given (the kernel takes either case).
+    digits: Vec<u8>,
+}
+
+impl Secret {
+    /// Its length in bytes (half its digits).
+    pub fn len_bytes(&self) -> usize {
+        self.digits.len() / 2
+    }
+
+    /// The digits, for writing the attribute; nothing else may call this.
+    pub(crate) fn digits(&self) -> &str {
+        // Only ASCII hexadecimal digits get in (`parse_secret`).
+        std::str::from_utf8(&self.digits).unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({} bytes)", self.len_bytes())
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        wipe(&mut self.digits);
+    }
+}
+
+/// Overwrites bytes that held (part of) a secret.
+pub(crate) fn wipe(bytes: &mut [u8]) {
+    bytes.fill(0);
+    // Keeps the wipe of memory that is about to be freed from being optimised away.
+    std::hint::black_box(&*bytes);
+}
+
+/// Why a secret file's content is not a secret. The messages never quote the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretError {
+    Empty,
+    NotHex,
+    OddDigits,
+    Length,
+}
+
+impl fmt::Display for SecretError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SecretError::Empty => "it is empty",
+            SecretError::NotHex => "it is not only hexadecimal digits (one secret, no comments)",
+            SecretError::OddDigits => "it has an odd number of hexadecimal digits",
+            SecretError::Length => "a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)",
+        })
+    }
+}
+
+/// Parses a secret file's content: 32 to 128 hexadecimal digits (an even number, either
+/// case) with optional whitespace (a trailing newline) around them.
+pub fn parse_secret(content: &[u8]) -> Result<Secret, SecretError> {
+    let digits = content.trim_ascii();
+    if digits.is_empty() {
+        return Err(SecretError::Empty);
+    }
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(SecretError::NotHex);
+    }
+    if digits.len() % 2 != 0 {
+        return Err(SecretError::OddDigits);
+    }
+    if !(SECRET_MIN_DIGITS..=SECRET_MAX_DIGITS).contains(&digits.len()) {
+        return Err(SecretError::Length);
+    }
+    Ok(Secret {
+        digits: digits.to_vec(),
+    })
+}
+
+/// The `secret` attribute: `(set)` or `(unset)`; anything else (a newer module's word)
+/// is not known.
+pub fn parse_secret_attr(text: &str) -> Option<bool> {
+    match text.trim() {
+        "(set)" => Some(true),
+        "(unset)" => Some(false),
+        _ => None,
+    }
+}
+
 /// Bytes in the kernel's suffixes (binary): `8G`, `1.5G`, `512K`, `100B`.
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [(&str, u64); 5] = [
@@ -257,6 +356,39 @@ mod tests {
             }
         );
         assert_eq!(e[1].priority, -2);
+    }
+
+    #[test]
+    fn secrets() {
+        let hex = "00112233445566778899aabbccddeeff";
+        let s = parse_secret(format!("  {hex}\n\n").as_bytes()).unwrap();
+        assert_eq!(s.digits(), hex);
+        assert_eq!(s.len_bytes(), 16);
+        assert_eq!(format!("{s:?}"), "Secret(16 bytes)");
+        let upper = hex.to_uppercase().repeat(4);
+        assert_eq!(parse_secret(upper.as_bytes()).unwrap().len_bytes(), 64);
+        for (content, e) in [
+            ("".to_string(), SecretError::Empty),
+            (" \n".to_string(), SecretError::Empty),
+            (format!("{hex}g"), SecretError::NotHex),
+            (format!("{hex} {hex}"), SecretError::NotHex),
+            (format!("0x{hex}"), SecretError::NotHex),
+            (format!("# comment\n{hex}"), SecretError::NotHex),
+            (format!("{hex}0"), SecretError::OddDigits),
+            (hex[..30].to_string(), SecretError::Length),
+            (hex.repeat(4) + "00", SecretError::Length),
+        ] {
+            assert_eq!(parse_secret(content.as_bytes()), Err(e), "{content:?}");
+        }
+        assert_eq!(parse_secret(b"\xff\xfe"), Err(SecretError::NotHex));
+    }
+
+    #[test]
+    fn secret_attr() {
+        assert_eq!(parse_secret_attr("(set)\n"), Some(true));
+        assert_eq!(parse_secret_attr("(unset)"), Some(false));
+        assert_eq!(parse_secret_attr(""), None);
+        assert_eq!(parse_secret_attr("yes"), None);
     }
 
     #[test]

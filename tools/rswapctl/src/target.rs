@@ -2,13 +2,14 @@
 
 //! The operations on rswap targets in configfs: add, remove, list, status.
 
-use crate::parse::{self, SwapEntry, TargetState};
+use crate::parse::{self, Secret, SwapEntry, TargetState};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::net::Ipv4Addr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
@@ -150,6 +151,43 @@ pub fn parse_server(s: &str) -> Result<(Ipv4Addr, Option<u16>), String> {
     Ok((addr, port))
 }
 
+/// A secret file longer than this is not a secret file (128 digits and some whitespace).
+const SECRET_FILE_MAX: u64 = 4096;
+
+/// Reads a secret file (`add --secret-file`): it must not be readable or writable by group
+/// or others (like an ssh key), and hold 32 to 128 hexadecimal digits, whitespace around
+/// them trimmed. The error says why, never what the file holds.
+pub fn read_secret_file(path: &Path) -> Result<Secret, String> {
+    let what = |why: String| format!("secret file {}: {why}", path.display());
+    let file = fs::File::open(path).map_err(|e| what(errno_text(&e)))?;
+    // The mode of the file opened, not of whatever the path names a moment later.
+    let mode = file
+        .metadata()
+        .map_err(|e| what(errno_text(&e)))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(what(format!(
+            "mode {:04o} lets group or others read or write it (chmod 600 it)",
+            mode & 0o7777
+        )));
+    }
+    let mut content = Vec::with_capacity(SECRET_FILE_MAX as usize + 1);
+    let read = file
+        .take(SECRET_FILE_MAX + 1)
+        .read_to_end(&mut content)
+        .map_err(|e| what(errno_text(&e)));
+    let secret = match read {
+        Err(e) => Err(e),
+        Ok(n) if n as u64 > SECRET_FILE_MAX => Err(what(format!(
+            "longer than {SECRET_FILE_MAX} bytes; not a secret"
+        ))),
+        Ok(_) => parse::parse_secret(&content).map_err(|e| what(format!("not a secret: {e}"))),
+    };
+    parse::wipe(&mut content);
+    secret
+}
+
 /// What `rswapctl add` sets.
 #[derive(Debug, Clone, Default)]
 pub struct AddOptions {
@@ -159,6 +197,8 @@ pub struct AddOptions {
     pub size: String,
     pub queues: Option<u32>,
     pub client_id: Option<String>,
+    /// Written to the `secret` attribute; its `Debug` does not show it.
+    pub secret: Option<Secret>,
     pub recovery_ms: Option<u32>,
     pub keepalive_ms: Option<u32>,
     pub swap: bool,
@@ -173,6 +213,9 @@ pub struct TargetInfo {
     pub addr: Option<String>,
     pub port: Option<u16>,
     pub size_bytes: Option<u64>,
+    /// Whether the target has a secret (its `secret` attribute says `(set)`); null if
+    /// the module has no such attribute.
+    pub secret: Option<bool>,
     pub state: String,
     pub queues_live: Option<u32>,
     pub queues_total: Option<u32>,
@@ -187,12 +230,13 @@ pub struct TargetInfo {
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
-pub const FIELDS: [&str; 16] = [
+pub const FIELDS: [&str; 17] = [
     "name",
     "device",
     "addr",
     "port",
     "size_bytes",
+    "secret",
     "state",
     "queues_live",
     "queues_total",
@@ -216,13 +260,14 @@ pub struct TargetStatus {
 
 /// The attributes `status` reads first, in the documentation's order; any other file in
 /// the directory follows in name order.
-const ATTRIBUTES: [&str; 12] = [
+const ATTRIBUTES: [&str; 13] = [
     "addr",
     "port",
     "size",
     "queues",
     "queue_depth",
     "client_id",
+    "secret",
     "timeout_ms",
     "recovery_ms",
     "keepalive_ms",
@@ -285,6 +330,8 @@ impl<'a> Ctl<'a> {
         attr: &str,
         value: &str,
     ) -> Result<(), Failure> {
+        // Its error shows the value: the secret goes through `write_secret`.
+        debug_assert_ne!(attr, "secret");
         let dir = self.dir(name);
         self.host
             .write(&dir.join(attr), &format!("{value}\n"))
@@ -296,6 +343,21 @@ impl<'a> Ctl<'a> {
                 )
                 .kernel_reason(&dir)
             })
+    }
+
+    /// Writes the `secret` attribute. Unlike [`Self::write_attr`], the error does not
+    /// show the value (the kernel's reason in `last_error` never does either).
+    fn write_secret(&self, op: &'static str, name: &str, secret: &Secret) -> Result<(), Failure> {
+        let dir = self.dir(name);
+        let mut text = String::with_capacity(secret.digits().len() + 1);
+        text.push_str(secret.digits());
+        text.push('\n');
+        let written = self.host.write(&dir.join("secret"), &text);
+        parse::wipe(&mut text.into_bytes());
+        written.map_err(|e| {
+            Failure::new(op, name, format!("writing secret: {}", errno_text(&e)))
+                .kernel_reason(&dir)
+        })
     }
 
     fn missing_target(&self, op: &'static str, name: &str, e: &io::Error) -> Failure {
@@ -368,6 +430,10 @@ impl<'a> Ctl<'a> {
         }
         for (attr, value) in &attrs {
             self.write_attr("add", name, attr, value)?;
+        }
+        // Through its own write, whose error does not show it.
+        if let Some(secret) = &o.secret {
+            self.write_secret("add", name, secret)?;
         }
         self.write_attr("add", name, "enable", "1")?;
         *enabled = true;
@@ -485,6 +551,7 @@ impl<'a> Ctl<'a> {
             addr: set(attr("addr")),
             port: attr("port").and_then(|p| p.parse().ok()),
             size_bytes: attr("size").and_then(|s| s.parse().ok()),
+            secret: attr("secret").and_then(|s| parse::parse_secret_attr(&s)),
             state: state
                 .as_ref()
                 .map_or("unknown", TargetState::summary)
@@ -526,7 +593,12 @@ impl<'a> Ctl<'a> {
         let mut attributes = BTreeMap::new();
         for file in files {
             // A write-only or unreadable attribute shows as empty.
-            let value = self.read_attr(name, &file).unwrap_or_default();
+            let mut value = self.read_attr(name, &file).unwrap_or_default();
+            // The module shows only whether there is a secret; should it ever show more,
+            // it is not passed on.
+            if file == "secret" && !value.is_empty() && parse::parse_secret_attr(&value).is_none() {
+                value = "(not shown)".to_string();
+            }
             attributes.insert(file, value);
         }
         Ok(TargetStatus {

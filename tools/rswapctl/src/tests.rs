@@ -2,15 +2,18 @@
 
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
 //! creates the attributes with the module's defaults, `enable` brings a fake disk up
-//! and down, and chosen writes fail like the kernel's.
+//! and down, `secret` shows only `(set)` or `(unset)`, and chosen writes fail like the
+//! kernel's.
 
 use crate::cli::{self, Cli};
+use crate::parse;
 use crate::target::{AddOptions, Ctl, Host, Paths};
 use clap::{CommandFactory, Parser};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::fs;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -18,6 +21,9 @@ use std::time::Duration;
 const EINVAL: i32 = 22;
 const EBUSY: i32 = 16;
 const EEXIST: i32 = 17;
+
+/// A 32-byte secret, and its digits as they must never appear in any output.
+const SECRET: &str = "6b1f0c93a4d25e7f80b1c2d3e4f5061728394a5b6c7d8e9f0a1b2c3d4e5f60e2";
 
 const CONNECTED: &str = "connected queues=2/2 region=7 epoch=1 rkey=0x1234 length=8589934592 \
                          recovering=0 dead=0 recoveries=3 retried=5";
@@ -124,6 +130,7 @@ impl Host for Fake {
             ("queues", "2"),
             ("queue_depth", "128"),
             ("client_id", "0x5eed"),
+            ("secret", "(unset)"),
             ("timeout_ms", "5000"),
             ("recovery_ms", "60000"),
             ("keepalive_ms", "5000"),
@@ -155,6 +162,12 @@ impl Host for Fake {
                 }
                 return Err(io::Error::from_raw_os_error(errno));
             }
+        }
+        if attr == "secret" {
+            // The module keeps the secret to itself.
+            let set = value.trim() != "none";
+            fs::write(path, if set { "(set)\n" } else { "(unset)\n" })?;
+            return Ok(());
         }
         fs::write(path, value)?;
         if attr == "enable" {
@@ -421,10 +434,14 @@ fn remove_failures() {
     assert_eq!(fake.attr("mem0", "enable"), "1");
 }
 
+/// `a` enabled, swapped on and with a secret; `b` disabled, on a module without the
+/// `secret` attribute.
 fn two_targets() -> Fake {
     let fake = Fake::new();
     fake.target("b", "192.0.2.3", "(unset)", None);
+    fs::remove_file(fake.dir("b").join("secret")).unwrap();
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
+    fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
     fake
 }
@@ -464,14 +481,14 @@ fn list_json() {
         json!([
             {
                 "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 18515,
-                "size_bytes": 8589934592u64, "state": "connected",
+                "size_bytes": 8589934592u64, "secret": true, "state": "connected",
                 "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
                 "swap_used_bytes": 2048 * 1024, "swap_priority": 100
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 18515,
-                "size_bytes": null, "state": "disabled",
+                "size_bytes": null, "secret": null, "state": "disabled",
                 "queues_live": null, "queues_total": null, "recovering": null,
                 "dead": null, "recoveries": null, "retried": null, "region": null,
                 "epoch": null, "swap_used_bytes": null, "swap_priority": null
@@ -485,9 +502,9 @@ fn list_table() {
     let fake = two_targets();
     assert_eq!(
         run(&fake, &["list"]).unwrap(),
-        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED\n\
-         a     rswap0  192.0.2.2:18515  8G    connected  3           2M\n\
-         b     -       192.0.2.3:18515  -     disabled   -           -\n"
+        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED  SECRET\n\
+         a     rswap0  192.0.2.2:18515  8G    connected  3           2M    yes\n\
+         b     -       192.0.2.3:18515  -     disabled   -           -     -\n"
     );
 }
 
@@ -508,10 +525,12 @@ fn status_json_has_fields_and_attributes() {
     assert_eq!(out["state"], "connected");
     assert_eq!(out["swap_priority"], 100);
     assert_eq!(out["recoveries"], 3);
+    assert_eq!(out["secret"], true);
     let attrs = out["attributes"].as_object().unwrap();
-    assert_eq!(attrs.len(), 12);
+    assert_eq!(attrs.len(), 13);
     assert_eq!(attrs["addr"], "192.0.2.2");
     assert_eq!(attrs["client_id"], "0x5eed");
+    assert_eq!(attrs["secret"], "(set)");
     assert_eq!(attrs["state"], CONNECTED);
     assert_eq!(attrs["device"], "rswap0");
 }
@@ -522,8 +541,9 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[15], "swap_priority: -");
+    assert_eq!(lines[16], "swap_priority: -");
     assert!(lines.contains(&"device: -"));
+    assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"state: disabled"));
     assert!(lines.contains(&"port: 18515"));
     let attrs: Vec<&str> = lines
@@ -536,6 +556,14 @@ fn status_text() {
     assert_eq!(attrs[11], "attr.device: ");
     let e = run(&fake, &["status", "zz"]).unwrap_err();
     assert!(e.starts_with("rswapctl: status zz: "), "{e}");
+    let out = run(&fake, &["status", "a"]).unwrap();
+    assert!(out.contains("\nsecret: true\n"), "{out}");
+    let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
+    assert_eq!(attrs.len(), 13);
+    assert_eq!(
+        attrs[5..7],
+        ["attr.client_id: 0x5eed", "attr.secret: (set)"]
+    );
 }
 
 #[test]
@@ -599,4 +627,276 @@ fn man_pages() {
         let text = fs::read_to_string(dir.join(page)).unwrap();
         assert!(text.contains(".TH"), "{page}");
     }
+    let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
+    assert!(
+        add.contains("\\fB\\-\\-secret\\-file\\fR \\fI<FILE>\\fR"),
+        "{add}"
+    );
+}
+
+/// Writes a secret file with this content and mode into the fake's directory.
+fn secret_file(fake: &Fake, file: &str, content: &str, mode: u32) -> PathBuf {
+    let path = fake.tmp.join(file);
+    fs::write(&path, content).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    path
+}
+
+fn add_with_secret_file<'a>(file: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "add",
+        "mem0",
+        "--server",
+        "192.0.2.2",
+        "--size",
+        "8G",
+        "--secret-file",
+        file,
+    ];
+    args.extend(more);
+    args
+}
+
+#[test]
+fn add_writes_the_secret_before_enable_and_never_shows_it() {
+    let fake = Fake::new();
+    let file = secret_file(&fake, "mem0.secret", &format!("{SECRET}\n"), 0o600);
+    let file = file.to_str().unwrap();
+    run(
+        &fake,
+        &add_with_secret_file(file, &["--client-id", "0x42", "--keepalive-ms", "1000"]),
+    )
+    .unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "size=8G",
+            "client_id=0x42",
+            "keepalive_ms=1000",
+            &format!("secret={SECRET}"),
+            "enable=1",
+        ]
+    );
+    assert_eq!(fake.attr("mem0", "secret"), "(set)");
+    let mut shown = String::new();
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["status", "mem0"],
+        &["status", "mem0", "--json"],
+    ] {
+        shown += &run(&fake, args).unwrap();
+    }
+    assert!(!shown.contains(SECRET), "{shown}");
+    let status: Value =
+        serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
+    assert_eq!(status["secret"], true);
+    assert_eq!(status["attributes"]["secret"], "(set)");
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    assert_eq!(list[0]["secret"], true);
+}
+
+#[test]
+fn add_secret_write_failure_does_not_show_the_secret() {
+    let mut fake = Fake::new();
+    fake.fail = Some((
+        "secret",
+        EINVAL,
+        Some("secret: a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)"),
+    ));
+    let o = AddOptions {
+        secret: Some(parse::parse_secret(SECRET.as_bytes()).unwrap()),
+        ..add_options("mem0")
+    };
+    let debug = format!("{o:?}");
+    assert!(debug.contains("secret: Some(Secret(32 bytes))"), "{debug}");
+    assert!(!debug.contains(SECRET), "{debug}");
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: writing secret: Invalid argument\n\
+         rswapctl: add mem0: kernel: secret: a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)"
+    );
+    assert!(!format!("{f:?}").contains(SECRET));
+    assert!(!fake.dir("mem0").exists());
+    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
+
+    // The same through the command line, and when the server refuses the secret.
+    let file = secret_file(&fake, "mem0.secret", SECRET, 0o400);
+    let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+    assert!(
+        e.starts_with("rswapctl: add mem0: writing secret: Invalid argument\n"),
+        "{e}"
+    );
+    assert!(!e.contains(SECRET), "{e}");
+    fake.fail = Some((
+        "enable",
+        EINVAL,
+        Some("enable failed: the server rejected the connection: AuthFailed"),
+    ));
+    let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+    assert_eq!(
+        e,
+        "rswapctl: add mem0: writing enable=1: Invalid argument\n\
+         rswapctl: add mem0: kernel: enable failed: the server rejected the connection: AuthFailed"
+    );
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn add_refuses_a_secret_file_others_may_read_or_write() {
+    let fake = Fake::new();
+    for mode in [0o644, 0o640, 0o604, 0o620, 0o602, 0o660, 0o610, 0o666] {
+        let file = secret_file(&fake, "mem0.secret", SECRET, mode);
+        let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "rswapctl: add mem0: secret file {}: mode {mode:04o} lets group or others \
+                 read or write it (chmod 600 it)",
+                file.display()
+            )
+        );
+    }
+    assert!(!fake.dir("mem0").exists());
+    assert!(fake.writes.borrow().is_empty());
+    for mode in [0o600, 0o400, 0o700] {
+        let file = secret_file(&fake, "mem0.secret", SECRET, mode);
+        run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap();
+        run(&fake, &["remove", "mem0"]).unwrap();
+    }
+}
+
+#[test]
+fn add_refuses_malformed_or_unreadable_secret_files() {
+    let fake = Fake::new();
+    let half = &SECRET[..30];
+    for (content, why) in [
+        ("".to_string(), "it is empty"),
+        ("\n \n".to_string(), "it is empty"),
+        (
+            format!("{SECRET}z"),
+            "it is not only hexadecimal digits (one secret, no comments)",
+        ),
+        (
+            format!("# mem0\n{SECRET}\n"),
+            "it is not only hexadecimal digits (one secret, no comments)",
+        ),
+        (
+            format!("0x{SECRET}"),
+            "it is not only hexadecimal digits (one secret, no comments)",
+        ),
+        (
+            format!("{SECRET}\n{SECRET}\n"),
+            "it is not only hexadecimal digits (one secret, no comments)",
+        ),
+        (
+            format!("{SECRET}0"),
+            "it has an odd number of hexadecimal digits",
+        ),
+        (
+            half.to_string(),
+            "a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)",
+        ),
+        (
+            SECRET.repeat(2) + "00",
+            "a secret is 16 to 64 bytes (32 to 128 hexadecimal digits)",
+        ),
+    ] {
+        let file = secret_file(&fake, "mem0.secret", &content, 0o600);
+        let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "rswapctl: add mem0: secret file {}: not a secret: {why}",
+                file.display()
+            ),
+            "{content:?}"
+        );
+        assert!(!e.contains(half), "{e}");
+    }
+    let file = secret_file(&fake, "big.secret", &"0".repeat(5000), 0o600);
+    let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+    assert!(e.ends_with(": longer than 4096 bytes; not a secret"), "{e}");
+
+    let missing = fake.tmp.join("missing.secret");
+    let e = run(&fake, &add_with_secret_file(missing.to_str().unwrap(), &[])).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "rswapctl: add mem0: secret file {}: No such file or directory",
+            missing.display()
+        )
+    );
+    // `-` is a file name like any other, not standard input.
+    let e = run(&fake, &add_with_secret_file("-", &[])).unwrap_err();
+    assert_eq!(
+        e,
+        "rswapctl: add mem0: secret file -: No such file or directory"
+    );
+    let dir = fake.tmp.join("secret.d");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    let e = run(&fake, &add_with_secret_file(dir.to_str().unwrap(), &[])).unwrap_err();
+    assert!(e.ends_with(": Is a directory"), "{e}");
+
+    assert!(!fake.dir("mem0").exists());
+    assert!(fake.writes.borrow().is_empty());
+}
+
+#[test]
+fn list_and_status_say_whether_a_secret_is_set() {
+    let fake = Fake::new();
+    fake.target("set", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("set").join("secret"), "(set)\n").unwrap();
+    fake.target("unset", "192.0.2.2", "4096", None);
+    fake.target("old", "192.0.2.2", "4096", None);
+    fs::remove_file(fake.dir("old").join("secret")).unwrap();
+    fake.target("new", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("new").join("secret"), format!("{SECRET}\n")).unwrap();
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let secrets: Vec<(&str, &Value)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), &t["secret"]))
+        .collect();
+    assert_eq!(
+        secrets,
+        [
+            ("new", &Value::Null),
+            ("old", &Value::Null),
+            ("set", &json!(true)),
+            ("unset", &json!(false))
+        ]
+    );
+    let table = run(&fake, &["list"]).unwrap();
+    let column: Vec<&str> = table
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(column, ["SECRET", "-", "-", "yes", "no"]);
+    for (name, want) in [
+        ("set", json!(true)),
+        ("unset", json!(false)),
+        ("old", Value::Null),
+    ] {
+        let st: Value =
+            serde_json::from_str(&run(&fake, &["status", name, "--json"]).unwrap()).unwrap();
+        assert_eq!(st["secret"], want, "{name}");
+        let text = run(&fake, &["status", name]).unwrap();
+        let line = if want.is_null() {
+            "secret: -".to_string()
+        } else {
+            format!("secret: {want}")
+        };
+        assert!(text.lines().any(|l| l == line), "{text}");
+    }
+    // A module that showed more than `(set)` would not have it passed on.
+    let mut shown = run(&fake, &["list"]).unwrap() + &run(&fake, &["list", "--json"]).unwrap();
+    shown += &run(&fake, &["status", "new"]).unwrap();
+    shown += &run(&fake, &["status", "new", "--json"]).unwrap();
+    assert!(!shown.contains(SECRET), "{shown}");
+    assert!(shown.contains("attr.secret: (not shown)\n"), "{shown}");
 }
