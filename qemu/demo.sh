@@ -17,9 +17,11 @@ run "modprobe -a ib_core rdma_cm && insmod $RSWAP_TOP/rswap.ko"
 run "dmesg | grep 'rswap:'"
 run "rdma resource show pd | grep rswap"
 
-say "3. a memory server hands out 256 MiB of registered memory"
+say "3. a memory server hands out 256 MiB of registered memory to the clients it knows"
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+run "(umask 077; echo 0xd3e0 \$SECRET > /tmp/clients)"
 "$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" --listen "$IP:18515" --size 512M \
-	> /tmp/server.log 2>&1 &
+	--allow-list /tmp/clients > /tmp/server.log 2>&1 &
 sleep 1
 run "cat /tmp/server.log"
 
@@ -27,6 +29,7 @@ say "4. configfs: connect and create /dev/rswap0"
 T=/sys/kernel/config/rswap/demo
 run "mkdir $T"
 run "echo $IP > $T/addr; echo 18515 > $T/port; echo 256M > $T/size; echo 2 > $T/queues"
+run "echo 0xd3e0 > $T/client_id; echo \$SECRET > $T/secret; cat $T/secret"
 run "echo 1 > $T/enable"
 run "cat $T/state $T/device"
 run "lsblk /dev/rswap0"
