@@ -124,6 +124,7 @@ impl configfs::GroupOperations for Root {
                 keepalive_ms: 11,
                 last_error: 12,
                 secret: 13,
+                stats: 14,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -412,6 +413,20 @@ setting_attr!(
     |t| parse::keepalive_ms(t),
     |s, v| s.keepalive_ms = v as u32
 );
+
+/// `stats`: the disk's counters while enabled (empty when disabled).
+#[vtable]
+impl configfs::AttributeOperations<14> for TargetConfig {
+    type Data = TargetConfig;
+
+    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let s = this.inner.lock();
+        show_with(page, |w| match &s.enabled {
+            Some(Enabled { disk, .. }) => disk.write_stats(w),
+            None => Ok(()),
+        })
+    }
+}
 
 /// `secret`: write-only in effect; reading says only whether one is set.
 #[vtable]

@@ -9,6 +9,7 @@
 //! then the session's queues, then the number. The data path is in [`request`].
 
 mod request;
+mod stats;
 
 use kernel::{prelude::*, str::CString, sync::Arc};
 
@@ -153,6 +154,20 @@ impl RemoteDisk {
     /// How the queues are doing.
     pub(crate) fn health(&self) -> Health {
         self.driver.session().health()
+    }
+
+    /// Writes the disk's counters for the `stats` attribute: the total, each queue, and
+    /// the latency histogram of all queues (see `Documentation/configuration.md`).
+    pub(crate) fn write_stats(&self, w: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let mut total = stats::Snapshot::default();
+        for q in self.driver.stats() {
+            total.add(&q);
+        }
+        total.write_line(w, format_args!("total"))?;
+        for (i, q) in self.driver.stats().enumerate() {
+            q.write_line(w, format_args!("queue{}", i))?;
+        }
+        total.write_latency(w)
     }
 
     /// The region descriptor the queues post with now (see

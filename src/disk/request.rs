@@ -13,7 +13,11 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
 
 use crate::{
     blk::{self, HwCtxSlot, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
@@ -28,6 +32,8 @@ use crate::{
         session::Session,
     },
 };
+
+use super::stats::{QueueStats, Snapshot};
 
 /// Segments per request (the disk's `max_segments` at most; also the SGEs of one work
 /// request).
@@ -47,13 +53,16 @@ fn log_failure() -> bool {
 }
 
 /// The whole RDMA state of one request, preallocated with its tag: the work request's
-/// completion entry, the scatterlist and its DMA mapping, and the retry count.
+/// completion entry, the scatterlist and its DMA mapping, the retry count and when it was
+/// posted.
 #[derive(Default)]
 pub(super) struct RequestData {
     cqe: Cqe,
     dma: SgDma<MAX_SEGMENTS>,
     /// Times this request was requeued because its queue failed.
     retries: u8,
+    /// When its work request was posted, for the latency histogram.
+    issued: Option<Instant<Monotonic>>,
 }
 
 impl_has_cqe! { impl HasCqe for RequestData { self.cqe } }
@@ -88,11 +97,12 @@ unsafe impl CqeOwner for Posted {
     }
 }
 
-/// A hardware queue of the disk: the queue it posts to, and its blk-mq context, stopped
-/// while the queue recovers.
+/// A hardware queue of the disk: the queue it posts to, its blk-mq context, stopped
+/// while the queue recovers, and its counters.
 pub(super) struct DiskQueue {
     queue: Arc<Queue>,
     ctx: Arc<HwCtxSlot>,
+    stats: QueueStats,
 }
 
 /// A recovering queue's hardware queue is stopped; the queue starts it again when it is
@@ -123,6 +133,7 @@ impl Driver {
                 DiskQueue {
                     queue: queue.clone(),
                     ctx,
+                    stats: QueueStats::default(),
                 },
                 GFP_KERNEL,
             )?;
@@ -133,6 +144,14 @@ impl Driver {
     /// The session.
     pub(super) fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The counters of each hardware queue, with its queue's requeues and recoveries.
+    pub(super) fn stats(&self) -> impl Iterator<Item = Snapshot> + '_ {
+        self.queues.iter().map(|hwq| {
+            hwq.stats
+                .snapshot(hwq.queue.retried(), u64::from(hwq.queue.recoveries()))
+        })
     }
 }
 
@@ -154,14 +173,11 @@ fn end(mut rq: Request<Driver>, status: Status) {
     rq.end(status);
 }
 
-/// Maps `rq` and posts it on `queue`'s live connection.
-fn post(
-    queue: &Arc<Queue>,
-    rq: Request<Driver>,
-    op: RdmaOp,
-) -> core::result::Result<(), NotPosted> {
+/// Maps `rq` and posts it on the live connection of `hwq`'s queue.
+fn post(hwq: &DiskQueue, rq: Request<Driver>, op: RdmaOp) -> core::result::Result<(), NotPosted> {
+    let queue = &hwq.queue;
     match Queue::with_conn(queue, rq, |link, conn, rq| {
-        post_on(queue, link, conn, rq, op)
+        post_on(queue, &hwq.stats, link, conn, rq, op)
     }) {
         Ok(result) => result,
         Err((Verdict::Retry, rq)) => Err((Refusal::Wait, rq)),
@@ -172,6 +188,7 @@ fn post(
 
 fn post_on(
     queue: &Arc<Queue>,
+    stats: &QueueStats,
     link: &Link,
     conn: &Conn,
     mut rq: Request<Driver>,
@@ -207,8 +224,12 @@ fn post_on(
         Err(e) if e == ENOMEM => return Err((Refusal::Busy, rq)),
         Err(_) => return Err((Refusal::Fail("DMA mapping failed"), rq)),
     }
+    rq.data().issued = Some(Instant::now());
+    // Counted before the post: its completion may run before `post_rdma` returns.
+    stats.posted();
     qp.post_rdma(Posted(rq), op, remote_addr, link.region().rkey)
         .map_err(|(e, Posted(mut rq))| {
+            stats.completed();
             rq.data().dma.unmap(dev.device());
             if e == ENOMEM {
                 (Refusal::Busy, rq)
@@ -222,8 +243,14 @@ fn post_on(
 /// softirq context.
 fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     rq.data().dma.unmap(wc.device());
+    let issued = rq.data().issued.take();
+    let hwq = rq.hw_queue();
+    hwq.stats.completed();
     if wc.is_ok() {
-        rq.hw_queue().queue.count_completion();
+        hwq.queue.count_completion();
+        if let Some(at) = issued {
+            hwq.stats.done(rq.op(), rq.bytes(), at);
+        }
         return end(rq, Status::Ok);
     }
     let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
@@ -248,6 +275,7 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
             why
         );
     }
+    rq.hw_queue().stats.error();
     end(rq, Status::IoErr);
 }
 
@@ -279,7 +307,7 @@ impl blk::Operations for Driver {
             }
             Op::Other(_) => return Err((Status::NotSupp, rq)),
         };
-        post(queue, rq, op).map_err(|(refusal, mut rq)| match refusal {
+        post(hwq, rq, op).map_err(|(refusal, mut rq)| match refusal {
             Refusal::Busy => (Status::Resource, rq),
             Refusal::Wait => {
                 // Wait for the queue's recovery instead of being retried every few ms;
@@ -292,6 +320,7 @@ impl blk::Operations for Driver {
             }
             Refusal::Fail(why) => {
                 rq.data().retries = 0;
+                hwq.stats.error();
                 if log_failure() {
                     pr_err!(
                         "{}: queue {}: {:?} of {} bytes at sector {} failed: {}\n",

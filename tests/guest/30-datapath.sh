@@ -24,6 +24,7 @@ NAMES=(
 	"configfs: state shows the connection; settings are read-only while enabled"
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
+	"stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after"
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
 	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open; rmdir also while enabled"
@@ -117,6 +118,56 @@ if [ $frc = 0 ] && [ "$errs" = 0 ]; then
 	ktap_diag "fio: $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-verify.json" | head -2 | tr '\n' ' ')"
 else
 	ktap_fail "$(ktap_name)" "fio exit $frc, errors $errs; $(tail -20 "$OUT/fio-verify.log")"
+fi
+
+# Stats: with merges off, each fio I/O is one request; the counters must move by what
+# fio did, request for request and byte for byte.
+cat $T/stats > "$OUT/stats-before.txt"
+echo 2 > /sys/block/rswap0/queue/nomerges
+fio --name=stats --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bsrange=4k-64k \
+	--iodepth=8 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+	--io_size=6M --group_reporting --output-format=json --output="$OUT/fio-stats.json" \
+	>"$OUT/fio-stats.log" 2>&1
+frc=$?
+echo 0 > /sys/block/rswap0/queue/nomerges
+cat $T/stats > "$OUT/stats-after.txt"
+if [ $frc = 0 ] && python3 - "$OUT/stats-before.txt" "$OUT/stats-after.txt" "$OUT/fio-stats.json" \
+	>"$OUT/stats-check.txt" 2>&1 <<'PY'
+import json, sys
+
+def parse(path):
+    lines = {}
+    for line in open(path):
+        label, *pairs = line.split()
+        lines[label] = {k: int(v) for k, v in (p.split("=") for p in pairs)}
+    return lines
+
+before, after = parse(sys.argv[1]), parse(sys.argv[2])
+job = json.load(open(sys.argv[3]))["jobs"][0]
+d = {k: after["total"][k] - before["total"][k] for k in after["total"]}
+want = {"reads": job["read"]["total_ios"], "read_bytes": job["read"]["io_bytes"],
+        "writes": job["write"]["total_ios"], "write_bytes": job["write"]["io_bytes"],
+        "errors": 0}
+bad = [f"{k}: moved {d[k]}, fio {v}" for k, v in want.items() if d[k] != v]
+if after["total"]["inflight"] != 0:
+    bad.append(f"inflight {after['total']['inflight']} at rest")
+hist = sum(after["latency_us"].values()) - sum(before["latency_us"].values())
+if hist != d["reads"] + d["writes"]:
+    bad.append(f"histogram moved {hist}, requests {d['reads'] + d['writes']}")
+queues = [v for k, v in after.items() if k.startswith("queue")]
+for k in ("reads", "writes", "read_bytes", "write_bytes"):
+    if sum(q[k] for q in queues) != after["total"][k]:
+        bad.append(f"queues' {k} do not add up to the total")
+print("; ".join(bad) if bad else
+      f"reads +{d['reads']} ({d['read_bytes']} bytes), writes +{d['writes']} ({d['write_bytes']} bytes), "
+      f"as fio reports; histogram +{hist}; {len(queues)} queues")
+sys.exit(1 if bad else 0)
+PY
+then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(cat "$OUT/stats-check.txt")" "$(tail -1 "$OUT/stats-after.txt")"
+else
+	ktap_fail "$(ktap_name)" "fio exit $frc; $(cat "$OUT/stats-check.txt"); $(cat "$OUT/stats-after.txt")"
 fi
 
 # Bounds: the last 4 KiB block works; past the end reads nothing and writes fail.

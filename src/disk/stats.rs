@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Counters of a disk's hardware queues, for the target's `stats` attribute: requests and
+//! bytes read and written, errors, requests in flight on the wire and a histogram of
+//! their completion latency. Updated from `queue_rq` and from completions (softirq), so
+//! everything is an atomic and nothing allocates or locks.
+
+use core::{
+    fmt::{self, Write},
+    sync::atomic::{AtomicU64, Ordering},
+};
+use kernel::time::{Instant, Monotonic};
+
+use crate::blk::Op;
+
+/// Buckets of the latency histogram: bucket `i` counts completions that took at most
+/// `2^(i + 3)` microseconds (8 us, 16 us, ... about 8.4 s); the last one counts the rest.
+pub(super) const LATENCY_BUCKETS: usize = 22;
+
+/// The upper bound of bucket `i` in microseconds (`None` for the last, unbounded, one).
+fn bucket_bound_us(i: usize) -> Option<u64> {
+    (i + 1 < LATENCY_BUCKETS).then(|| 1u64 << (i + 3))
+}
+
+/// The bucket of a completion that took `us` microseconds.
+fn bucket_of(us: u64) -> usize {
+    // The smallest i with us <= 2^(i + 3).
+    let bits = u64::BITS - us.saturating_sub(1).leading_zeros();
+    (bits.saturating_sub(3) as usize).min(LATENCY_BUCKETS - 1)
+}
+
+/// The counters of one hardware queue.
+#[derive(Default)]
+pub(super) struct QueueStats {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    read_bytes: AtomicU64,
+    write_bytes: AtomicU64,
+    /// Requests ended with an error.
+    errors: AtomicU64,
+    /// Work requests posted, and completed (either way): their difference is in flight.
+    posted: AtomicU64,
+    completed: AtomicU64,
+    latency: [AtomicU64; LATENCY_BUCKETS],
+}
+
+impl QueueStats {
+    /// A work request was posted.
+    pub(super) fn posted(&self) {
+        self.posted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A posted work request came back (successful or not).
+    pub(super) fn completed(&self) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request of `op` and `bytes` completed successfully; it was posted at `issued`.
+    pub(super) fn done(&self, op: Op, bytes: u32, issued: Instant<Monotonic>) {
+        let (count, total) = match op {
+            Op::Read => (&self.reads, &self.read_bytes),
+            Op::Write => (&self.writes, &self.write_bytes),
+            Op::Flush | Op::Other(_) => return,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        total.fetch_add(u64::from(bytes), Ordering::Relaxed);
+        let us = u64::try_from(issued.elapsed().as_nanos() / 1000).unwrap_or(0);
+        if let Some(b) = self.latency.get(bucket_of(us)) {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A request ended with an error.
+    pub(super) fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot of the counters, with the queue's `requeues` and `recoveries`.
+    pub(super) fn snapshot(&self, requeues: u64, recoveries: u64) -> Snapshot {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // `completed` first: a completion between the two loads shows as one more in
+        // flight, never as a negative count.
+        let completed = get(&self.completed);
+        let posted = get(&self.posted);
+        Snapshot {
+            reads: get(&self.reads),
+            writes: get(&self.writes),
+            read_bytes: get(&self.read_bytes),
+            write_bytes: get(&self.write_bytes),
+            errors: get(&self.errors),
+            inflight: posted.saturating_sub(completed),
+            latency: core::array::from_fn(|i| self.latency.get(i).map_or(0, get)),
+            requeues,
+            recoveries,
+        }
+    }
+}
+
+/// The counters of one queue or of a whole disk at one moment.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Snapshot {
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+    inflight: u64,
+    latency: [u64; LATENCY_BUCKETS],
+    /// Requests issued again after their queue failed under them (the queue's count).
+    requeues: u64,
+    /// Successful reconnects of the queue (the queue's count).
+    recoveries: u64,
+}
+
+impl Snapshot {
+    /// Adds `other`'s counters to these.
+    pub(super) fn add(&mut self, other: &Snapshot) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_bytes += other.read_bytes;
+        self.write_bytes += other.write_bytes;
+        self.errors += other.errors;
+        self.inflight += other.inflight;
+        self.requeues += other.requeues;
+        self.recoveries += other.recoveries;
+        for (mine, theirs) in self.latency.iter_mut().zip(other.latency.iter()) {
+            *mine += theirs;
+        }
+    }
+
+    /// Writes the counters as `key=value` pairs after `label`, on one line.
+    pub(super) fn write_line(&self, w: &mut impl Write, label: fmt::Arguments<'_>) -> fmt::Result {
+        writeln!(
+            w,
+            "{} reads={} writes={} read_bytes={} write_bytes={} errors={} requeues={} recoveries={} inflight={}",
+            label,
+            self.reads,
+            self.writes,
+            self.read_bytes,
+            self.write_bytes,
+            self.errors,
+            self.requeues,
+            self.recoveries,
+            self.inflight
+        )
+    }
+
+    /// Writes the latency histogram on one line: `latency_us le8=N le16=N ... inf=N`,
+    /// each bucket counting the completions above the previous bound and up to its own.
+    pub(super) fn write_latency(&self, w: &mut impl Write) -> fmt::Result {
+        w.write_str("latency_us")?;
+        for (i, n) in self.latency.iter().enumerate() {
+            match bucket_bound_us(i) {
+                Some(bound) => write!(w, " le{}={}", bound, n)?,
+                None => write!(w, " inf={}", n)?,
+            }
+        }
+        w.write_str("\n")
+    }
+}
