@@ -56,6 +56,13 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_send_sge }.max(1)
     }
 
+    /// The most SGEs an RDMA READ work request may carry: often fewer than a send may
+    /// (30 on mlx4; 1 on iWARP devices, whose READ sink is a single buffer).
+    pub(crate) fn max_sge_rd(&self) -> u32 {
+        // SAFETY: as in `max_cqe`.
+        unsafe { (*self.as_raw()).attrs.max_sge_rd }.max(1)
+    }
+
     /// The most RDMA READs one QP may have outstanding as initiator.
     pub(crate) fn max_qp_init_rd_atom(&self) -> u32 {
         // SAFETY: as in `max_cqe`.

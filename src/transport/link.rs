@@ -586,7 +586,7 @@ impl Link {
             request.auth = Auth::Proof { server_nonce, mac };
             proof = Some((key, client_nonce, server_nonce));
         }
-        let (conn, send_sge) = Self::dial(params, index, events, user, &request)?;
+        let (conn, max_sge) = Self::dial(params, index, events, user, &request)?;
         events
             .wait(ms.saturating_mul(3), "connect", |p| match (p.challenge, p.step) {
                 (Some(_), _) => Some(Err(())),
@@ -654,7 +654,7 @@ impl Link {
                     rkey: descriptor.rkey,
                 },
                 descriptor,
-                max_sge: send_sge,
+                max_sge,
                 conn <- Revocable::new(conn),
                 // INVARIANT: the probe's link is this one, and its slot holds it.
                 probe <- new_spinlock_irq!(
@@ -677,7 +677,7 @@ impl Link {
     /// address and route, joins the device's users, creates the QP and posts the RECV for
     /// the descriptor, and starts the connect; `events` hears how it ends. Returns the
     /// connection (dropping it tears down what was built) and the SGEs a work request on
-    /// it may carry.
+    /// it may carry, READ or WRITE.
     fn dial(
         params: &LinkParams,
         index: u16,
@@ -713,13 +713,16 @@ impl Link {
         let initiator_depth =
             u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);
 
+        // A request is an RDMA READ or WRITE of the same segments: it may carry only as
+        // many as a READ takes, which is often fewer than a send.
+        let max_sge = caps.send_sge.min(conn.dev.device().max_sge_rd());
         let mut private = [0u8; ConnectRequest::SIZE];
         request.encode(&mut private);
         conn.cm.connect(&ConnectParams {
             private_data: &private,
             initiator_depth,
         })?;
-        Ok((conn, caps.send_sge))
+        Ok((conn, max_sge))
     }
 
     /// The region as the data path addresses it.
