@@ -17,38 +17,6 @@ pub(crate) fn text(page: &[u8]) -> Result<&str, Invalid> {
     Ok(s)
 }
 
-/// A dotted-quad IPv4 address, returned in host byte order.
-pub(crate) fn ipv4(s: &str) -> Result<u32, Invalid> {
-    let mut out = 0u32;
-    let mut parts = 0;
-    for part in s.split('.') {
-        parts += 1;
-        if parts > 4
-            || part.is_empty()
-            || part.len() > 3
-            || !part.bytes().all(|b| b.is_ascii_digit())
-        {
-            return Err(Invalid("not an IPv4 address (a.b.c.d)"));
-        }
-        let v: u32 = part
-            .parse()
-            .map_err(|_| Invalid("not an IPv4 address (a.b.c.d)"))?;
-        if v > 255 {
-            return Err(Invalid("IPv4 address part above 255"));
-        }
-        out = (out << 8) | v;
-    }
-    if parts != 4 {
-        return Err(Invalid("not an IPv4 address (a.b.c.d)"));
-    }
-    if out == 0 || out == u32::MAX {
-        return Err(Invalid(
-            "0.0.0.0 and 255.255.255.255 are not server addresses",
-        ));
-    }
-    Ok(out)
-}
-
 /// An unsigned decimal number within `min..=max`.
 pub(crate) fn number(s: &str, min: u64, max: u64) -> Result<u64, Invalid> {
     if !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -209,27 +177,6 @@ mod tests {
         assert_eq!(keepalive_ms("600000"), Ok(600_000));
         for bad in ["1", "999", "600001", "-1", "5s", ""] {
             assert!(keepalive_ms(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn ipv4_good_and_bad() {
-        assert_eq!(ipv4("192.0.2.1"), Ok(0xc000_0201));
-        assert_eq!(ipv4("10.0.0.255"), Ok(0x0a00_00ff));
-        for bad in [
-            "192.0.2",
-            "192.0.2.1.5",
-            "256.0.0.1",
-            "a.b.c.d",
-            "1..2.3",
-            "",
-            "0.0.0.0",
-            "255.255.255.255",
-            "1.2.3.-4",
-            "1.2.3.0004",
-            "+1.2.3.4",
-        ] {
-            assert!(ipv4(bad).is_err(), "{bad}");
         }
     }
 

@@ -38,7 +38,7 @@ use kernel::{
 use crate::{
     config_parse::{self as parse, Invalid},
     disk::{DiskConfig, RemoteDisk},
-    kernel_ext::{self, ItemDependency},
+    kernel_ext::{self, BadAddr, ItemDependency, SockAddr},
 };
 
 /// Default port of `rswap-server`.
@@ -125,6 +125,7 @@ impl configfs::GroupOperations for Root {
                 last_error: 12,
                 secret: 13,
                 stats: 14,
+                src_addr: 15,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -137,6 +138,7 @@ impl configfs::GroupOperations for Root {
                 name: target,
                 inner <- new_mutex!(Settings {
                     addr: None,
+                    src_addr: None,
                     port: DEFAULT_PORT,
                     size: None,
                     queues,
@@ -216,7 +218,10 @@ fn refuse(this: &TargetConfig, msg: core::fmt::Arguments<'_>) {
 }
 
 struct Settings {
-    addr: Option<u32>,
+    /// The server's address (its port is `port`).
+    addr: Option<SockAddr>,
+    /// The address to connect from; `None`: whichever the routing picks.
+    src_addr: Option<SockAddr>,
     port: u16,
     size: Option<u64>,
     queues: u16,
@@ -239,6 +244,15 @@ struct Settings {
 struct Enabled {
     disk: RemoteDisk,
     _dependency: ItemDependency,
+}
+
+/// The address of one host, as nvme-rdma takes `traddr`: a dotted quad, or IPv6 with an
+/// optional `%scope` (an interface name or number).
+fn host_addr(text: &str) -> core::result::Result<SockAddr, Invalid> {
+    SockAddr::parse(text).map_err(|e| match e {
+        BadAddr::Syntax => Invalid("not an IPv4 or IPv6 address"),
+        BadAddr::NotAHost => Invalid("not the address of one host (any, broadcast or multicast)"),
+    })
 }
 
 fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
@@ -273,7 +287,7 @@ fn show_with(
 }
 
 fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
-    let Some(ip) = s.addr else {
+    let Some(addr) = s.addr else {
         refuse(this, format_args!("enable: set addr first"));
         return Err(EINVAL);
     };
@@ -282,8 +296,8 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         return Err(EINVAL);
     };
     let config = DiskConfig {
-        ip,
-        port: s.port,
+        server: addr.with_port(s.port),
+        source: s.src_addr,
         size,
         queues: s.queues,
         depth: s.depth,
@@ -340,19 +354,25 @@ macro_rules! setting_attr {
 setting_attr!(
     0,
     "addr",
-    |s, w| match s.addr {
-        Some(ip) => writeln!(
-            w,
-            "{}.{}.{}.{}",
-            ip >> 24,
-            (ip >> 16) & 0xff,
-            (ip >> 8) & 0xff,
-            ip & 0xff
-        ),
+    |s, w| match &s.addr {
+        Some(a) => writeln!(w, "{}", a),
         None => writeln!(w, "(unset)"),
     },
-    |t| parse::ipv4(t),
+    |t| host_addr(t),
     |s, v| s.addr = Some(v)
+);
+setting_attr!(
+    15,
+    "src_addr",
+    |s, w| match &s.src_addr {
+        Some(a) => writeln!(w, "{}", a),
+        None => writeln!(w, "(any)"),
+    },
+    |t| match t {
+        "any" => Ok(None),
+        t => host_addr(t).map(Some),
+    },
+    |s, v| s.src_addr = v
 );
 setting_attr!(
     1,

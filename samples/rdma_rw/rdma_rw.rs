@@ -39,6 +39,7 @@ use ib::{
 };
 use kernel::{
     prelude::*,
+    str::CString,
     sync::Arc,
     time::{delay::fsleep, Delta},
 };
@@ -180,7 +181,15 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         GFP_KERNEL,
     )?;
     let mut cm = CmId::new(ev.clone())?;
-    cm.resolve_addr(ip, port, 5000)?;
+    let text = CString::try_from_fmt(fmt!(
+        "{}.{}.{}.{}",
+        ip >> 24,
+        (ip >> 16) & 0xff,
+        (ip >> 8) & 0xff,
+        ip & 0xff
+    ))?;
+    let server = kernel_ext::SockAddr::parse(text.to_str()?).map_err(|_| EINVAL)?;
+    cm.resolve_addr(None, &server.with_port(port), 5000)?;
     ev.wait(ADDR, "address resolution")?;
     cm.resolve_route(5000)?;
     ev.wait(ROUTE, "route resolution")?;

@@ -16,7 +16,7 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 use crate::{
     blk::{Disk, DiskIndex, DiskParams},
     config_parse::Secret,
-    kernel_ext::HmacSha256,
+    kernel_ext::{HmacSha256, SockAddr},
     transport::{
         link::{Credentials, LinkParams},
         name::Name,
@@ -31,10 +31,10 @@ const BLOCK_SIZE: u32 = 4096;
 
 /// What a disk connects to and how (the target's configuration).
 pub(crate) struct DiskConfig {
-    /// The server's IPv4 address (host byte order).
-    pub(crate) ip: u32,
-    /// The server's port.
-    pub(crate) port: u16,
+    /// The server's address and port.
+    pub(crate) server: SockAddr,
+    /// The address to connect from, if not the one the routing picks.
+    pub(crate) source: Option<SockAddr>,
     /// Bytes of remote memory, the disk's capacity.
     pub(crate) size: u64,
     /// Hardware queues, one connection each.
@@ -87,8 +87,8 @@ impl RemoteDisk {
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
-                ip: config.ip,
-                port: config.port,
+                server: config.server,
+                source: config.source,
                 client_id: config.client_id,
                 size: config.size,
                 queue_count: config.queues,
@@ -117,16 +117,11 @@ impl RemoteDisk {
             },
             driver.clone(),
         )?;
-        let ip = config.ip;
         pr_info!(
-            "{}: {} bytes of remote memory at {}.{}.{}.{}:{} (region {}, epoch {}{}), {} queues\n",
+            "{}: {} bytes of remote memory at {} (region {}, epoch {}{}), {} queues\n",
             name,
             config.size,
-            ip >> 24,
-            (ip >> 16) & 0xff,
-            (ip >> 8) & 0xff,
-            ip & 0xff,
-            config.port,
+            config.server.with_port_shown(),
             desc.region_id,
             desc.epoch,
             if desc.reused() { ", reconnected" } else { "" },

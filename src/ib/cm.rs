@@ -5,6 +5,8 @@
 use core::ptr::NonNull;
 use kernel::{error::to_result, ffi, prelude::*, sync::Arc};
 
+use crate::kernel_ext::SockAddr;
+
 use super::{
     bindings,
     device::Device,
@@ -108,18 +110,20 @@ impl<H: CmHandler> CmId<H> {
         &self.handler
     }
 
-    /// Starts resolving the IPv4 address `ip` (host byte order) and `port`;
-    /// `AddrResolved` or `Failed` follows.
-    pub(crate) fn resolve_addr(&self, ip: u32, port: u16, timeout_ms: u32) -> Result {
-        // SAFETY: the id is valid (type invariant); the helper builds the address on its
-        // stack and the CM copies it.
+    /// Starts resolving the address `dst` (with its port), from the source address `src`
+    /// if given (else whichever the routing picks); `AddrResolved` or `Failed` follows.
+    pub(crate) fn resolve_addr(
+        &self,
+        src: Option<&SockAddr>,
+        dst: &SockAddr,
+        timeout_ms: u32,
+    ) -> Result {
+        let src = src.map_or(core::ptr::null_mut(), |a| a.as_sockaddr().cast_mut());
+        // SAFETY: the id is valid (type invariant); the addresses are valid for the call
+        // and the CM copies them (it does not write through `src`, whose parameter is not
+        // `const` only for history's sake).
         to_result(unsafe {
-            bindings::rswap_rdma_resolve_addr_in(
-                self.as_raw(),
-                ip.to_be(),
-                port,
-                timeout_ms as usize,
-            )
+            bindings::rdma_resolve_addr(self.as_raw(), src, dst.as_sockaddr(), timeout_ms as usize)
         })
     }
 

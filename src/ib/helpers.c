@@ -115,17 +115,6 @@ struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *con
 	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
 }
 
-int rswap_rdma_resolve_addr_in(struct rdma_cm_id *id, __be32 ip_be, u16 port, unsigned long timeout_ms)
-{
-	struct sockaddr_in in = {
-		.sin_family = AF_INET,
-		.sin_addr.s_addr = ip_be,
-		.sin_port = htons(port),
-	};
-
-	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&in, timeout_ms);
-}
-
 struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc)
 {
 	return wc->wr_cqe;

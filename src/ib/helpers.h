@@ -45,8 +45,6 @@ int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge)
 
 /* An rdma_cm id in the initial network namespace, RDMA_PS_TCP, RC. */
 struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *context);
-/* rdma_resolve_addr to IPv4 @ip_be (network byte order) : @port. */
-int rswap_rdma_resolve_addr_in(struct rdma_cm_id *id, __be32 ip_be, u16 port, unsigned long timeout_ms);
 /* The completion entry of a work completion (the `wr_cqe` member of a union). */
 struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc);
 /* The private data of a connection event (REJECTED, ESTABLISHED); sets *len. */

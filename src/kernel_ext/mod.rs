@@ -5,11 +5,13 @@
 
 mod configfs;
 mod hmac;
+mod inet;
 mod scatterlist;
 mod workqueue;
 
 pub(crate) use configfs::ItemDependency;
 pub(crate) use hmac::HmacSha256;
+pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use scatterlist::SgTable;
 pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 

@@ -49,7 +49,7 @@ use crate::{
         qp::{QpCaps, RdmaOp},
         DeviceUser, Qp, RdmaDevice,
     },
-    kernel_ext::{self, HmacSha256},
+    kernel_ext::{self, HmacSha256, SockAddr},
     rdma_client,
 };
 
@@ -65,10 +65,10 @@ pub(crate) struct Credentials {
 /// Where to connect and what to ask for.
 #[derive(Clone)]
 pub(crate) struct LinkParams {
-    /// The server's IPv4 address (host byte order).
-    pub(crate) ip: u32,
-    /// The server's port.
-    pub(crate) port: u16,
+    /// The server's address and port.
+    pub(crate) server: SockAddr,
+    /// The address to connect from, if not the one the routing picks.
+    pub(crate) source: Option<SockAddr>,
     /// This client's identity (the server keeps a client's region across reconnects).
     pub(crate) client_id: u64,
     /// Bytes of remote memory to ask for.
@@ -688,7 +688,7 @@ impl Link {
         let ms = params.timeout_ms;
         let cm = CmId::new(events.clone())?;
 
-        cm.resolve_addr(params.ip, params.port, ms)?;
+        cm.resolve_addr(params.source.as_ref(), &params.server, ms)?;
         events.wait(ms, "address resolution", |p| {
             (p.step >= Step::AddrResolved).then_some(())
         })?;

@@ -706,9 +706,6 @@ proptest! {
     #[test]
     fn fuzz_config_attribute_pipeline(b in page()) {
         if let Ok(t) = parse::text(&b) {
-            if let Ok(v) = parse::ipv4(t) {
-                prop_assert!(v != 0 && v != u32::MAX);
-            }
             for (lo, hi) in [(1, 65535), (1, 64), (1, 1024), (100, 120_000), (0, 3_600_000)] {
                 if let Ok(v) = parse::number(t, lo, hi) {
                     prop_assert!((lo..=hi).contains(&v));
@@ -853,42 +850,6 @@ proptest! {
         prop_assert!(parse::size(&(v - off).to_string()).is_err());
         prop_assert!(parse::size(&(MAX_SIZE + 4096 * (v / 4096 % 1000 + 1)).to_string()).is_err());
         prop_assert!(parse::size(&(v % MIN_SIZE).to_string()).is_err());
-    }
-
-    /// `ipv4`: accepted means four dot-separated decimal parts of 1 to 3 digits, the bytes
-    /// of the address returned (most significant first), which is not 0.0.0.0 nor
-    /// 255.255.255.255.
-    #[test]
-    fn fuzz_config_ipv4_any(s in value()) {
-        if let Ok(v) = parse::ipv4(&s) {
-            let parts: Vec<&str> = s.split('.').collect();
-            let ok = v != 0
-                && v != u32::MAX
-                && parts.len() == 4
-                && parts
-                    .iter()
-                    .zip(v.to_be_bytes())
-                    .all(|(p, b)| p.len() <= 3 && is_decimal(p, u64::from(b)));
-            prop_assert!(ok, "{:?} -> {:#x}", s, v);
-        }
-    }
-
-    /// `ipv4`: every address but 0.0.0.0 and 255.255.255.255 is accepted, also with
-    /// leading zeros up to three digits a part.
-    #[test]
-    fn fuzz_config_ipv4_round_trip(a in any::<[u8; 4]>(), padded in any::<[bool; 4]>()) {
-        let v = u32::from_be_bytes(a);
-        let text = |pad: bool| {
-            let p: Vec<String> = a
-                .iter()
-                .zip(padded)
-                .map(|(b, z)| if z && pad { format!("{b:03}") } else { b.to_string() })
-                .collect();
-            p.join(".")
-        };
-        let want = if v == 0 || v == u32::MAX { None } else { Some(v) };
-        prop_assert_eq!(parse::ipv4(&text(false)).ok(), want);
-        prop_assert_eq!(parse::ipv4(&text(true)).ok(), want);
     }
 
     /// `boolean`: exactly the ten documented spellings.

@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# IPv6 over soft-RoCE in one guest: the target takes its server's address and its source
+# address as nvme-rdma takes traddr and host_traddr (a dotted quad, or IPv6 with an
+# optional %scope, which names an interface for a link-local address), refuses addresses
+# of no single host, and carries data to a server listening on an IPv6 address.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+IP6=fd00:5::1
+PORT=18523
+CFG=/sys/kernel/config/rswap
+T=$CFG/v6
+OUT=$RSWAP_OUT/32-ipv6
+mkdir -p "$OUT"
+
+NAMES=(
+	"ipv6: addr and src_addr take IPv6 (shown compressed) and IPv4, and refuse bad text and addresses of no single host with a reason"
+	"ipv6: a target with an IPv6 server and source address connects, and 4 MiB written read back identical"
+	"ipv6: disable, rmdir and rmmod work"
+	"dmesg: no BUG/WARNING/Oops in the IPv6 tests"
+)
+ktap_plan ${#NAMES[@]}
+SPID=
+trap target_cleanup EXIT
+
+[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+ip -6 addr add $IP6/64 dev eth0 nodad || ktap_skip_rest "no IPv6 on eth0"
+dmesg_mark "32-ipv6"
+grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+server_start "$OUT/server.log" --listen "[$IP6]:$PORT" --size 64M --insecure >/dev/null \
+	|| ktap_skip_rest "rswap-server does not listen on [$IP6]:$PORT: $(tail -2 "$OUT/server.log")"
+
+mkdir $T
+bad=0 why=
+try() { # attr value: must be refused with a reason in last_error
+	if echo "$2" > "$T/$1" 2>/dev/null; then bad=1; why+="$1=$2 accepted; "; return; fi
+	[[ $(cat $T/last_error) == "$1: "* ]] || { bad=1; why+="$1=$2: last_error '$(cat $T/last_error)'; "; }
+}
+for v in fd00::zz 1.2.3 fd00:::1 "fe80::1%nosuchif" hello; do try addr "$v"; done
+try addr ff02::1
+multicast=$(cat $T/last_error)
+for v in 0.0.0.0 :: 255.255.255.255 224.0.0.1; do try addr "$v"; done
+try src_addr fe80::zz
+echo 192.0.2.1 > $T/addr && [ "$(cat $T/addr)" = 192.0.2.1 ] || { bad=1; why+="IPv4 addr; "; }
+echo fd00:5:0:0:0:0:0:1 > $T/addr && [ "$(cat $T/addr)" = $IP6 ] || { bad=1; why+="addr shows $(cat $T/addr); "; }
+[ "$(cat $T/src_addr)" = "(any)" ] || { bad=1; why+="src_addr default $(cat $T/src_addr); "; }
+echo $IP6 > $T/src_addr && [ "$(cat $T/src_addr)" = $IP6 ] || { bad=1; why+="src_addr shows $(cat $T/src_addr); "; }
+if [ $bad = 0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "multicast refused: $multicast"
+else
+	ktap_fail "$(ktap_name)" "$why"
+fi
+
+echo $PORT > $T/port; echo 16M > $T/size; echo 2 > $T/queues
+if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
+	DEV=/dev/$(cat $T/device)
+	head -c 4M /dev/urandom > /tmp/v6data
+	if dd if=/tmp/v6data of=$DEV bs=1M oflag=direct status=none \
+		&& dd if=$DEV of=/tmp/v6back bs=1M count=4 iflag=direct status=none && cmp -s /tmp/v6data /tmp/v6back \
+		&& dmesg | grep -q "rswap: rswap[0-9]*: .* at \[$IP6\]:$PORT" \
+		&& grep -q "peer=\[\?$IP6\]\?:" "$OUT/server.log"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(dmesg | grep "at \[$IP6\]" | tail -1 | sed 's/^\[[^]]*\] //')" "$(cat $T/state)"
+	else
+		ktap_fail "$(ktap_name)" "data or logs: $(dmesg | grep rswap | tail -3); $(grep -m2 queue_accepted "$OUT/server.log")"
+	fi
+else
+	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4)"
+fi
+
+ok=1
+echo 0 > $T/enable || ok=0
+rmdir $T || ok=0
+rmmod rswap || ok=0
+if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(dmesg | tail -3)"; fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+ip -6 addr del $IP6/64 dev eth0 2>/dev/null
+
+dmesg_note_rxe_races
+ktap_check "$(ktap_name)" dmesg_clean
+ktap_finish
