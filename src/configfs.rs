@@ -441,10 +441,11 @@ impl configfs::AttributeOperations<14> for TargetConfig {
 
     fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let s = this.inner.lock();
-        show_with(page, |w| match &s.enabled {
-            Some(Enabled { disk, .. }) => disk.write_stats(w),
-            None => Ok(()),
-        })
+        let mut w = Formatter::new(page);
+        if let Some(Enabled { disk, .. }) = &s.enabled {
+            disk.write_stats(&mut w, PAGE_SIZE)?;
+        }
+        Ok(w.bytes_written())
     }
 }
 

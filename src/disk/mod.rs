@@ -11,6 +11,7 @@
 mod request;
 mod stats;
 
+use core::fmt::Write;
 use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
@@ -151,18 +152,41 @@ impl RemoteDisk {
         self.driver.session().health()
     }
 
-    /// Writes the disk's counters for the `stats` attribute: the total, each queue, and
-    /// the latency histogram of all queues (see `Documentation/configuration.md`).
-    pub(crate) fn write_stats(&self, w: &mut impl core::fmt::Write) -> core::fmt::Result {
+    /// Writes the disk's counters for the `stats` attribute, in at most `room` bytes: the
+    /// total, the latency histogram of all queues, then one line per queue while they fit
+    /// (a disk may have 64 queues; the rest are named in a last line). See
+    /// `Documentation/configuration.md`.
+    pub(crate) fn write_stats(&self, w: &mut impl Write, room: usize) -> Result {
+        let queues: KVec<stats::Snapshot> = {
+            let mut v = KVec::new();
+            for q in self.driver.stats() {
+                v.push(q, GFP_KERNEL)?;
+            }
+            v
+        };
         let mut total = stats::Snapshot::default();
-        for q in self.driver.stats() {
-            total.add(&q);
+        for q in queues.iter() {
+            total.add(q);
         }
-        total.write_line(w, format_args!("total"))?;
-        for (i, q) in self.driver.stats().enumerate() {
-            q.write_line(w, format_args!("queue{}", i))?;
+        let mut w = stats::Counted::new(w);
+        total.write_line(&mut w, format_args!("total"))?;
+        total.write_latency(&mut w)?;
+        // Room for the last line, should the queues not all fit.
+        let tail = 64;
+        for (i, q) in queues.iter().enumerate() {
+            let line = stats::Line::of(|l| q.write_line(l, format_args!("queue{}", i)));
+            if w.bytes + line.as_str().len() + tail > room {
+                writeln!(
+                    w,
+                    "queues {}..{}: not shown, the page is full",
+                    i,
+                    queues.len() - 1
+                )?;
+                break;
+            }
+            w.write_str(line.as_str())?;
         }
-        total.write_latency(w)
+        Ok(())
     }
 
     /// The region descriptor the queues post with now (see

@@ -158,3 +158,61 @@ impl Snapshot {
         w.write_str("\n")
     }
 }
+
+/// One line of text, built on the stack so that its length is known before it is
+/// written out.
+pub(super) struct Line {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl Line {
+    /// The line `f` writes (cut at 256 bytes, which no line of these counters reaches).
+    pub(super) fn of(f: impl FnOnce(&mut Line) -> fmt::Result) -> Self {
+        let mut line = Line {
+            buf: [0; 256],
+            len: 0,
+        };
+        let _ = f(&mut line);
+        line
+    }
+
+    /// The text.
+    pub(super) fn as_str(&self) -> &str {
+        core::str::from_utf8(self.buf.get(..self.len).unwrap_or(&[])).unwrap_or("")
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.buf.len() - self.len;
+        if s.len() > room {
+            return Err(fmt::Error);
+        }
+        self.buf[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+        self.len += s.len();
+        Ok(())
+    }
+}
+
+/// A writer that counts what it passes on.
+pub(super) struct Counted<'a, W: Write> {
+    w: &'a mut W,
+    /// Bytes written so far.
+    pub(super) bytes: usize,
+}
+
+impl<'a, W: Write> Counted<'a, W> {
+    /// Counts what goes to `w`.
+    pub(super) fn new(w: &'a mut W) -> Self {
+        Self { w, bytes: 0 }
+    }
+}
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.w.write_str(s)?;
+        self.bytes += s.len();
+        Ok(())
+    }
+}

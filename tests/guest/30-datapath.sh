@@ -25,6 +25,7 @@ NAMES=(
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after"
+	"stats: a 64-queue target's counters fit in the attribute's page: the total, the histogram, then the queues that fit and a line naming the rest"
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
 	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open; rmdir also while enabled"
@@ -169,6 +170,27 @@ then
 else
 	ktap_fail "$(ktap_name)" "fio exit $frc; $(cat "$OUT/stats-check.txt"); $(cat "$OUT/stats-after.txt")"
 fi
+
+M=$CFG/many
+mkdir $M
+echo "$IP" > $M/addr; echo $PORT > $M/port; echo 16M > $M/size; echo 64 > $M/queues
+if echo 1 > $M/enable; then
+	dd if=/dev/$(cat $M/device) of=/dev/null bs=1M count=4 iflag=direct status=none
+	if cat $M/stats > "$OUT/stats-64.txt" && [ "$(wc -c < "$OUT/stats-64.txt")" -le 4096 ] \
+		&& [ "$(sed -n 1p "$OUT/stats-64.txt" | cut -d' ' -f1)" = total ] \
+		&& grep -q '^latency_us ' "$OUT/stats-64.txt" \
+		&& { [ "$(grep -c '^queue[0-9]* ' "$OUT/stats-64.txt")" = 64 ] \
+			|| grep -q '^queues [0-9]*\.\.63: not shown, the page is full$' "$OUT/stats-64.txt"; }; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(wc -c < "$OUT/stats-64.txt") bytes, $(grep -c '^queue[0-9]* ' "$OUT/stats-64.txt") queue lines; $(tail -1 "$OUT/stats-64.txt")"
+	else
+		ktap_fail "$(ktap_name)" "cat exit or format: $(head -c 300 "$OUT/stats-64.txt"); $(tail -1 "$OUT/stats-64.txt")"
+	fi
+	echo 0 > $M/enable
+else
+	ktap_fail "$(ktap_name)" "enable with 64 queues: $(cat $M/last_error)"
+fi
+rmdir $M
 
 # Bounds: the last 4 KiB block works; past the end reads nothing and writes fail.
 last=$((SIZE_MB * 256 - 1))
