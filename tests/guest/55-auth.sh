@@ -26,6 +26,7 @@ ID=0x5501
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 OTHER=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ID2=0x5502 # rswap-testclient's own entry in the allow-list
+IP2=192.0.2.3 # a second address of this host, for a flood from elsewhere
 SECRET2=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ALLOW=/tmp/rswap-55-allow
 WORK_MB=48
@@ -39,8 +40,9 @@ NAMES=(
 	"auth: the server drops every connection (SIGUSR1): the owner's queues authenticate again, get the same region back, and the data reads back"
 	"auth: a replayed proof is rejected with AuthFailed"
 	"auth: a target whose secret the server does not have fails enable; last_error and the log give the reason"
+	"auth: a server that cannot prove the secret (a wrong MAC in its descriptor) is refused by the target: enable fails, the log says why"
 	"auth: a cloned target (same id and secret, another instance) is refused with InUse; the owner is untouched"
-	"auth: a connect flood from bogus clients during a swap run: every bogus attempt refused, 0 bad pages, no process killed"
+	"auth: connect floods during a swap run (random ids; the owner's id from another address, while the owner reconnects): every bogus attempt refused, the owner reconnected, 0 bad pages, no process killed"
 	"auth: swapoff, disable, rmdir and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the auth tests"
 )
@@ -55,6 +57,7 @@ cleanup() {
 	done
 	rmdir $CG 2>/dev/null
 	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	ip addr del $IP2/24 dev eth0 2>/dev/null
 	true
 }
 trap cleanup EXIT
@@ -89,6 +92,7 @@ fi
 
 server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 96))M --grace 60 \
 	--allow-list $ALLOW >/dev/null || ktap_skip_rest "rswap-server does not start: $(tail -3 "$OUT/server.log")"
+MAIN_SPID=$SPID
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 
 # 2. The secret attribute.
@@ -187,15 +191,39 @@ fi
 mkdir $W
 echo "$IP" > $W/addr; echo $PORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
 echo $ID > $W/client_id; echo "$OTHER" > $W/secret
+dmesg_mark "55-auth wrong secret"
 if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
 	&& [[ $(cat $W/last_error) == "enable failed"* ]] \
-	&& dmesg | grep -q 'rswap: wrong: .*AuthFailed\|rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
+	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong secret/,$p' \
+		| grep -q 'rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "last_error: $(cat $W/last_error)" "$(dmesg | grep 'AuthFailed' | tail -1 | sed 's/^\[[^]]*\] //')"
 else
 	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3)"
 fi
 rmdir $W
+
+# 7b. A server that answers at the address but cannot prove the secret: the target must
+# not use what it says.
+WPORT=$((PORT + 1))
+server_start "$OUT/server-wrong.log" --listen "$IP:$WPORT" --size 64M --allow-list $ALLOW \
+	--test-wrong-server-proof >/dev/null
+WSPID=$SPID SPID=$MAIN_SPID
+mkdir $W
+echo "$IP" > $W/addr; echo $WPORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
+echo $ID2 > $W/client_id; echo "$SECRET2" > $W/secret
+dmesg_mark "55-auth wrong server proof"
+if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
+	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong server proof/,$p' \
+		| grep -q "rswap: rswap[0-9]*: queue 0: the server's proof is wrong" \
+	&& grep -q 'proof_key=wrong' "$OUT/server-wrong.log"; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(dmesg | grep "proof is wrong" | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $W/last_error)"
+else
+	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-wrong.log")"
+fi
+rmdir $W
+kill "$WSPID"; wait "$WSPID" 2>/dev/null
 
 # 8. A cloned target: same id, same secret, another directory (instance).
 mkdir $C
@@ -213,7 +241,7 @@ fi
 rmdir $C
 
 # 9. A flood of bogus connects while the owner swaps.
-if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && swapoff -a 2>/dev/null; swapon -p 100 $DEV; then
+if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && { swapoff -a 2>/dev/null; swapon -p 100 $DEV; }; then
 	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 	mkdir -p $CG
 	echo $((LIMIT_MB << 20)) > $CG/memory.max
@@ -222,23 +250,31 @@ if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && swapoff -a 2>/dev/null; swapon -p
 	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 55" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
 	LPID=$!
 	swapping=$(wait_swapping $LPID $out0)
-	# Hellos and proofs for random client ids, as fast as one process makes them; then,
-	# for the owner's id, wrong proofs from the test client.
+	# Hellos for random client ids, as fast as one process makes them. Then hellos and
+	# wrong proofs for the owner's id from a second address of this host, while the
+	# server drops every connection: the owner's queues authenticate again meanwhile.
 	client --client-id $ID --size 4M --flood 400
 	flood_cs=$CS flood_co=$CO
-	bad2=0
-	for _ in $(seq 20); do
-		client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --secret "$OTHER" --expect-reject AuthFailed
-		[ $CS = 0 ] || bad2=$((bad2 + 1))
+	ip addr add $IP2/24 dev eth0
+	rec0=$(state_field $T recoveries)
+	( sleep 2; kill -USR1 "$SPID" ) &
+	client --client-id $ID --size 4M --flood 300 --flood-id --source $IP2
+	flood2_cs=$CS flood2_co=$CO
+	for _ in $(seq 300); do
+		[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
+		sleep 0.1
 	done
-	flood2_cs=$bad2 flood2_co="20 wrong proofs for the owner's id, $bad2 not refused with AuthFailed"
+	rec1=$(state_field $T recoveries)
+	[ "$rec1" -ge $((rec0 + 2)) ] || flood2_cs="owner not reconnected (recoveries $rec0 -> $rec1)"
 	timeout 900 tail --pid=$LPID -f /dev/null
 	wait $LPID; lrc=$?
-	if [ "$swapping" -ge 2000 ] && [ $flood_cs = 0 ] && [ $flood2_cs = 0 ] && [ $lrc = 0 ] \
+	challenged=$(grep -o 'challenged=[0-9]*' <<<"$flood2_co" | cut -d= -f2)
+	if [ "$swapping" -ge 2000 ] && [ "$flood_cs" = 0 ] && [ "$flood2_cs" = 0 ] && [ "${challenged:-0}" -gt 0 ] \
+		&& [ $lrc = 0 ] \
 		&& grep -q '"bad_pages": *0' "$OUT/swapload.json" \
 		&& ! dmesg | sed -n '/rswap-test-mark: 55-auth/,$p' | grep -q 'Killed process'; then
 		ktap_pass "$(ktap_name)"
-		ktap_diag "$(grep -m1 flood <<<"$flood_co"); $flood2_co; $swapping pages out when the floods began" \
+		ktap_diag "$(grep -m1 flood <<<"$flood_co")" "owner's id from $IP2: $(grep -m1 flood <<<"$flood2_co"); owner recoveries $rec0 -> $rec1; $swapping pages out when the floods began" \
 			"swapload: $(cat "$OUT/swapload.json")"
 	else
 		ktap_fail "$(ktap_name)" "pages out $swapping; flood exit $flood_cs ($flood_co) / $flood2_cs ($flood2_co); swapload exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3)"

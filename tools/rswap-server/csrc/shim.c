@@ -114,14 +114,20 @@ int rswap_bind_addr(struct rdma_cm_id *id, int family, const uint8_t *addr, uint
 	return rdma_bind_addr(id, (struct sockaddr *)&ss);
 }
 
-int rswap_resolve_addr(struct rdma_cm_id *id, int family, const uint8_t *addr, uint16_t port,
-		       uint32_t scope_id, int timeout_ms)
+int rswap_resolve_addr(struct rdma_cm_id *id, int src_family, const uint8_t *src_addr,
+		       int family, const uint8_t *addr, uint16_t port, uint32_t scope_id,
+		       int timeout_ms)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage src, dst;
 
-	if (fill_sockaddr(&ss, family, addr, port, scope_id))
+	if (fill_sockaddr(&dst, family, addr, port, scope_id))
 		return -1;
-	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, timeout_ms);
+	if (!src_family)
+		return rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, timeout_ms);
+	if (fill_sockaddr(&src, src_family, src_addr, 0, scope_id))
+		return -1;
+	return rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst,
+				 timeout_ms);
 }
 
 int rswap_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq,

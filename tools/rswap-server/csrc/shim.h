@@ -44,8 +44,14 @@ int rswap_id_peer_ip(struct rdma_cm_id *id, uint8_t *addr);
 /* family 4 or 6; addr: 4 or 16 bytes in network order; scope_id: IPv6 only. */
 int rswap_bind_addr(struct rdma_cm_id *id, int family, const uint8_t *addr, uint16_t port,
 		    uint32_t scope_id);
-int rswap_resolve_addr(struct rdma_cm_id *id, int family, const uint8_t *addr, uint16_t port,
-		       uint32_t scope_id, int timeout_ms);
+/*
+ * Resolves the destination (family, addr, port, scope_id); src_family 0 leaves the
+ * source to the routing table, 4 or 6 binds to src_addr (port 0, the destination's
+ * scope_id) as rdma_resolve_addr's source address.
+ */
+int rswap_resolve_addr(struct rdma_cm_id *id, int src_family, const uint8_t *src_addr,
+		       int family, const uint8_t *addr, uint16_t port, uint32_t scope_id,
+		       int timeout_ms);
 
 int rswap_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq,
 		    uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline);

@@ -18,6 +18,8 @@ use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
+use zeroize::Zeroizing;
+
 use crate::config::parse_id;
 use crate::crypto::Secret;
 
@@ -29,7 +31,7 @@ const FILE_MAX: u64 = 1 << 20;
 const GROUP_OTHER_BITS: u32 = 0o077;
 
 /// One client of the allow-list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Entry {
     /// The client id (never 0).
     pub(crate) client_id: u64,
@@ -55,7 +57,7 @@ impl Entry {
 }
 
 /// The clients of an allow-list, by client id.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct AllowList {
     entries: BTreeMap<u64, Entry>,
 }
@@ -147,23 +149,25 @@ impl AllowList {
         if md.len() > FILE_MAX {
             return Err(format!("{name}: larger than {FILE_MAX} bytes"));
         }
-        let mut bytes = Vec::new();
+        // The file holds every secret in hex: its bytes are wiped once parsed (room for
+        // all of it up front, so that reading does not leave copies behind).
+        let room = usize::try_from(md.len()).unwrap_or(0).saturating_add(1);
+        let mut bytes = Zeroizing::new(Vec::with_capacity(room));
         file.take(FILE_MAX + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("{name}: cannot read: {e}"))?;
         if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > FILE_MAX {
             return Err(format!("{name}: larger than {FILE_MAX} bytes"));
         }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            let at = e.utf8_error().valid_up_to();
-            let line = e
-                .as_bytes()
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            let line = bytes
                 .get(..at)
                 .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
                 + 1;
             format!("{name}:{line}: not UTF-8 text")
         })?;
-        Self::parse(&text, &name)
+        Self::parse(text, &name)
     }
 
     /// The entry of `client_id`, if it is listed.
@@ -215,7 +219,7 @@ mod tests {
         let l = parse(&text).expect("parses");
         assert_eq!(l.len(), 3);
         let e1 = l.get(1).expect("client 1");
-        assert_eq!(e1.secret, Secret::from_hex(S1).expect("hex"));
+        assert!(e1.secret.ct_eq(&Secret::from_hex(S1).expect("hex")));
         assert_eq!(e1.addrs, None);
         assert!(e1.admits(Some("203.0.113.9".parse().expect("ip"))));
         assert!(e1.admits(None));

@@ -223,7 +223,7 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::challenge::{LIFETIME, MAX_PER_CLIENT};
+    use crate::challenge::{LIFETIME, MAX_PER_SOURCE_ID, MAX_TOTAL};
     use crate::crypto::Secret;
     use crate::wire::NONCE_LEN;
     use std::time::Duration;
@@ -314,7 +314,7 @@ mod tests {
                 assert_eq!(instance, 77);
                 assert_eq!(pr.client_nonce, CN);
                 assert_eq!(pr.server_nonce, n);
-                assert_eq!(pr.secret, Secret::from_hex(S1).expect("hex"));
+                assert!(pr.secret.ct_eq(&Secret::from_hex(S1).expect("hex")));
             }
             other => panic!("{other:?}"),
         }
@@ -456,10 +456,45 @@ mod tests {
         let t0 = Instant::now();
         let mut g = gate(false);
         let mut rng = counter(0);
-        for _ in 0..10 * MAX_PER_CLIENT {
+        for _ in 0..10 * MAX_PER_SOURCE_ID {
             challenged(&g.check(&hello(1), None, t0, &mut rng));
         }
-        assert_eq!(g.outstanding(), MAX_PER_CLIENT);
+        assert_eq!(g.outstanding(), MAX_PER_SOURCE_ID);
+    }
+
+    /// The owner's hello from A; a flood of hellos from B; the owner's proof.
+    fn owner_admitted_after_flood(flood: impl Fn(u64) -> ConnectRequest) {
+        let t0 = Instant::now();
+        let (a, b) = (ip("198.51.100.1"), ip("198.51.100.2"));
+        let mut g = gate(false);
+        let mut rng = counter(0);
+        let h = hello(1);
+        let n = challenged(&g.check(&h, a, t0, &mut rng));
+        for i in 0..10_000u64 {
+            let at = t0 + Duration::from_micros(i);
+            let _ = g.check(&flood(i), b, at, &mut rng);
+            assert!(g.outstanding() <= MAX_TOTAL);
+        }
+        assert!(g.outstanding() <= 1 + MAX_PER_SOURCE_ID);
+        match g.check(&proof(&h, n), a, t0 + Duration::from_secs(1), counter(0)) {
+            Decision::Admit {
+                instance: 77,
+                proven: Some(_),
+            } => {}
+            other => panic!("the owner's proof after the flood: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flood_of_the_owners_id_from_another_address_does_not_lock_it_out() {
+        // Client 1 has no address restriction: B's hellos are all challenged.
+        owner_admitted_after_flood(|_| hello(1));
+    }
+
+    #[test]
+    fn flood_of_random_ids_from_another_address_does_not_lock_it_out() {
+        // Unlisted ids are refused before any challenge is issued.
+        owner_admitted_after_flood(|i| hello(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 4));
     }
 
     #[test]

@@ -4,13 +4,37 @@
 //! for, under the random server nonce sent back to it.
 //!
 //! A challenge is used up by the first proof that names it, right or wrong, and
-//! lives at most [`LIFETIME`]. The table is bounded: at most [`MAX_PER_CLIENT`]
-//! challenges per client id and [`MAX_TOTAL`] in all, the oldest evicted first, so a
-//! flood of hellos costs a fixed amount of memory (and can only crowd out the
-//! flooded client id's own challenges until the total is reached). No RDMA: the
-//! server feeds it requests and the time.
+//! lives at most [`LIFETIME`]. The table is bounded, so that a flood of hellos costs
+//! a fixed amount of memory, and its evictions are charged to the address that
+//! floods (client ids are public and a hello needs no secret, so the client id alone
+//! cannot be what is charged):
+//!
+//! - at most [`MAX_PER_SOURCE_ID`] challenges per client id *and source address*;
+//!   one more evicts the oldest challenge of that same client id from that same
+//!   address, never one of the id from another address;
+//! - at most [`MAX_TOTAL`] in all; one more evicts the oldest challenge of the source
+//!   address that holds the most outstanding challenges (of those tied, the one whose
+//!   oldest is oldest). If the address asking holds as many as the most, its own
+//!   oldest goes. A challenge of an address that holds fewer than another is never
+//!   evicted.
+//!
+//! What this guarantees: hellos from one address, whatever client ids they name,
+//! evict nothing but their own address's challenges while the table is not full, and
+//! once it is full only their own as long as their address holds at least as many as
+//! any other. A flood from one address therefore cannot evict the challenge of a
+//! client at another address between its hello and its proof: the client's proof is
+//! admitted. What it does not guarantee: hellos from the client's own address
+//! (another user of the same host, hosts behind the same NAT) share its quota and can
+//! still crowd its challenges out; and hellos spread over many addresses (about
+//! `MAX_TOTAL / k`, each holding no more than the `k` of the client's address) can
+//! make the client's address the fullest. A hello only gets a challenge for a listed
+//! client id from an address its allow-list entry admits, so listing every client
+//! with its hosts' addresses leaves only those hosts able to get challenges at all.
+//! No RDMA: the server feeds the table the requests, their source addresses and the
+//! time.
 
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -20,8 +44,12 @@ use crate::wire::NONCE_LEN;
 pub(crate) const LIFETIME: Duration = Duration::from_secs(10);
 /// Most challenges outstanding in all.
 pub(crate) const MAX_TOTAL: usize = 4096;
-/// Most challenges outstanding for one client id.
-pub(crate) const MAX_PER_CLIENT: usize = 64;
+/// Most challenges outstanding for one client id from one source address.
+pub(crate) const MAX_PER_SOURCE_ID: usize = 64;
+
+/// A source address (`None`: the connection's address is not IP; all such
+/// connections count as one source).
+type Source = Option<IpAddr>;
 
 /// What a hello asked for, kept until its proof comes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,67 +87,97 @@ pub(crate) enum Taken {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Collision;
 
+/// Issue orders (a counter that only grows) to server nonces, oldest first.
+type Queue = BTreeMap<u64, u64>;
+
+/// The rank of a source for eviction on the total cap: the most outstanding
+/// challenges first, then the one whose oldest challenge is the oldest. The greatest
+/// rank is evicted from.
+type Rank = (usize, Reverse<u64>, Source);
+
 /// The outstanding challenges.
 #[derive(Debug)]
 pub(crate) struct Challenges {
     lifetime: Duration,
     max_total: usize,
-    max_per_client: usize,
+    max_per_source_id: usize,
     /// Issue order: a counter that only grows.
     next_seq: u64,
     /// By server nonce: the issue order and the challenge.
     by_nonce: HashMap<u64, (u64, Challenge)>,
-    /// Nonces in issue order (oldest first).
-    order: BTreeMap<u64, u64>,
-    /// Per client id, its nonces in issue order.
-    per_client: HashMap<u64, BTreeMap<u64, u64>>,
+    /// All nonces in issue order (oldest first), for expiry.
+    order: Queue,
+    /// Per client id and source address, its nonces in issue order.
+    per_source_id: HashMap<(u64, Source), Queue>,
+    /// Per source address, its nonces in issue order.
+    per_source: HashMap<Source, Queue>,
+    /// Every source in `per_source` by its rank (the last is the fullest).
+    ranks: BTreeSet<Rank>,
 }
 
 impl Default for Challenges {
     fn default() -> Self {
-        Self::new(LIFETIME, MAX_TOTAL, MAX_PER_CLIENT)
+        Self::new(LIFETIME, MAX_TOTAL, MAX_PER_SOURCE_ID)
     }
+}
+
+/// The rank of `source` whose nonces are `q` (`None`: it has none).
+fn rank(source: Source, q: &Queue) -> Option<Rank> {
+    q.keys()
+        .next()
+        .map(|&oldest| (q.len(), Reverse(oldest), source))
 }
 
 impl Challenges {
     /// A table with these limits (at least one challenge each).
-    pub(crate) fn new(lifetime: Duration, max_total: usize, max_per_client: usize) -> Self {
+    pub(crate) fn new(lifetime: Duration, max_total: usize, max_per_source_id: usize) -> Self {
         Self {
             lifetime,
             max_total: max_total.max(1),
-            max_per_client: max_per_client.max(1),
+            max_per_source_id: max_per_source_id.max(1),
             next_seq: 0,
             by_nonce: HashMap::new(),
             order: BTreeMap::new(),
-            per_client: HashMap::new(),
+            per_source_id: HashMap::new(),
+            per_source: HashMap::new(),
+            ranks: BTreeSet::new(),
         }
     }
 
-    /// Remembers challenge `c` under `nonce`, after dropping the expired ones and, if
-    /// the client id or the table is full, the oldest of the client id or of all.
+    /// Remembers challenge `c` under `nonce`, after dropping the expired ones and
+    /// making room: if `c`'s client id and source address are at their cap, the
+    /// oldest of that id and address goes; if the table is full, the oldest of the
+    /// source address holding the most (`c`'s own if it holds as many as the most).
     /// Returns how many were evicted to make room.
     pub(crate) fn issue(&mut self, nonce: u64, c: Challenge) -> Result<usize, Collision> {
         self.expire(c.issued);
         if self.by_nonce.contains_key(&nonce) {
             return Err(Collision);
         }
+        let key = (c.client_id, c.peer);
         let mut evicted = 0;
-        while self
-            .per_client
-            .get(&c.client_id)
-            .is_some_and(|m| m.len() >= self.max_per_client)
+        while let Some(oldest) = self
+            .per_source_id
+            .get(&key)
+            .filter(|q| q.len() >= self.max_per_source_id)
+            .and_then(|q| q.values().next().copied())
         {
-            let oldest = self
-                .per_client
-                .get(&c.client_id)
-                .and_then(|m| m.values().next().copied());
-            match oldest {
-                Some(n) if self.remove(n).is_some() => evicted += 1,
-                _ => break,
+            if self.remove(oldest).is_none() {
+                break;
             }
+            evicted += 1;
         }
         while self.by_nonce.len() >= self.max_total {
-            match self.order.values().next().copied() {
+            let own = self.per_source.get(&c.peer).map_or(0, Queue::len);
+            let from = match self.ranks.last() {
+                Some(&(most, _, source)) if most > own => source,
+                _ => c.peer,
+            };
+            let oldest = self
+                .per_source
+                .get(&from)
+                .and_then(|q| q.values().next().copied());
+            match oldest {
                 Some(n) if self.remove(n).is_some() => evicted += 1,
                 _ => break,
             }
@@ -127,10 +185,18 @@ impl Challenges {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.order.insert(seq, nonce);
-        self.per_client
-            .entry(c.client_id)
+        self.per_source_id
+            .entry(key)
             .or_default()
             .insert(seq, nonce);
+        let q = self.per_source.entry(c.peer).or_default();
+        if let Some(r) = rank(c.peer, q) {
+            self.ranks.remove(&r);
+        }
+        q.insert(seq, nonce);
+        if let Some(r) = rank(c.peer, q) {
+            self.ranks.insert(r);
+        }
         self.by_nonce.insert(nonce, (seq, c));
         Ok(evicted)
     }
@@ -167,10 +233,18 @@ impl Challenges {
         self.by_nonce.len()
     }
 
-    /// Challenges outstanding for `client_id`.
+    /// Challenges outstanding for `client_id` from `source`.
     #[cfg(test)]
-    fn count(&self, client_id: u64) -> usize {
-        self.per_client.get(&client_id).map_or(0, BTreeMap::len)
+    fn count(&self, client_id: u64, source: Source) -> usize {
+        self.per_source_id
+            .get(&(client_id, source))
+            .map_or(0, Queue::len)
+    }
+
+    /// Challenges outstanding from `source`.
+    #[cfg(test)]
+    fn count_source(&self, source: Source) -> usize {
+        self.per_source.get(&source).map_or(0, Queue::len)
     }
 
     /// Whether `c` is older than the lifetime at `now`.
@@ -182,10 +256,25 @@ impl Challenges {
     fn remove(&mut self, nonce: u64) -> Option<Challenge> {
         let (seq, c) = self.by_nonce.remove(&nonce)?;
         self.order.remove(&seq);
-        if let Some(m) = self.per_client.get_mut(&c.client_id) {
-            m.remove(&seq);
-            if m.is_empty() {
-                self.per_client.remove(&c.client_id);
+        let key = (c.client_id, c.peer);
+        if let Some(q) = self.per_source_id.get_mut(&key) {
+            q.remove(&seq);
+            if q.is_empty() {
+                self.per_source_id.remove(&key);
+            }
+        }
+        if let Some(q) = self.per_source.get_mut(&c.peer) {
+            if let Some(r) = rank(c.peer, q) {
+                self.ranks.remove(&r);
+            }
+            q.remove(&seq);
+            match rank(c.peer, q) {
+                Some(r) => {
+                    self.ranks.insert(r);
+                }
+                None => {
+                    self.per_source.remove(&c.peer);
+                }
             }
         }
         Some(c)
@@ -196,7 +285,18 @@ impl Challenges {
 mod tests {
     use super::*;
 
+    /// The source of [`ch`]'s challenges.
+    const A: &str = "192.0.2.1";
+
+    fn ip(s: &str) -> Source {
+        Some(s.parse().expect("ip"))
+    }
+
     fn ch(client_id: u64, issued: Instant) -> Challenge {
+        ch_from(client_id, ip(A), issued)
+    }
+
+    fn ch_from(client_id: u64, peer: Source, issued: Instant) -> Challenge {
         Challenge {
             client_id,
             queue_index: 0,
@@ -204,18 +304,41 @@ mod tests {
             requested_size: 4096,
             client_nonce: [7; NONCE_LEN],
             instance: 1,
-            peer: Some("192.0.2.1".parse().expect("ip")),
+            peer,
             issued,
         }
     }
 
+    /// splitmix64: the test's "random" client ids and nonces, reproducible.
+    fn mix(n: u64) -> u64 {
+        let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Every index agrees with `by_nonce`, and the caps hold.
     fn consistent(t: &Challenges) {
-        assert_eq!(t.by_nonce.len(), t.order.len());
-        assert_eq!(
-            t.by_nonce.len(),
-            t.per_client.values().map(BTreeMap::len).sum::<usize>()
-        );
-        assert!(t.per_client.values().all(|m| !m.is_empty()));
+        let n = t.by_nonce.len();
+        assert!(n <= t.max_total);
+        assert_eq!(n, t.order.len());
+        assert_eq!(n, t.per_source_id.values().map(Queue::len).sum::<usize>());
+        assert_eq!(n, t.per_source.values().map(Queue::len).sum::<usize>());
+        assert!(t.per_source_id.values().all(|q| !q.is_empty()));
+        assert!(t
+            .per_source_id
+            .values()
+            .all(|q| q.len() <= t.max_per_source_id));
+        assert!(t.per_source.values().all(|q| !q.is_empty()));
+        assert_eq!(t.ranks.len(), t.per_source.len());
+        for (source, q) in &t.per_source {
+            assert!(t.ranks.contains(&rank(*source, q).expect("not empty")));
+        }
+        for (seq, (s, c)) in t.by_nonce.values().map(|(s, c)| (*s, (s, c))) {
+            assert!(t.order.contains_key(&seq));
+            assert!(t.per_source_id[&(c.client_id, c.peer)].contains_key(s));
+            assert!(t.per_source[&c.peer].contains_key(s));
+        }
     }
 
     #[test]
@@ -248,15 +371,18 @@ mod tests {
         );
         // An expired challenge is used up too.
         assert_eq!(t.take(2, t0), Taken::Unknown);
-        // expire() drops only what is past its lifetime, oldest first.
+        // expire() drops only what is past its lifetime, oldest first, whatever the
+        // source.
         for i in 0..10u64 {
-            t.issue(100 + i, ch(i % 3, t0 + Duration::from_secs(i)))
+            let peer = if i % 2 == 0 { ip(A) } else { ip("192.0.2.2") };
+            t.issue(100 + i, ch_from(i % 3, peer, t0 + Duration::from_secs(i)))
                 .expect("issue");
         }
         assert_eq!(t.expire(t0 + Duration::from_secs(12)), 2);
         assert_eq!(t.len(), 8);
         assert_eq!(t.take(101, t0), Taken::Unknown);
         assert!(matches!(t.take(102, t0), Taken::Valid(_)));
+        consistent(&t);
         // Issuing drops the expired ones as well.
         t.issue(999, ch(5, t0 + Duration::from_secs(60)))
             .expect("issue");
@@ -265,37 +391,91 @@ mod tests {
     }
 
     #[test]
-    fn per_client_cap_evicts_that_clients_oldest() {
+    fn per_source_id_cap_evicts_that_ids_oldest_from_that_source() {
         let t0 = Instant::now();
+        let b = ip("192.0.2.2");
         let mut t = Challenges::default();
+        // Older challenges of another id from A, and of the same id from B.
         t.issue(5000, ch(2, t0)).expect("issue");
-        for n in 0..MAX_PER_CLIENT as u64 {
+        t.issue(5001, ch_from(1, b, t0)).expect("issue");
+        for n in 0..MAX_PER_SOURCE_ID as u64 {
             assert_eq!(t.issue(n, ch(1, t0)), Ok(0));
         }
-        assert_eq!(t.count(1), MAX_PER_CLIENT);
-        // One more for client 1 evicts its oldest (nonce 0), not client 2's older one.
+        assert_eq!(t.count(1, ip(A)), MAX_PER_SOURCE_ID);
+        // One more for client 1 from A evicts its oldest from A (nonce 0), not client
+        // 2's older one from A, nor client 1's older one from B.
         assert_eq!(t.issue(64, ch(1, t0)), Ok(1));
-        assert_eq!(t.count(1), MAX_PER_CLIENT);
+        assert_eq!(t.count(1, ip(A)), MAX_PER_SOURCE_ID);
         assert_eq!(t.take(0, t0), Taken::Unknown);
-        assert!(matches!(t.take(1, t0), Taken::Valid(_)));
+        // The eviction order within (1, A) is the issue order.
+        for n in 1..=10u64 {
+            assert!(t.by_nonce.contains_key(&n));
+            assert_eq!(t.issue(10_000 + n, ch(1, t0)), Ok(1));
+            assert_eq!(t.take(n, t0), Taken::Unknown, "nonce {n} evicted in turn");
+        }
+        assert!(matches!(t.take(11, t0), Taken::Valid(_)));
+        // Taking one made room: the next issue evicts nothing.
+        assert_eq!(t.issue(20_000, ch(1, t0)), Ok(0));
+        assert_eq!(t.issue(20_001, ch(1, t0)), Ok(1));
+        assert_eq!(t.take(12, t0), Taken::Unknown);
         assert!(matches!(t.take(5000, t0), Taken::Valid(_)));
-        // A flood of one id never holds more than the cap.
-        for n in 10_000..20_000u64 {
+        assert!(matches!(t.take(5001, t0), Taken::Valid(_)));
+        consistent(&t);
+        // A flood of one id from one source never holds more than the cap.
+        for n in 100_000..110_000u64 {
             t.issue(n, ch(1, t0)).expect("issue");
         }
-        assert_eq!(t.count(1), MAX_PER_CLIENT);
-        assert_eq!(t.len(), MAX_PER_CLIENT);
+        assert_eq!(t.count(1, ip(A)), MAX_PER_SOURCE_ID);
+        assert_eq!(t.len(), MAX_PER_SOURCE_ID);
         // The newest are the ones kept.
-        assert!(matches!(t.take(19_999, t0), Taken::Valid(_)));
-        assert_eq!(t.take(19_000, t0), Taken::Unknown);
+        assert!(matches!(t.take(109_999, t0), Taken::Valid(_)));
+        assert_eq!(t.take(109_000, t0), Taken::Unknown);
         consistent(&t);
     }
 
+    /// The owner's hello from A, then a flood from B: the owner's challenge stays.
+    fn owner_survives(flood_id: impl Fn(u64) -> u64) {
+        let t0 = Instant::now();
+        let (a, b) = (ip("198.51.100.1"), ip("198.51.100.2"));
+        let mut t = Challenges::default();
+        let owner = ch_from(1, a, t0);
+        assert_eq!(t.issue(7, owner.clone()), Ok(0));
+        let mut evicted = 0;
+        for i in 0..10_000u64 {
+            let at = t0 + Duration::from_micros(i);
+            evicted += t
+                .issue(mix(i) | 1 << 63, ch_from(flood_id(i), b, at))
+                .expect("issue");
+            assert!(t.len() <= MAX_TOTAL);
+        }
+        consistent(&t);
+        assert!(evicted > 0, "the flood filled a cap");
+        assert_eq!(t.count_source(a), 1);
+        assert!(t.count_source(b) < MAX_TOTAL);
+        assert!(t
+            .per_source_id
+            .values()
+            .all(|q| q.len() <= MAX_PER_SOURCE_ID));
+        // The owner's proof finds its challenge.
+        assert_eq!(t.take(7, t0 + Duration::from_secs(1)), Taken::Valid(owner));
+    }
+
     #[test]
-    fn total_cap_evicts_the_oldest_of_all() {
+    fn flood_of_the_owners_id_from_another_source_keeps_the_owners_challenge() {
+        owner_survives(|_| 1);
+    }
+
+    #[test]
+    fn flood_of_random_ids_from_another_source_keeps_the_owners_challenge() {
+        owner_survives(mix);
+    }
+
+    #[test]
+    fn total_cap_evicts_the_oldest_of_one_source() {
         let t0 = Instant::now();
         let mut t = Challenges::default();
-        // 4096 challenges of 4096 client ids, issued over time (within the lifetime).
+        // 4096 challenges of 4096 client ids from one source, issued over time
+        // (within the lifetime): the oldest of that source is the oldest of all.
         for n in 0..MAX_TOTAL as u64 {
             let at = t0 + Duration::from_millis(n);
             assert_eq!(t.issue(n, ch(n, at)), Ok(0));
@@ -309,10 +489,93 @@ mod tests {
         assert!(matches!(t.take(1_000_000, now), Taken::Valid(_)));
         // A flood of random ids stays bounded.
         for n in 2_000_000..2_020_000u64 {
-            t.issue(n, ch(n, now)).expect("issue");
+            t.issue(n, ch(mix(n), now)).expect("issue");
         }
         assert_eq!(t.len(), MAX_TOTAL);
         assert!(matches!(t.take(2_019_999, now), Taken::Valid(_)));
+        consistent(&t);
+    }
+
+    #[test]
+    fn total_cap_evicts_from_the_fullest_source() {
+        let t0 = Instant::now();
+        let (a, b, c, d) = (ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.3"), ip("::1"));
+        let mut t = Challenges::new(LIFETIME, 6, 10);
+        // A: 1 (the oldest of all), B: 3, C: 2.
+        t.issue(1, ch_from(1, a, t0)).expect("issue");
+        for n in [2, 3, 4] {
+            t.issue(n, ch_from(n, b, t0)).expect("issue");
+        }
+        for n in [5, 6] {
+            t.issue(n, ch_from(n, c, t0)).expect("issue");
+        }
+        // C asks: B holds the most, more than C: B's oldest goes, not A's older one.
+        assert_eq!(t.issue(7, ch_from(7, c, t0)), Ok(1));
+        assert_eq!(t.take(2, t0), Taken::Unknown);
+        // Now B: 2, C: 3. B asks: C holds more, C's oldest goes.
+        assert_eq!(t.issue(8, ch_from(8, b, t0)), Ok(1));
+        assert_eq!(t.take(5, t0), Taken::Unknown);
+        // B: 3, C: 2. B asks, holding the most itself: its own oldest goes.
+        assert_eq!(t.issue(9, ch_from(9, b, t0)), Ok(1));
+        assert_eq!(t.take(3, t0), Taken::Unknown);
+        // B: 3 (4, 8, 9), C: 2 (6, 7). C asks: B's oldest.
+        assert_eq!(t.issue(10, ch_from(10, c, t0)), Ok(1));
+        assert_eq!(t.take(4, t0), Taken::Unknown);
+        // B: 2 (8, 9), C: 3 (6, 7, 10). B asks: C's oldest.
+        assert_eq!(t.issue(11, ch_from(11, b, t0)), Ok(1));
+        assert_eq!(t.take(6, t0), Taken::Unknown);
+        // B: 3 (8, 9, 11), C: 2 (7, 10). B asks, holding the most: its own oldest.
+        assert_eq!(t.issue(12, ch_from(12, b, t0)), Ok(1));
+        assert_eq!(t.take(8, t0), Taken::Unknown);
+        // B: 3 (9, 11, 12), C: 2 (7, 10). A newcomer D takes from B.
+        assert_eq!(t.issue(13, ch_from(13, d, t0)), Ok(1));
+        assert_eq!(t.take(9, t0), Taken::Unknown);
+        // B: 2 (11, 12), C: 2 (7, 10), D: 1. Another from D: B and C tie at the most;
+        // the older oldest (C's 7) goes.
+        assert_eq!(t.issue(14, ch_from(14, d, t0)), Ok(1));
+        assert_eq!(t.take(7, t0), Taken::Unknown);
+        // A's challenge, the oldest of all, was never touched.
+        assert!(matches!(t.take(1, t0), Taken::Valid(_)));
+        consistent(&t);
+        let left: Vec<u64> = t.order.values().copied().collect();
+        assert_eq!(left, [10, 11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn a_tie_goes_against_the_source_asking() {
+        let t0 = Instant::now();
+        let (a, b) = (ip("10.0.0.1"), ip("10.0.0.2"));
+        let mut t = Challenges::new(LIFETIME, 4, 10);
+        for (n, peer) in [(1, a), (2, a), (3, b), (4, b)] {
+            t.issue(n, ch_from(n, peer, t0)).expect("issue");
+        }
+        // B asks holding as many as A: B's oldest goes, not A's older one.
+        assert_eq!(t.issue(5, ch_from(5, b, t0)), Ok(1));
+        assert_eq!(t.take(3, t0), Taken::Unknown);
+        // The same for A: its own oldest.
+        assert_eq!(t.issue(6, ch_from(6, a, t0)), Ok(1));
+        assert_eq!(t.take(1, t0), Taken::Unknown);
+        // A newcomer, with A (2, 6) and B (4, 5) tied: the older oldest (A's 2) goes.
+        assert_eq!(t.issue(7, ch_from(7, ip("10.0.0.3"), t0)), Ok(1));
+        let left: Vec<u64> = t.order.values().copied().collect();
+        assert_eq!(left, [4, 5, 6, 7]);
+        consistent(&t);
+    }
+
+    /// What the policy does not promise: hellos from as many addresses as there are
+    /// challenges, one each, can evict the owner's single challenge.
+    #[test]
+    fn many_sources_can_crowd_out_one() {
+        let t0 = Instant::now();
+        let mut t = Challenges::new(LIFETIME, 16, MAX_PER_SOURCE_ID);
+        t.issue(1, ch_from(1, ip("10.1.0.1"), t0)).expect("issue");
+        for n in 0..15u64 {
+            let peer = Some(IpAddr::from([10, 2, 0, n as u8]));
+            t.issue(100 + n, ch_from(1, peer, t0)).expect("issue");
+        }
+        // A sixteenth address: every source holds one; the oldest (the owner's) goes.
+        assert_eq!(t.issue(200, ch_from(1, ip("10.3.0.1"), t0)), Ok(1));
+        assert_eq!(t.take(1, t0), Taken::Unknown);
         consistent(&t);
     }
 
@@ -323,10 +586,18 @@ mod tests {
         t.issue(1, ch(1, t0)).expect("issue");
         t.issue(2, ch(2, t0)).expect("issue");
         t.issue(3, ch(1, t0)).expect("issue");
-        // Client 1 is at its cap: its oldest (1) goes.
+        // Client 1 from A is at its cap: its oldest (1) goes.
         assert_eq!(t.issue(4, ch(1, t0)), Ok(1));
-        // The table is at its cap: the oldest of all (2) goes.
+        // The table is at its cap, all of it from A: A's oldest (2) goes.
         assert_eq!(t.issue(5, ch(3, t0)), Ok(1));
+        let left: Vec<u64> = t.order.values().copied().collect();
+        assert_eq!(left, [3, 4, 5]);
+        // Sources that are not IP count as one.
+        let mut t = Challenges::new(Duration::from_secs(1), 3, 2);
+        for n in 1..=5 {
+            t.issue(n, ch_from(n, None, t0)).expect("issue");
+        }
+        assert_eq!(t.count_source(None), 3);
         let left: Vec<u64> = t.order.values().copied().collect();
         assert_eq!(left, [3, 4, 5]);
         consistent(&t);

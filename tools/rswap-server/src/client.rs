@@ -3,11 +3,14 @@
 //! `rswap-testclient`: connects like the kernel module will (authenticating with a
 //! secret, or without one), checks the descriptors and the server's proof, and moves
 //! data with one-sided RDMA. For the tests of authentication it can also replay a
-//! proof (`--replay`) and flood the server with bogus attempts (`--flood`).
+//! proof (`--replay`) and flood the server with bogus attempts (`--flood`, for random
+//! client ids or with `--flood-id` for its own), from any local address (`--source`).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+use zeroize::Zeroizing;
 
 use crate::config::{self, ClientConfig, Parsed};
 use crate::crypto::{self, Secret};
@@ -32,6 +35,10 @@ pub fn main() -> ExitCode {
     let cfg = match config::parse_client_args(std::env::args().skip(1)) {
         Ok(Parsed::Help) => {
             print!("{}", config::CLIENT_HELP);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Version) => {
+            println!("{}", config::version_line("rswap-testclient"));
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Run(cfg)) => cfg,
@@ -175,9 +182,15 @@ fn attempt(
 ) -> Result<Attempt, String> {
     let q = format!("queue {index}");
     let mut id = chan.create_id().map_err(|e| format!("{q}: {e}"))?;
-    id.resolve_addr(cfg.connect, RESOLVE_MS)
-        .map_err(|e| format!("{q}: {e}"))?;
-    expect_event(chan, EventKind::AddrResolved, cfg.timeout, &q)?;
+    id.resolve_addr(cfg.source, cfg.connect, RESOLVE_MS)
+        .map_err(|e| match cfg.source {
+            Some(src) => format!("{q}: from --source {src}: {e}"),
+            None => format!("{q}: {e}"),
+        })?;
+    expect_event(chan, EventKind::AddrResolved, cfg.timeout, &q).map_err(|e| match cfg.source {
+        Some(src) => format!("{e} (is --source {src} an address of this host's RDMA device?)"),
+        None => e,
+    })?;
     id.resolve_route(RESOLVE_MS)
         .map_err(|e| format!("{q}: {e}"))?;
     expect_event(chan, EventKind::RouteResolved, cfg.timeout, &q)?;
@@ -369,8 +382,11 @@ fn load_secret(cfg: &ClientConfig) -> Result<Option<Secret>, String> {
     let Some(path) = &cfg.secret_file else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--secret-file {}: cannot read: {e}", path.display()))?;
+    // Wiped once parsed, like the secret itself.
+    let text = Zeroizing::new(
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("--secret-file {}: cannot read: {e}", path.display()))?,
+    );
     Secret::from_hex(text.trim())
         .map(Some)
         .map_err(|e| format!("--secret-file {}: {e}", path.display()))
@@ -567,15 +583,19 @@ enum FloodOutcome {
     },
 }
 
-/// One bogus attempt: a hello for a random client id and, if the server challenges
-/// it, a proof with a random MAC.
+/// One bogus attempt: a hello for a random client id (`--client-id` with
+/// `--flood-id`) and, if the server challenges it, a proof with a random MAC.
 fn flood_one(
     cfg: &ClientConfig,
     chan: &EventChannel,
     pd: &mut Option<Pd>,
 ) -> Result<FloodOutcome, String> {
     let random = |e: getrandom::Error| format!("no random numbers: {e}");
-    let client_id = crypto::random_u64().map_err(random)?.max(1);
+    let client_id = if cfg.flood_id {
+        cfg.client_id
+    } else {
+        crypto::random_u64().map_err(random)?.max(1)
+    };
     let client_nonce = crypto::random_nonce().map_err(random)?;
     let hello = ConnectRequest {
         client_id,

@@ -2,7 +2,7 @@
 
 //! Command lines of `rswap-server` and `rswap-testclient`, parsed into plain structs.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,9 +17,25 @@ use crate::wire::RejectCode;
 pub(crate) enum Parsed<T> {
     /// Run with this configuration.
     Run(T),
-    /// `--help` was given.
+    /// `--help` (or `-h`) was given.
     Help,
+    /// `--version` was given.
+    Version,
 }
+
+/// The line `--version` prints: the program, its version and the wire protocol version
+/// it speaks, e.g. `rswap-server 0.1.0 (wire protocol 2)`.
+pub(crate) fn version_line(program: &str) -> String {
+    format!(
+        "{program} {} (wire protocol {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::wire::VERSION
+    )
+}
+
+/// The longest `--status-socket` path: a Unix socket address holds 108 bytes, the
+/// last one the terminating NUL.
+pub(crate) const STATUS_SOCKET_MAX: usize = 107;
 
 /// Splits `--opt=value` / `--opt value` pairs and flags.
 struct Args<I: Iterator<Item = String>> {
@@ -30,6 +46,10 @@ impl<I: Iterator<Item = String>> Args<I> {
     /// Next option name and its inline value, if any.
     fn next_opt(&mut self) -> Option<Result<(String, Option<String>), String>> {
         let arg = self.it.next()?;
+        // The one short option: `-h`, as everywhere.
+        if arg == "-h" {
+            return Some(Ok(("--help".to_string(), None)));
+        }
         if !arg.starts_with("--") || arg.len() == 2 {
             return Some(Err(format!("unexpected argument {arg:?} (see --help)")));
         }
@@ -100,6 +120,11 @@ pub(crate) struct ServerConfig {
     /// Admit clients without an allow-list entry without authentication
     /// (`--insecure`).
     pub(crate) insecure: bool,
+    /// Serve the status and the metrics on a Unix socket here (`--status-socket`).
+    pub(crate) status_socket: Option<PathBuf>,
+    /// For tests only: sign every descriptor with a wrong key, so that clients must
+    /// refuse it (`--test-wrong-server-proof`).
+    pub(crate) test_wrong_server_proof: bool,
 }
 
 /// Default `--max-clients`.
@@ -121,6 +146,7 @@ rswap-server: hand out registered remote memory to rswap clients over rdma_cm.
 
 Usage: rswap-server --listen ADDR:PORT --size SIZE --allow-list FILE [options]
        rswap-server --listen ADDR:PORT --size SIZE --insecure [options]
+       rswap-server --version | --help | -h
 
 Each client (identified by the client id in its connect request) gets one memory
 region of exactly the size it asks for (rounded up to 4 KiB), registered for
@@ -197,9 +223,27 @@ Options:
                        that survives the process but not a reboot. Created (mode
                        0700) if missing; one server per DIR. Incomplete or
                        inconsistent entries are logged and deleted at start.
+  --status-socket PATH serve the server's status on a Unix stream socket at PATH
+                       (recommended: /run/rswap/server.sock, where `rswapctl
+                       server-status` looks by default). Created with mode 0600
+                       (a missing directory with mode 0755); a stale socket file
+                       is replaced; removed at exit. A client sends one line,
+                       `status` (JSON: the pool and every client's region, queues,
+                       state and last activity) or `metrics` (Prometheus text
+                       format 0.0.4), gets the answer and the connection is
+                       closed. Never any secret.
   --log-level LVL      error, warn, info (default) or debug. Logs are one line each,
                        key=value, on stderr.
-  --help               print this help and exit.
+  --version            print the version and the wire protocol version and exit.
+  --help, -h           print this help and exit.
+
+For tests only (never on a server that real clients use):
+  --test-wrong-server-proof
+                       sign every region descriptor with a wrong key (the client's
+                       secret with its first byte flipped) while checking client
+                       proofs normally, so that a test can see a client refuse a
+                       server whose proof is wrong: every authenticated client then
+                       refuses its descriptor. Logged as a warning at start.
 
 SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
 exits with status 0; with --state-dir it keeps the regions' files instead, for the
@@ -230,10 +274,26 @@ pub(crate) fn parse_server_args(
     let mut state_dir = None;
     let mut allow_list = None;
     let mut insecure = false;
+    let mut status_socket = None;
+    let mut test_wrong_server_proof = false;
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
         match opt.as_str() {
             "--help" => return Ok(Parsed::Help),
+            "--version" => return Ok(Parsed::Version),
+            "--status-socket" => {
+                let v = a.value(&opt, inline)?;
+                if v.is_empty() {
+                    return Err("--status-socket: empty path".into());
+                }
+                if v.len() > STATUS_SOCKET_MAX {
+                    return Err(format!(
+                        "--status-socket: the path is {} bytes long; a Unix socket path may have at most {STATUS_SOCKET_MAX}",
+                        v.len()
+                    ));
+                }
+                status_socket = Some(PathBuf::from(v));
+            }
             "--allow-list" => {
                 let v = a.value(&opt, inline)?;
                 if v.is_empty() {
@@ -244,6 +304,10 @@ pub(crate) fn parse_server_args(
             "--insecure" => {
                 no_value(&opt, inline)?;
                 insecure = true;
+            }
+            "--test-wrong-server-proof" => {
+                no_value(&opt, inline)?;
+                test_wrong_server_proof = true;
             }
             "--state-dir" => {
                 let v = a.value(&opt, inline)?;
@@ -328,14 +392,17 @@ pub(crate) fn parse_server_args(
         state_dir,
         allow_list,
         insecure,
+        status_socket,
+        test_wrong_server_proof,
     }))
 }
 
 /// The error of a server command line with neither `--allow-list` nor `--insecure`.
 pub(crate) const NO_ALLOW_LIST: &str = "no --allow-list FILE given: clients could not be authenticated; give --allow-list FILE (see --help), or --insecure to admit clients without authentication";
 
-/// What the test client does once its queues are connected.
-#[derive(Debug, Clone, PartialEq)]
+/// What the test client does once its queues are connected. No `==`: it may hold a
+/// secret.
+#[derive(Debug, Clone)]
 pub(crate) struct ClientConfig {
     /// Server address.
     pub(crate) connect: SocketAddr,
@@ -373,6 +440,10 @@ pub(crate) struct ClientConfig {
     pub(crate) replay: bool,
     /// Make this many bogus connection attempts instead of connecting (`--flood`).
     pub(crate) flood: Option<u64>,
+    /// Every flood hello names `client_id` rather than a random id (`--flood-id`).
+    pub(crate) flood_id: bool,
+    /// Connect from this local address (`--source`; default: the routing table's).
+    pub(crate) source: Option<IpAddr>,
 }
 
 /// Default `--instance`: the same for every run, so that a test that reconnects with a
@@ -384,6 +455,7 @@ pub(crate) const CLIENT_HELP: &str = "\
 rswap-testclient: connect to rswap-server like the kernel module would, and test it.
 
 Usage: rswap-testclient --connect ADDR:PORT --client-id ID --size SIZE [options]
+       rswap-testclient --version | --help | -h
 
 Opens --queues connections (queue 0 first), each with a receive posted before
 connecting, and checks that every queue receives the same valid region
@@ -415,8 +487,17 @@ Options:
                         hello for a random client id, and a proof with a random MAC
                         for those that get a challenge) and print
                         flood attempts=N challenged=C rejected=R accepted=A
-                        errors=E reasons=NAME:COUNT,...; exit 1 if any was
+                        errors=E reasons=NAME:COUNT,... ms=T; exit 1 if any was
                         accepted or none got an answer.
+  --flood-id            with --flood: every hello names --client-id instead of a
+                        random id, so that a listed id is challenged every time and
+                        each challenge is used up by a proof with a random MAC
+                        (refused, AuthFailed).
+  --source ADDR         connect from this local IP address (the source address of
+                        rdma_resolve_addr) instead of the one the routing table
+                        picks, in every mode: e.g. to flood from a second address of
+                        the host. Of the same family as --connect; an IPv6 source
+                        takes --connect's scope id.
   --proto-version V     protocol version to send (default 2; 1 sends a 32-byte
                         version-1 request); for tests.
   --write-pattern SEED  RDMA WRITE a pattern derived from SEED over the whole
@@ -433,7 +514,8 @@ Options:
   --hold SECS           stay connected SECS seconds before disconnecting.
   --timeout SECS        limit for each connect step and RDMA operation (default 30).
   --chunk SIZE          bytes per RDMA operation (default 64K).
-  --help                print this help and exit.
+  --version             print the version and the wire protocol version and exit.
+  --help, -h            print this help and exit.
 Exit status: 0 success, 1 failure, 2 usage error.
 ";
 
@@ -477,11 +559,13 @@ pub(crate) fn parse_client_args(
     let mut chunk: u64 = 64 << 10;
     let (mut secret, mut secret_file) = (None, None);
     let mut instance = DEFAULT_INSTANCE;
-    let (mut replay, mut flood) = (false, None);
+    let (mut replay, mut flood, mut flood_id) = (false, None, false);
+    let mut source: Option<IpAddr> = None;
     while let Some(opt) = a.next_opt() {
         let (opt, inline) = opt?;
         match opt.as_str() {
             "--help" => return Ok(Parsed::Help),
+            "--version" => return Ok(Parsed::Version),
             // The value is never quoted in an error: it is a secret.
             "--secret" => {
                 let v = a.value(&opt, inline)?;
@@ -505,6 +589,16 @@ pub(crate) fn parse_client_args(
                     return Err("--flood must be at least 1".into());
                 }
                 flood = Some(n);
+            }
+            "--flood-id" => {
+                no_value(&opt, inline)?;
+                flood_id = true;
+            }
+            "--source" => {
+                let v = a.value(&opt, inline)?;
+                source = Some(v.parse().map_err(|_| {
+                    format!("--source: invalid address {v:?} (expected an IP address, e.g. 192.0.2.2 or 2001:db8::2)")
+                })?);
             }
             "--connect" => connect = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
             "--client-id" => client_id = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?),
@@ -553,8 +647,17 @@ pub(crate) fn parse_client_args(
     if replay && flood.is_some() {
         return Err("--replay and --flood exclude each other".into());
     }
+    if flood_id && flood.is_none() {
+        return Err("--flood-id needs --flood N".into());
+    }
+    let connect = connect.ok_or("--connect ADDR:PORT is required (see --help)")?;
+    if source.is_some_and(|s| s.is_ipv4() != connect.is_ipv4()) {
+        return Err(
+            "--source and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
+        );
+    }
     Ok(Parsed::Run(ClientConfig {
-        connect: connect.ok_or("--connect ADDR:PORT is required (see --help)")?,
+        connect,
         client_id: client_id.ok_or("--client-id ID is required (see --help)")?,
         size: size.ok_or("--size SIZE is required (see --help)")?,
         queues,
@@ -572,6 +675,8 @@ pub(crate) fn parse_client_args(
         instance,
         replay,
         flood,
+        flood_id,
+        source,
     }))
 }
 
@@ -616,6 +721,34 @@ mod tests {
         assert_eq!(c.state_dir, None);
         assert_eq!(c.allow_list, None);
         assert!(c.insecure);
+        assert_eq!(c.status_socket, None);
+        assert!(!c.test_wrong_server_proof);
+    }
+
+    #[test]
+    fn server_test_wrong_server_proof() {
+        let base = ["--listen", "192.0.2.1:7471", "--size", "96M"];
+        let Ok(Parsed::Run(c)) = srv(&[&base[..], &["--test-wrong-server-proof"]].concat()) else {
+            panic!("--test-wrong-server-proof did not parse");
+        };
+        assert!(c.test_wrong_server_proof);
+        let e = srv(&[&base[..], &["--test-wrong-server-proof=1"]].concat())
+            .expect_err("a value accepted");
+        assert!(
+            e.contains("--test-wrong-server-proof takes no value"),
+            "{e}"
+        );
+        // Listed in --help, under the heading for tests.
+        let tests = SERVER_HELP
+            .find("For tests only")
+            .expect("a heading for tests in --help");
+        let opt = SERVER_HELP
+            .find("--test-wrong-server-proof")
+            .expect("in --help");
+        assert!(
+            opt > tests,
+            "--test-wrong-server-proof is not under the tests heading"
+        );
     }
 
     #[test]
@@ -706,6 +839,21 @@ mod tests {
     fn server_help() {
         assert_eq!(srv(&["--help"]), Ok(Parsed::Help));
         assert_eq!(srv(&["--size", "1G", "--help"]), Ok(Parsed::Help));
+        // -h is --help, wherever an option may stand; without --insecure too.
+        assert_eq!(srv_raw(&["-h"]), Ok(Parsed::Help));
+        assert_eq!(srv(&["--listen", "1.2.3.4:5", "-h"]), Ok(Parsed::Help));
+        assert_eq!(
+            srv(&["--size", "1G", "-h", "--frobnicate"]),
+            Ok(Parsed::Help)
+        );
+        // ... but not as an option's value.
+        let Ok(Parsed::Run(c)) = srv(&["--listen=1.2.3.4:5", "--size=1G", "--state-dir", "-h"])
+        else {
+            panic!("-h as a value did not parse");
+        };
+        assert_eq!(c.state_dir, Some(PathBuf::from("-h")));
+        // An option before it that is wrong is reported first, as for --help.
+        assert!(srv(&["--frobnicate", "-h"]).is_err());
         for opt in [
             "--listen",
             "--size",
@@ -719,8 +867,77 @@ mod tests {
             "--state-dir",
             "--allow-list",
             "--insecure",
+            "--status-socket",
+            "--version",
+            "-h",
         ] {
             assert!(SERVER_HELP.contains(opt), "{opt} not in --help");
+        }
+    }
+
+    #[test]
+    fn version() {
+        assert_eq!(srv_raw(&["--version"]), Ok(Parsed::Version));
+        assert_eq!(
+            srv(&["--listen", "1.2.3.4:5", "--version"]),
+            Ok(Parsed::Version)
+        );
+        assert!(matches!(cli(&["--version"]), Ok(Parsed::Version)));
+        assert!(matches!(
+            cli(&["--size", "1M", "--version"]),
+            Ok(Parsed::Version)
+        ));
+        let line = version_line("rswap-server");
+        assert_eq!(
+            line,
+            format!(
+                "rswap-server {} (wire protocol {})",
+                env!("CARGO_PKG_VERSION"),
+                crate::wire::VERSION
+            )
+        );
+        assert!(line.ends_with("(wire protocol 2)"), "{line}");
+        assert!(!line.contains('\n'));
+        assert!(CLIENT_HELP.contains("--version") && CLIENT_HELP.contains("-h"));
+    }
+
+    #[test]
+    fn server_status_socket() {
+        let base = ["--listen", "192.0.2.1:7471", "--size", "96M"];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            srv(&v)
+        };
+        for (extra, want) in [
+            (
+                &["--status-socket", "/run/rswap/server.sock"][..],
+                "/run/rswap/server.sock",
+            ),
+            (&["--status-socket=s.sock"][..], "s.sock"),
+        ] {
+            let Ok(Parsed::Run(c)) = with(extra) else {
+                panic!("{extra:?} did not parse");
+            };
+            assert_eq!(c.status_socket, Some(PathBuf::from(want)), "{extra:?}");
+        }
+        let longest = format!("/{}", "s".repeat(STATUS_SOCKET_MAX - 1));
+        let Ok(Parsed::Run(c)) = with(&["--status-socket", &longest]) else {
+            panic!("a path of {STATUS_SOCKET_MAX} bytes did not parse");
+        };
+        assert_eq!(c.status_socket, Some(PathBuf::from(&longest)));
+        let too_long = format!("{longest}s");
+        for (extra, want) in [
+            (vec!["--status-socket"], "--status-socket needs a value"),
+            (vec!["--status-socket="], "--status-socket: empty path"),
+            (
+                vec!["--status-socket", &too_long],
+                "--status-socket: the path is 108 bytes long; a Unix socket path may have at most 107",
+            ),
+        ] {
+            let e = with(&extra).expect_err("accepted");
+            assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");
+            assert!(!e.contains('\n'));
         }
     }
 
@@ -833,7 +1050,8 @@ mod tests {
             &["--listen", "1.2.3.4:5", "--size", "1G", "extra"],
             "unexpected argument",
         );
-        err(&["-h"], "unexpected argument");
+        err(&["-x"], "unexpected argument");
+        err(&["-help"], "unexpected argument");
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--state-dir"],
             "needs a value",
@@ -881,7 +1099,7 @@ mod tests {
         assert_eq!(c.size, 0);
         assert_eq!(c.expect_reject, Some(RejectCode::QueueMismatch));
         assert_eq!((c.queues, c.queue_count), (1, 3));
-        assert_eq!((c.secret.as_ref(), c.secret_file.as_ref()), (None, None));
+        assert!(c.secret.is_none() && c.secret_file.is_none());
         assert_eq!(c.instance, DEFAULT_INSTANCE);
         assert!(!c.replay);
         assert_eq!(c.flood, None);
@@ -899,7 +1117,8 @@ mod tests {
         let Ok(Parsed::Run(c)) = with(&["--secret", hex, "--instance", "0xabc", "--replay"]) else {
             panic!("did not parse");
         };
-        assert_eq!(c.secret, Secret::from_hex(hex).ok());
+        let want = Secret::from_hex(hex).expect("hex");
+        assert!(c.secret.is_some_and(|s| s.ct_eq(&want)));
         assert_eq!(c.instance, 0xabc);
         assert!(c.replay);
         let Ok(Parsed::Run(c)) = with(&["--secret-file=/run/s", "--replay", "--instance=0"]) else {
@@ -911,6 +1130,11 @@ mod tests {
             panic!("did not parse");
         };
         assert_eq!(c.flood, Some(1000));
+        assert!(!c.flood_id);
+        let Ok(Parsed::Run(c)) = with(&["--flood-id", "--flood=5"]) else {
+            panic!("did not parse");
+        };
+        assert_eq!((c.flood, c.flood_id, c.client_id), (Some(5), true, 1));
         for (reason, code) in [
             ("AuthFailed", RejectCode::AuthFailed),
             ("authrequired", RejectCode::AuthRequired),
@@ -947,6 +1171,8 @@ mod tests {
                 "not hexadecimal",
             ),
             (vec!["--expect-reject", "11"], "unknown reason"),
+            (vec!["--flood-id"], "--flood-id needs --flood N"),
+            (vec!["--flood-id=1", "--flood", "3"], "takes no value"),
         ] {
             let e = with(&extra).expect_err("accepted");
             assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");
@@ -961,8 +1187,79 @@ mod tests {
             "--instance",
             "--replay",
             "--flood",
+            "--flood-id",
+            "--source",
         ] {
             assert!(CLIENT_HELP.contains(opt), "{opt} not in --help");
+        }
+    }
+
+    #[test]
+    fn client_source() {
+        let with = |connect: &str, extra: &[&str]| {
+            let mut v = vec!["--connect", connect, "--client-id", "1", "--size", "4M"];
+            v.extend_from_slice(extra);
+            cli(&v)
+        };
+        let Ok(Parsed::Run(c)) = with("192.0.2.1:7471", &[]) else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.source, None);
+        // With every mode: plain, --replay, --flood.
+        for extra in [
+            &["--source", "192.0.2.2"][..],
+            &["--source=192.0.2.2", "--flood", "10", "--flood-id"][..],
+            &[
+                "--source",
+                "192.0.2.2",
+                "--replay",
+                "--secret",
+                &"ab".repeat(16),
+            ][..],
+        ] {
+            let Ok(Parsed::Run(c)) = with("192.0.2.1:7471", extra) else {
+                panic!("{extra:?} did not parse");
+            };
+            assert_eq!(
+                c.source,
+                Some("192.0.2.2".parse().expect("ip")),
+                "{extra:?}"
+            );
+        }
+        let Ok(Parsed::Run(c)) = with("[fe80::1%2]:7471", &["--source", "fe80::2"]) else {
+            panic!("IPv6 did not parse");
+        };
+        assert_eq!(c.source, Some("fe80::2".parse().expect("ip")));
+        for (connect, extra, want) in [
+            (
+                "192.0.2.1:7471",
+                &["--source"][..],
+                "--source needs a value",
+            ),
+            (
+                "192.0.2.1:7471",
+                &["--source", "192.0.2.2:1"][..],
+                "--source: invalid address",
+            ),
+            (
+                "192.0.2.1:7471",
+                &["--source", "host"][..],
+                "--source: invalid address",
+            ),
+            (
+                "192.0.2.1:7471",
+                &["--source", "::1"][..],
+                "must both be IPv4",
+            ),
+            (
+                "[::1]:7471",
+                &["--source", "127.0.0.1"][..],
+                "must both be IPv4",
+            ),
+        ] {
+            let e = with(connect, extra).expect_err("accepted");
+            assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");
+            assert!(!e.contains('\n'));
         }
     }
 
@@ -1003,6 +1300,8 @@ mod tests {
         err(&["--chunk", "0"], "--chunk");
         err(&["--bogus"], "unknown option");
         assert!(cli(&["--client-id", "1", "--size", "1M"]).is_err());
-        assert_eq!(cli(&["--help"]), Ok(Parsed::Help));
+        assert!(matches!(cli(&["--help"]), Ok(Parsed::Help)));
+        assert!(matches!(cli(&["-h"]), Ok(Parsed::Help)));
+        assert!(cli(&["-v"]).is_err_and(|e| e.contains("unexpected argument")));
     }
 }

@@ -10,6 +10,7 @@
 
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use sha2::Sha256;
+use zeroize::Zeroize as _;
 
 use crate::wire::{
     self, ConnectRequest, RegionDescriptor, CLIENT_MAC_LEN, NONCE_LEN, SECRET_MAX_LEN,
@@ -19,9 +20,17 @@ use crate::wire::{
 /// A client's secret: 16 to 64 bytes, the key of both proofs.
 ///
 /// Its `Debug` shows only the length, so that a secret never reaches a log line or an
-/// error message by way of `{:?}`.
-#[derive(Clone, PartialEq, Eq)]
+/// error message by way of `{:?}`. Its bytes are wiped when it is dropped (every copy:
+/// a clone is a secret of its own). It has no `==`, whose derived form would compare
+/// in time that depends on the bytes; tests compare with [`Secret::ct_eq`].
+#[derive(Clone)]
 pub(crate) struct Secret(Vec<u8>);
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
 
 /// Why a text is not a secret. The message never contains the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +110,23 @@ impl Secret {
         self.0.len()
     }
 
+    /// Whether `self` and `other` are the same secret, compared in time that does not
+    /// depend on where they differ (only on their lengths).
+    #[cfg(test)]
+    pub(crate) fn ct_eq(&self, other: &Self) -> bool {
+        wire::mac_eq(&self.0, &other.0)
+    }
+
+    /// The secret with its first byte flipped: a wrong key that is still a valid
+    /// secret, for `--test-wrong-server-proof`.
+    pub(crate) fn spoiled(&self) -> Self {
+        let mut s = self.clone();
+        if let Some(b) = s.0.first_mut() {
+            *b ^= 0xff;
+        }
+        s
+    }
+
     /// HMAC-SHA256 of `data` keyed with the secret.
     fn hmac(&self, data: &[u8]) -> [u8; 32] {
         hmac_sha256(&self.0, data)
@@ -157,7 +183,7 @@ pub(crate) fn server_mac(
 
 /// What is needed to prove the server to a client that authenticated: its secret and
 /// the nonces of the hello and the challenge. Kept with each authenticated queue until
-/// its descriptor is sent.
+/// its descriptor is signed, then dropped (which wipes the secret).
 #[derive(Debug, Clone)]
 pub(crate) struct Proven {
     /// The client's secret.
@@ -169,6 +195,15 @@ pub(crate) struct Proven {
 }
 
 impl Proven {
+    /// The same with a wrong key (the secret with its first byte flipped), for
+    /// `--test-wrong-server-proof`.
+    pub(crate) fn with_wrong_key(self) -> Self {
+        Self {
+            secret: self.secret.spoiled(),
+            ..self
+        }
+    }
+
     /// `desc` with the server's proof for `client_id` in its `mac`.
     pub(crate) fn sign(&self, client_id: u64, desc: RegionDescriptor) -> RegionDescriptor {
         RegionDescriptor {
@@ -373,21 +408,21 @@ mod tests {
         let s =
             Secret::from_hex("000102030405060708090a0b0c0d0e0f101112131415161718191A1B1C1D1E1F")
                 .expect("32 bytes");
-        assert_eq!(s, doc_secret());
+        assert!(s.ct_eq(&doc_secret()));
         assert_eq!(s.len(), 32);
         assert_eq!(Secret::from_hex(&"ab".repeat(16)).map(|s| s.len()), Ok(16));
         assert_eq!(Secret::from_hex(&"ab".repeat(64)).map(|s| s.len()), Ok(64));
         assert_eq!(
-            Secret::from_hex(&"ab".repeat(15)),
-            Err(SecretError::Length(30))
+            Secret::from_hex(&"ab".repeat(15)).err(),
+            Some(SecretError::Length(30))
         );
         assert_eq!(
-            Secret::from_hex(&"ab".repeat(65)),
-            Err(SecretError::Length(130))
+            Secret::from_hex(&"ab".repeat(65)).err(),
+            Some(SecretError::Length(130))
         );
         assert_eq!(
-            Secret::from_hex(&format!("{}a", "ab".repeat(16))),
-            Err(SecretError::Length(33))
+            Secret::from_hex(&format!("{}a", "ab".repeat(16))).err(),
+            Some(SecretError::Length(33))
         );
         for bad in [" ", "0x", "+1", "g"] {
             let padded = format!("{}{bad}", "ab".repeat(16));
@@ -395,8 +430,8 @@ mod tests {
             assert!(e.is_err(), "{padded:?}");
         }
         assert_eq!(
-            Secret::from_hex(&format!("{}zz", "ab".repeat(16))),
-            Err(SecretError::NotHex)
+            Secret::from_hex(&format!("{}zz", "ab".repeat(16))).err(),
+            Some(SecretError::NotHex)
         );
         // Neither Debug nor an error message shows the secret.
         let hex = "5ec2e75ec2e75ec2e75ec2e75ec2e75e";
@@ -405,6 +440,27 @@ mod tests {
         for e in [SecretError::NotHex, SecretError::Length(33)] {
             assert!(!e.to_string().contains("5ec2"), "{e}");
         }
+    }
+
+    /// `--test-wrong-server-proof`'s key: the first byte flipped, nothing else; and
+    /// `ct_eq` tells secrets apart by any byte or the length.
+    #[test]
+    fn spoiled_secret() {
+        let s = doc_secret();
+        let w = s.spoiled();
+        assert!(!w.ct_eq(&s));
+        assert_eq!(w.len(), s.len());
+        assert_eq!(w.0.first(), Some(&0xff));
+        assert_eq!(w.0.get(1..), s.0.get(1..));
+        assert!(w.spoiled().ct_eq(&s));
+        let short = Secret::from_bytes(&s.0[..16]).expect("16 bytes");
+        assert!(!short.ct_eq(&s) && !s.ct_eq(&short));
+        // The wrong key makes another server proof.
+        let d = doc_desc();
+        assert_ne!(
+            server_mac(&w, CLIENT_ID, &NONCE, SERVER_NONCE, &d),
+            server_mac(&s, CLIENT_ID, &NONCE, SERVER_NONCE, &d)
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::allowlist::AllowList;
 use crate::config::{
     parse_client_args, parse_server_args, Parsed, ServerConfig, DEFAULT_GRACE_SECS,
     DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_PENDING_PER_SOURCE, DEFAULT_MAX_QUEUES,
-    KEEPALIVE_MS_RANGE,
+    KEEPALIVE_MS_RANGE, STATUS_SOCKET_MAX,
 };
 use crate::crypto::Secret;
 use crate::log::Level;
@@ -441,8 +441,11 @@ proptest! {
 
 // --- command lines -----------------------------------------------------------------------
 
-const SERVER_OPTS: [&str; 14] = [
+const SERVER_OPTS: [&str; 18] = [
     "--help",
+    "-h",
+    "--version",
+    "--status-socket",
     "--listen",
     "--size",
     "--max-clients",
@@ -456,12 +459,15 @@ const SERVER_OPTS: [&str; 14] = [
     "--state-dir",
     "--allow-list",
     "--insecure",
+    "--test-wrong-server-proof",
 ];
 
 const SERVER_REQUIRED: [&str; 5] = ["--listen", "192.0.2.1:7471", "--size", "1G", "--insecure"];
 
-const CLIENT_OPTS: [&str; 20] = [
+const CLIENT_OPTS: [&str; 24] = [
     "--help",
+    "-h",
+    "--version",
     "--connect",
     "--client-id",
     "--size",
@@ -481,6 +487,8 @@ const CLIENT_OPTS: [&str; 20] = [
     "--instance",
     "--replay",
     "--flood",
+    "--flood-id",
+    "--source",
 ];
 
 const CLIENT_REQUIRED: [&str; 6] = [
@@ -574,6 +582,8 @@ struct ServerArgs {
     state_dir: Option<String>,
     allow_list: Option<String>,
     insecure: bool,
+    status_socket: Option<String>,
+    test_wrong_server_proof: bool,
 }
 
 fn server_args() -> impl Strategy<Value = ServerArgs> {
@@ -595,7 +605,12 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
         ),
         (any::<bool>(), any::<bool>(), prop::option::of(level)),
         prop::option::of("(?s).{1,16}"),
-        (prop::option::of("(?s).{1,16}"), any::<bool>()),
+        (
+            prop::option::of("(?s).{1,16}"),
+            any::<bool>(),
+            prop::option::of("(?s).{1,16}"),
+            any::<bool>(),
+        ),
     )
         .prop_map(
             |(
@@ -603,7 +618,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
                 (max_clients, max_queues, max_pending_per_source, grace, keepalive_ms),
                 (h, n, log_level),
                 dir,
-                (allow_list, insecure),
+                (allow_list, insecure, status_socket, test_wrong_server_proof),
             )| {
                 // One of the two is required.
                 let insecure = insecure || allow_list.is_none();
@@ -621,6 +636,8 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
                     state_dir: dir,
                     allow_list,
                     insecure,
+                    status_socket,
+                    test_wrong_server_proof,
                 }
             },
         )
@@ -668,6 +685,12 @@ impl ServerArgs {
         if self.insecure {
             some("--insecure", None);
         }
+        if let Some(p) = &self.status_socket {
+            some("--status-socket", Some(p.clone()));
+        }
+        if self.test_wrong_server_proof {
+            some("--test-wrong-server-proof", None);
+        }
         let mut keyed: Vec<(u8, usize)> = (0..opts.len()).map(|i| (order[i], i)).collect();
         keyed.sort();
         let mut out = Vec::new();
@@ -700,6 +723,8 @@ impl ServerArgs {
             state_dir: self.state_dir.as_ref().map(PathBuf::from),
             allow_list: self.allow_list.as_ref().map(PathBuf::from),
             insecure: self.insecure,
+            status_socket: self.status_socket.as_ref().map(PathBuf::from),
+            test_wrong_server_proof: self.test_wrong_server_proof,
         }
     }
 }
@@ -719,10 +744,13 @@ proptest! {
                 prop_assert!(ka == 0 || KEEPALIVE_MS_RANGE.contains(&ka));
                 prop_assert!(c.state_dir.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
                 prop_assert!(c.allow_list.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
+                let socket_len = c.status_socket.as_ref().map(|p| p.as_os_str().len());
+                prop_assert!(socket_len.is_none_or(|n| n > 0 && n <= STATUS_SOCKET_MAX));
                 // Never started without authentication unless --insecure was asked for.
                 prop_assert!(c.allow_list.is_some() || c.insecure);
             }
-            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--version"))),
             Err(e) => prop_assert!(!e.is_empty()),
         }
     }
@@ -732,8 +760,8 @@ proptest! {
     #[test]
     fn fuzz_server_args_round_trip(
         a in server_args(),
-        inline in any::<[bool; 13]>(),
-        order in any::<[u8; 13]>(),
+        inline in any::<[bool; 15]>(),
+        order in any::<[u8; 15]>(),
     ) {
         let argv = a.argv(&inline, &order);
         prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);
@@ -751,8 +779,11 @@ proptest! {
                 prop_assert!(!c.replay || c.secret.is_some() || c.secret_file.is_some());
                 prop_assert!(!c.replay || c.flood.is_none());
                 prop_assert!(c.flood.is_none_or(|n| n >= 1));
+                prop_assert!(!c.flood_id || c.flood.is_some());
+                prop_assert!(c.source.is_none_or(|s| s.is_ipv4() == c.connect.is_ipv4()));
             }
-            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--version"))),
             Err(e) => prop_assert!(!e.is_empty()),
         }
     }
@@ -985,7 +1016,7 @@ proptest! {
                     prop_assert!(e.is_some(), "{} missing", id);
                     let e = e.unwrap_or_else(|| unreachable!());
                     let want_secret = Secret::from_bytes(secret);
-                    prop_assert_eq!(Some(&e.secret), want_secret.as_ref());
+                    prop_assert!(want_secret.is_some_and(|w| w.ct_eq(&e.secret)));
                     prop_assert_eq!(&e.addrs, addrs);
                 }
             }

@@ -21,6 +21,7 @@ mod policy;
 mod rdma;
 mod server;
 mod size;
+mod status;
 mod store;
 
 /// The wire format, the very file the kernel module compiles.

@@ -5,12 +5,13 @@
 //! timers and the keep-alive rounds ([`crate::keepalive`]). With `--state-dir`,
 //! regions live in files ([`crate::store`]) and are restored at start. Every connect
 //! request is authenticated first ([`crate::auth`]); a region belongs to one instance
-//! of its client ([`policy::ownership`]).
+//! of its client ([`policy::ownership`]). With `--status-socket`, the loop also serves
+//! the status and the metrics ([`crate::status`]) from snapshots of its state.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::allowlist::AllowList;
 use crate::auth::{self, Decision, Gate};
@@ -22,10 +23,13 @@ use crate::log;
 use crate::pending::Pending;
 use crate::policy::{self, Admit, Existing, Holder, Limits, Ownership, PAGE};
 use crate::rdma::{
-    self, CmId, Device, Event, EventChannel, EventKind, IdKey, MapWarnings, Pd, QpCaps,
+    self, CmId, Device, Event, EventChannel, EventKind, IdKey, Interest, MapWarnings, Pd, QpCaps,
     RegionMemory, RemoteRegion, SignalFd,
 };
 use crate::size::format_size;
+use crate::status::{
+    self, ClientInfo, Counters, Pool, QueueInfo, Snapshot, StatusService, StatusSocket,
+};
 use crate::store::{self, Meta, Store, Verdict};
 use crate::wire::{
     self, ConnectRequest, RegionDescriptor, Reject, RejectCode, RejectReason, WireError,
@@ -56,9 +60,9 @@ const RNR_RETRY: u8 = 6;
 const SEND_POLL: Duration = Duration::from_millis(20);
 
 /// `why=` of a queue closed because its keep-alive probe did not complete in time.
-const WHY_KEEPALIVE_TIMEOUT: &str = "keepalive_timeout";
+const WHY_KEEPALIVE_TIMEOUT: &str = status::snapshot::KEEPALIVE_TIMEOUT;
 /// `why=` of a queue closed because its keep-alive probe failed (or could not be posted).
-const WHY_KEEPALIVE_FAILED: &str = "keepalive_failed";
+const WHY_KEEPALIVE_FAILED: &str = status::snapshot::KEEPALIVE_FAILED;
 
 /// One connection (queue) of a client.
 struct Queue {
@@ -69,7 +73,9 @@ struct Queue {
     send_pending: bool,
     /// Keep-alive state; probed once established.
     probe: Probe,
-    /// For an authenticated queue: what proves the server in its descriptor.
+    /// For an authenticated queue whose descriptor is not signed yet: what proves the
+    /// server in it (a copy of the client's secret). Taken out, and dropped (wiped),
+    /// when the descriptor is signed.
     proven: Option<Proven>,
 }
 
@@ -80,11 +86,19 @@ struct Closing {
     detail: Option<(&'static str, String)>,
 }
 
+/// What draining a queue's completions found.
+struct Reaped {
+    /// Why the queue must be closed, if it must (the first reason).
+    closing: Option<Closing>,
+    /// The peer acknowledged something (the descriptor, a probe): it was seen.
+    seen: bool,
+}
+
 impl Queue {
-    /// Drains the queue's completions (its descriptor SEND and keep-alive probes)
-    /// and returns why the queue must be closed, if it must (the first reason).
-    fn reap(&mut self) -> Option<Closing> {
+    /// Drains the queue's completions (its descriptor SEND and keep-alive probes).
+    fn reap(&mut self) -> Reaped {
         let mut closing = None;
+        let mut seen = false;
         // At most the SEND and one probe are outstanding; the bound only keeps a
         // misbehaving CQ from holding up the loop.
         for _ in 0..SERVER_QP.max_send_wr + SERVER_QP.max_recv_wr {
@@ -99,15 +113,19 @@ impl Queue {
                         .kv("queue", self.queue_index)
                         .kv("error", &e)
                         .emit();
-                    return closing.or(Some(Closing {
-                        why: "ibv_poll_cq failed",
-                        detail: Some(("error", e.to_string())),
-                    }));
+                    return Reaped {
+                        closing: closing.or(Some(Closing {
+                            why: "ibv_poll_cq failed",
+                            detail: Some(("error", e.to_string())),
+                        })),
+                        seen,
+                    };
                 }
             };
             if c.is_send {
                 self.send_pending = false;
                 if c.ok {
+                    seen = true;
                     log::debug("descriptor_delivered")
                         .kv("client_id", self.client_id)
                         .kv("queue", self.queue_index)
@@ -127,10 +145,13 @@ impl Queue {
                 }
             } else if c.is_probe {
                 match self.probe.completed(c.ok) {
-                    Reply::Alive => log::debug("keepalive_ok")
-                        .kv("client_id", self.client_id)
-                        .kv("queue", self.queue_index)
-                        .emit(),
+                    Reply::Alive => {
+                        seen = true;
+                        log::debug("keepalive_ok")
+                            .kv("client_id", self.client_id)
+                            .kv("queue", self.queue_index)
+                            .emit();
+                    }
                     Reply::Dead => {
                         closing.get_or_insert(Closing {
                             why: WHY_KEEPALIVE_FAILED,
@@ -145,7 +166,7 @@ impl Queue {
                 }
             }
         }
-        closing
+        Reaped { closing, seen }
     }
 }
 
@@ -178,6 +199,10 @@ struct Client {
     /// restored from metadata written before owners were recorded, until the first
     /// instance admitted claims it.
     owner: Option<u64>,
+    /// The last activity of one of its queues (accepted, established, descriptor
+    /// delivered, keep-alive answered, disconnected); `None` for a restored region no
+    /// queue has reached yet.
+    last_seen: Option<Instant>,
 }
 
 impl Client {
@@ -229,6 +254,10 @@ struct Server {
     keepalive: Schedule,
     /// Authentication: the allow-list and the outstanding challenges.
     gate: Gate,
+    /// Events counted since the start, for the status socket.
+    counters: Counters,
+    /// When the server started (wall clock, and for the uptime).
+    started: (SystemTime, Instant),
 }
 
 /// Entry point of `rswap-server`.
@@ -236,6 +265,10 @@ pub fn main() -> ExitCode {
     let cfg = match config::parse_server_args(std::env::args().skip(1)) {
         Ok(Parsed::Help) => {
             print!("{}", config::SERVER_HELP);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Version) => {
+            println!("{}", config::version_line("rswap-server"));
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Run(cfg)) => cfg,
@@ -299,6 +332,12 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
     // Block the signals before anything could start a thread.
     let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1])
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
+    // Before anything slow: a path that cannot be used stops the start at once. Served
+    // once the loop runs; removed when `status` is dropped, on every way out of here.
+    let mut status = match &cfg.status_socket {
+        Some(path) => Some(StatusService::new(StatusSocket::bind(path)?)),
+        None => None,
+    };
     let (store, clients, used) = match &cfg.state_dir {
         Some(dir) => {
             let store = Store::open(dir)?;
@@ -336,6 +375,9 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv("allow_list_clients", allow.len());
     }
     line = line.kv("insecure", cfg.insecure);
+    if let Some(s) = &status {
+        line = line.kv("status_socket", s.path().display());
+    }
     if let Some(s) = &store {
         line = line
             .kv("state_dir", s.dir().display())
@@ -347,6 +389,14 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv(
                 "effect",
                 "clients without an allow-list entry are admitted without authentication: anyone who can reach this address may take memory and read or write the region of any client id that is not listed",
+            )
+            .emit();
+    }
+    if cfg.test_wrong_server_proof {
+        log::warn("test_wrong_server_proof")
+            .kv(
+                "effect",
+                "for tests only: every region descriptor is signed with a wrong key, so every authenticated client refuses this server",
             )
             .emit();
     }
@@ -374,10 +424,28 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         chan,
         keepalive,
         gate,
+        counters: Counters::default(),
+        started: (SystemTime::now(), Instant::now()),
     };
-    let res = srv.event_loop(&signals);
+    let res = srv.event_loop(&signals, status.as_mut());
     srv.shutdown();
     res
+}
+
+/// `desc` as queue of `client_id` is sent it: with the server's proof for a proven
+/// client (made with a wrong key if `wrong_key`, for `--test-wrong-server-proof`),
+/// unsigned (zeros) for the others. `proven` is dropped, and its secret wiped, here.
+fn sign_descriptor(
+    proven: Option<Proven>,
+    wrong_key: bool,
+    client_id: u64,
+    desc: RegionDescriptor,
+) -> RegionDescriptor {
+    match proven {
+        Some(p) if wrong_key => p.with_wrong_key().sign(client_id, desc),
+        Some(p) => p.sign(client_id, desc),
+        None => desc,
+    }
 }
 
 /// An owner instance for the log: the number, or `unknown`.
@@ -532,6 +600,7 @@ fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, 
                         reg: None,
                         mem,
                         owner: meta.instance,
+                        last_seen: None,
                     },
                 );
             }
@@ -553,11 +622,25 @@ fn restore(store: &Store, cfg: &ServerConfig) -> Result<(BTreeMap<u64, Client>, 
 }
 
 impl Server {
-    fn event_loop(&mut self, signals: &SignalFd) -> Result<(), String> {
+    fn event_loop(
+        &mut self,
+        signals: &SignalFd,
+        mut status: Option<&mut StatusService>,
+    ) -> Result<(), String> {
         loop {
-            let timeout = self.next_timeout();
-            let ready = rdma::poll_readable(&[self.chan.fd(), signals.fd()], timeout)
-                .map_err(|e| format!("poll: {e}"))?;
+            let mut fds = vec![
+                (self.chan.fd(), Interest::Read),
+                (signals.fd(), Interest::Read),
+            ];
+            let mut timeout = self.next_timeout();
+            if let Some(st) = status.as_deref() {
+                fds.extend(st.poll_fds());
+                if let Some(t) = st.deadline() {
+                    let left = t.saturating_duration_since(Instant::now());
+                    timeout = Some(timeout.map_or(left, |d| d.min(left)));
+                }
+            }
+            let ready = rdma::poll_fds(&fds, timeout).map_err(|e| format!("poll: {e}"))?;
             if ready.get(1).copied().unwrap_or(false) {
                 match signals.read().map_err(|e| format!("signalfd: {e}"))? {
                     Some(libc::SIGUSR1) => self.disconnect_all(),
@@ -576,6 +659,65 @@ impl Server {
             self.reap_completions();
             self.keepalive_round(Instant::now());
             self.expire(Instant::now());
+            // Last: the state answered is the state after this wake-up's work.
+            if let Some(st) = status.as_deref_mut() {
+                let now = Instant::now();
+                let status_ready = ready.iter().skip(2).any(|&r| r);
+                if status_ready || st.deadline().is_some_and(|t| t <= now) {
+                    st.service(now, &mut || self.snapshot(Instant::now()));
+                }
+            }
+        }
+    }
+
+    /// The state as the status socket reports it.
+    fn snapshot(&self, now: Instant) -> Snapshot {
+        let clients = self
+            .clients
+            .iter()
+            .map(|(&client_id, c)| ClientInfo {
+                client_id,
+                region_id: c.region_id,
+                length: c.length,
+                epoch: c.epoch,
+                queue_count: c.queue_count,
+                queues: c
+                    .queues
+                    .iter()
+                    .map(|(&index, key)| QueueInfo {
+                        index,
+                        peer: self
+                            .queues
+                            .get(key)
+                            .map_or_else(|| "?".into(), |q| q.peer.clone()),
+                    })
+                    .collect(),
+                grace_left: c.grace_until.map(|t| t.saturating_duration_since(now)),
+                last_seen: c.last_seen.map(|t| now.saturating_duration_since(t)),
+                owner: c.owner,
+            })
+            .collect();
+        Snapshot {
+            version: env!("CARGO_PKG_VERSION"),
+            wire_version: wire::VERSION,
+            listen: self.cfg.listen.to_string(),
+            started: self.started.0,
+            uptime: now.saturating_duration_since(self.started.1),
+            pool: Pool {
+                size: self.cfg.size,
+                used: self.used,
+                max_clients: self.cfg.max_clients,
+            },
+            queues: self.queues.len(),
+            clients,
+            counters: self.counters.clone(),
+        }
+    }
+
+    /// Client `client_id` showed activity on one of its queues.
+    fn seen(&mut self, client_id: u64) {
+        if let Some(c) = self.clients.get_mut(&client_id) {
+            c.last_seen = Some(Instant::now());
         }
     }
 
@@ -643,6 +785,12 @@ impl Server {
             | EventKind::Unreachable
             | EventKind::Rejected
             | EventKind::DeviceRemoval => {
+                // A peer that disconnects was there.
+                if matches!(ev.kind, EventKind::Disconnected) {
+                    if let Some(client_id) = self.queues.get(&ev.id).map(|q| q.client_id) {
+                        self.seen(client_id);
+                    }
+                }
                 let why = ev.kind.name();
                 self.close_queue(ev.id, &why);
             }
@@ -651,14 +799,14 @@ impl Server {
         Ok(())
     }
 
-    fn reject(&self, id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
+    fn reject(&mut self, id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
         self.reject_as(id, wire::VERSION, code, req, why, &[]);
     }
 
     /// Rejects with `code` in a reject of protocol `version`, and logs it with `why`
     /// and `detail` (never a secret).
     fn reject_as(
-        &self,
+        &mut self,
         mut id: CmId,
         version: u16,
         code: RejectCode,
@@ -674,6 +822,7 @@ impl Server {
         let mut buf = [0u8; RejectReason::SIZE];
         RejectReason { code, max_size }.encode_as(version, &mut buf);
         let sent = id.reject(&buf);
+        self.counters.rejected(code);
         let mut line = log::warn("connect_rejected")
             .kv("peer", id.peer())
             .kv("reason", code.name())
@@ -699,10 +848,11 @@ impl Server {
 
     /// Answers a hello with a challenge: a reject carrying the server nonce. No QP is
     /// made and nothing of any region is sent.
-    fn challenge(&self, mut id: CmId, req: &ConnectRequest, server_nonce: u64, evicted: usize) {
+    fn challenge(&mut self, mut id: CmId, req: &ConnectRequest, server_nonce: u64, evicted: usize) {
         let mut buf = [0u8; Reject::SIZE];
         Reject::encode_challenge(server_nonce, &mut buf);
         let sent = id.reject(&buf);
+        self.counters.challenges += 1;
         let mut line = log::info("auth_challenge")
             .kv("peer", id.peer())
             .kv("client_id", req.client_id)
@@ -846,6 +996,7 @@ impl Server {
                 match self.new_client(&req, instance, &device, length, charge) {
                     Ok(c) => {
                         self.used += c.charge;
+                        self.counters.regions_allocated += 1;
                         log::info("region_allocated")
                             .kv("client_id", req.client_id)
                             .kv("region_id", c.region_id)
@@ -924,6 +1075,7 @@ impl Server {
         };
         let key = id.key();
         client.queues.insert(req.queue_index, key);
+        client.last_seen = Some(Instant::now());
         let claimed = ownership == Ownership::Claim && client.owner.is_none();
         if claimed {
             client.owner = Some(instance);
@@ -933,6 +1085,7 @@ impl Server {
                 .kv("instance", instance)
                 .emit();
         }
+        self.counters.connects_accepted += 1;
         log::info("queue_accepted")
             .kv("client_id", req.client_id)
             .kv("queue", req.queue_index)
@@ -1051,6 +1204,7 @@ impl Server {
             }),
             mem,
             owner: Some(instance),
+            last_seen: None,
         })
     }
 
@@ -1110,6 +1264,7 @@ impl Server {
         let Some(client_id) = self.queues.get(&key).map(|q| q.client_id) else {
             return;
         };
+        self.seen(client_id);
         let Some(desc) = self.clients.get(&client_id).and_then(Client::descriptor) else {
             self.close_queue(key, "region not registered");
             return;
@@ -1117,18 +1272,18 @@ impl Server {
         let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
-        // An authenticated client gets the server's proof; the others zeros.
-        let desc = match &q.proven {
-            Some(p) => p.sign(client_id, desc),
-            None => desc,
-        };
+        // An authenticated client gets the server's proof; the others zeros. The secret
+        // is not needed after this: it leaves the queue here.
+        let proven = q.proven.is_some();
+        let wrong_key = proven && self.cfg.test_wrong_server_proof;
+        let desc = sign_descriptor(q.proven.take(), wrong_key, client_id, desc);
         let mut buf = [0u8; RegionDescriptor::SIZE];
         desc.encode(&mut buf);
         match q.id.post_send_inline(&buf) {
             Ok(()) => {
                 q.send_pending = true;
                 q.probe.established();
-                log::info("descriptor_posted")
+                let mut line = log::info("descriptor_posted")
                     .kv("client_id", q.client_id)
                     .kv("queue", q.queue_index)
                     .kv("region_id", desc.region_id)
@@ -1137,8 +1292,11 @@ impl Server {
                     .hex("remote_addr", desc.remote_addr)
                     .kv("length", desc.length)
                     .kv("reused", u8::from(desc.reused()))
-                    .kv("proof", u8::from(q.proven.is_some()))
-                    .emit();
+                    .kv("proof", u8::from(proven));
+                if wrong_key {
+                    line = line.kv("proof_key", "wrong");
+                }
+                line.emit();
             }
             Err(e) => {
                 log::error("descriptor_send_failed")
@@ -1154,12 +1312,24 @@ impl Server {
     /// Reaps the completions of every queue that has work outstanding and closes
     /// the queues whose descriptor SEND or keep-alive probe failed.
     fn reap_completions(&mut self) {
-        let dead: Vec<(IdKey, Closing)> = self
+        let mut dead: Vec<(IdKey, Closing)> = Vec::new();
+        let mut seen: Vec<u64> = Vec::new();
+        for (key, q) in self
             .queues
             .iter_mut()
             .filter(|(_, q)| q.send_pending || q.probe.outstanding())
-            .filter_map(|(key, q)| q.reap().map(|c| (*key, c)))
-            .collect();
+        {
+            let r = q.reap();
+            if r.seen {
+                seen.push(q.client_id);
+            }
+            if let Some(c) = r.closing {
+                dead.push((*key, c));
+            }
+        }
+        for client_id in seen {
+            self.seen(client_id);
+        }
         for (key, c) in dead {
             self.close_queue_with(key, c.why, c.detail);
         }
@@ -1211,6 +1381,7 @@ impl Server {
     /// Like close_queue, with one more key and value for the `queue_closed` line.
     fn close_queue_with(&mut self, key: IdKey, why: &str, detail: Option<(&str, String)>) {
         if let Some(client_id) = self.drop_queue(key, why, detail) {
+            self.counters.queue_closed(why);
             self.grace_if_idle(client_id);
         }
     }
@@ -1278,6 +1449,7 @@ impl Server {
     fn free_client(&mut self, client_id: u64, why: &str) {
         if let Some(c) = self.clients.remove(&client_id) {
             self.used = self.used.saturating_sub(c.charge);
+            self.counters.regions_freed += 1;
             log::info("region_freed")
                 .kv("client_id", client_id)
                 .kv("region_id", c.region_id)
@@ -1350,7 +1522,49 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_wildcard, meminfo};
+    use super::{is_wildcard, meminfo, sign_descriptor};
+    use crate::crypto::{self, Proven, Secret};
+    use crate::wire::{RegionDescriptor, NONCE_LEN, SERVER_MAC_LEN};
+
+    /// `--test-wrong-server-proof`: the descriptor's MAC is not the right one (which is
+    /// what a client checks), and is made with the secret's first byte flipped.
+    #[test]
+    fn wrong_server_proof_differs_from_the_right_one() {
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        let secret = Secret::from_hex(hex).expect("hex");
+        let proven = || Proven {
+            secret: secret.clone(),
+            client_nonce: [3; NONCE_LEN],
+            server_nonce: 0x55,
+        };
+        let desc = RegionDescriptor {
+            flags: 0,
+            region_id: 9,
+            epoch: 1,
+            rkey: 0x1234,
+            remote_addr: 0x7f00_0000_0000,
+            length: 1 << 20,
+            mac: [0; SERVER_MAC_LEN],
+        };
+        let right = crypto::server_mac(&secret, 7, &[3; NONCE_LEN], 0x55, &desc);
+        let signed = sign_descriptor(Some(proven()), false, 7, desc);
+        assert_eq!(signed.mac, right);
+        let wrong = sign_descriptor(Some(proven()), true, 7, desc);
+        assert_ne!(wrong.mac, right);
+        assert_eq!(wrong.body(), desc.body(), "only the MAC differs");
+        let flipped = Secret::from_hex(&format!("ff{}", &hex[2..])).expect("hex");
+        assert_eq!(
+            wrong.mac,
+            crypto::server_mac(&flipped, 7, &[3; NONCE_LEN], 0x55, &desc)
+        );
+        // Without authentication there is nothing to sign, wrong or not.
+        for wrong_key in [false, true] {
+            assert_eq!(
+                sign_descriptor(None, wrong_key, 7, desc).mac,
+                [0; SERVER_MAC_LEN]
+            );
+        }
+    }
 
     #[test]
     fn wildcard_addresses() {

@@ -815,13 +815,30 @@ impl CmId {
         )
     }
 
-    /// Starts resolving `addr` (event `AddrResolved` or `AddrError` follows).
-    pub fn resolve_addr(&mut self, addr: SocketAddr, timeout_ms: i32) -> io::Result<()> {
+    /// Starts resolving `addr` (event `AddrResolved` or `AddrError` follows), from
+    /// the source address `src` if given (bound with port 0; an IPv6 source takes
+    /// `addr`'s scope id), else from the one the routing table picks.
+    pub fn resolve_addr(
+        &mut self,
+        src: Option<IpAddr>,
+        addr: SocketAddr,
+        timeout_ms: i32,
+    ) -> io::Result<()> {
         let (family, bytes, port, scope) = sockaddr_parts(addr);
-        // SAFETY: as in listen().
+        let (src_family, src_bytes) = match src {
+            None => (0, [0u8; 16]),
+            Some(ip) => {
+                let (f, b, _, _) = sockaddr_parts(SocketAddr::new(ip, 0));
+                (f, b)
+            }
+        };
+        // SAFETY: valid id; `src_bytes` and `bytes` hold 16 bytes each, of which the
+        // helper reads 4 or 16 (none of `src_bytes` when `src_family` is 0).
         let ret = unsafe {
             sys::rswap_resolve_addr(
                 self.raw.as_ptr(),
+                src_family,
+                src_bytes.as_ptr(),
                 family,
                 bytes.as_ptr(),
                 port,
@@ -1250,14 +1267,34 @@ pub fn fs_type(file: &File) -> io::Result<(u64, u64)> {
     Ok((st.f_type as u64, st.f_bsize as u64))
 }
 
+/// What [`poll_fds`] waits for on a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interest {
+    /// Readable (`POLLIN`): data, a connection to accept, or the peer's end.
+    Read,
+    /// Writable (`POLLOUT`): room in the send buffer.
+    Write,
+}
+
 /// Waits until one of `fds` is readable or `timeout` passes (`None`: forever).
 /// Returns one flag per fd; all false on timeout or EINTR.
 pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let fds: Vec<(RawFd, Interest)> = fds.iter().map(|&fd| (fd, Interest::Read)).collect();
+    poll_fds(&fds, timeout)
+}
+
+/// Waits until one of `fds` is ready for what it is polled for, or `timeout` passes
+/// (`None`: forever). Returns one flag per fd (an error or hang-up counts as ready);
+/// all false on timeout or EINTR.
+pub fn poll_fds(fds: &[(RawFd, Interest)], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
-        .map(|&fd| libc::pollfd {
+        .map(|&(fd, interest)| libc::pollfd {
             fd,
-            events: libc::POLLIN,
+            events: match interest {
+                Interest::Read => libc::POLLIN,
+                Interest::Write => libc::POLLOUT,
+            },
             revents: 0,
         })
         .collect();
@@ -1281,8 +1318,62 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
     }
     Ok(pfds
         .iter()
-        .map(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+        .map(|p| p.revents & (libc::POLLIN | libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0)
         .collect())
+}
+
+/// Binds a Unix stream socket at `path` and listens (backlog 16), the socket file
+/// created with mode 0600 (owner only) from the start: Linux gives the file the mode of
+/// the socket's inode (less the umask), which `fchmod` sets before `bind`. Nothing
+/// process-wide (such as the umask) changes, so no other file is affected.
+pub fn bind_unix_private(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data; all zeros is a valid (empty) address.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a Unix socket path must be shorter than {} bytes, without NUL",
+                addr.sun_path.len()
+            ),
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, &src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
+    let len = libc::socklen_t::try_from(len).map_err(|_| io::Error::other("address too long"))?;
+    // SAFETY: a plain system call; a new descriptor or -1.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(last_err("socket"));
+    }
+    // SAFETY: fd is a fresh descriptor we own (closed on every error below).
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: a plain system call on an open descriptor.
+    if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+        return Err(last_err("fchmod"));
+    }
+    // SAFETY: `addr` is a valid sockaddr_un whose first `len` bytes hold the family
+    // and the NUL-terminated path.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            ptr::from_ref(&addr).cast::<libc::sockaddr>(),
+            len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a plain system call on a bound socket.
+    if unsafe { libc::listen(fd.as_raw_fd(), 16) } != 0 {
+        return Err(last_err("listen"));
+    }
+    Ok(std::os::unix::net::UnixListener::from(fd))
 }
 
 #[cfg(test)]
@@ -1347,5 +1438,57 @@ mod tests {
         assert!(warnings.dont_dump.is_none(), "{warnings:?}");
         assert!(warnings.lock.is_none());
         assert!(excluded_from_dumps(mem.addr()));
+    }
+
+    #[test]
+    fn poll_fds_read_and_write() {
+        use std::io::Write as _;
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fds = [
+            (b.as_raw_fd(), Interest::Read),
+            (a.as_raw_fd(), Interest::Write),
+        ];
+        // Nothing to read yet; room to write at once.
+        assert_eq!(poll_fds(&fds, Some(Duration::ZERO)).unwrap(), [false, true]);
+        a.write_all(b"x").unwrap();
+        assert_eq!(
+            poll_fds(&fds, Some(Duration::from_secs(5))).unwrap(),
+            [true, true]
+        );
+        assert_eq!(poll_readable(&[b.as_raw_fd()], None).unwrap(), [true]);
+        // The peer's end counts as ready.
+        drop(a);
+        let (c, d) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(d);
+        assert_eq!(
+            poll_fds(&[(c.as_raw_fd(), Interest::Read)], Some(Duration::ZERO)).unwrap(),
+            [true]
+        );
+    }
+
+    #[test]
+    fn unix_socket_bound_0600() {
+        use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+        let dir = std::env::temp_dir().join(format!("rswap-rdma-bind-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let listener = bind_unix_private(&path).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        // Listening: a client connects and is accepted.
+        let client = std::os::unix::net::UnixStream::connect(&path);
+        let accepted = listener.accept().map(|_| ());
+        // In use: a second bind fails.
+        let again = bind_unix_private(&path).map(|_| ()).unwrap_err().kind();
+        // Too long, or with a NUL: refused before any system call.
+        let long = dir.join("x".repeat(120));
+        let too_long = bind_unix_private(&long).map(|_| ()).unwrap_err().kind();
+        drop(listener);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(meta.file_type().is_socket());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(client.is_ok() && accepted.is_ok());
+        assert_eq!(again, io::ErrorKind::AddrInUse);
+        assert_eq!(too_long, io::ErrorKind::InvalidInput);
     }
 }
