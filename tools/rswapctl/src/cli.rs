@@ -2,14 +2,16 @@
 
 //! The command line: clap definitions, the table and text output, the man page.
 
-use crate::parse::human_size;
+use crate::parse::{human_seconds, human_size};
+use crate::server_status::{self, ServerStatus};
 use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-/// Manage rswap targets: remote memory over RDMA as swap disks (/dev/rswapN).
+/// Manage rswap targets: remote memory over RDMA as swap disks (/dev/rswapN), and ask a
+/// memory server for its status.
 #[derive(Debug, Parser)]
 #[command(name = "rswapctl", version, arg_required_else_help = true)]
 pub struct Cli {
@@ -109,6 +111,26 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// A memory server's clients: CLIENT_ID REGION SIZE QUEUES STATE LAST_SEEN.
+    ///
+    /// Asks the rswap-server on this host through its status socket (rswap-server
+    /// --status-socket PATH; only the server's user, normally root, may connect). One row
+    /// per client holding a region: its id (hex), region id, region size, live queues of
+    /// those it announced, `live` or `grace(TIME LEFT)`, and the time since its queues
+    /// were last heard from (connect, keep-alive answer, disconnect).
+    ServerStatus {
+        /// The server's status socket.
+        #[arg(long, value_name = "PATH", default_value = server_status::DEFAULT_SOCKET)]
+        socket: PathBuf,
+        /// The server's status JSON (pool, clients, queues with their peers, counters)
+        /// instead of the table.
+        #[arg(long, conflicts_with = "metrics")]
+        json: bool,
+        /// The server's metrics in the Prometheus text format instead of the table (for
+        /// node_exporter's textfile collector, or any scraper).
+        #[arg(long)]
+        metrics: bool,
+    },
 }
 
 fn dash<T: ToString>(v: Option<T>) -> String {
@@ -123,31 +145,11 @@ fn server(t: &TargetInfo) -> String {
     }
 }
 
-/// The table of `rswapctl list`.
-pub fn table(targets: &[TargetInfo]) -> String {
-    let header = [
-        "NAME",
-        "DEVICE",
-        "SERVER",
-        "SIZE",
-        "STATE",
-        "RECOVERIES",
-        "USED",
-        "SECRET",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
-    for t in targets {
-        rows.push(vec![
-            t.name.clone(),
-            dash(t.device.as_deref()),
-            server(t),
-            dash(t.size_bytes.map(human_size)),
-            t.state.clone(),
-            dash(t.recoveries),
-            dash(t.swap_used_bytes.map(human_size)),
-            dash(t.secret.map(|s| if s { "yes" } else { "no" })),
-        ]);
-    }
+/// Columns left-aligned to their widest cell, two spaces apart, no trailing blanks.
+fn align(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let rows: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| h.to_string()).collect())
+        .chain(rows)
+        .collect();
     let mut widths = vec![0; header.len()];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -165,6 +167,66 @@ pub fn table(targets: &[TargetInfo]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The table of `rswapctl list`.
+pub fn table(targets: &[TargetInfo]) -> String {
+    let header = [
+        "NAME",
+        "DEVICE",
+        "SERVER",
+        "SIZE",
+        "STATE",
+        "RECOVERIES",
+        "USED",
+        "SECRET",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for t in targets {
+        rows.push(vec![
+            t.name.clone(),
+            dash(t.device.as_deref()),
+            server(t),
+            dash(t.size_bytes.map(human_size)),
+            t.state.clone(),
+            dash(t.recoveries),
+            dash(t.swap_used_bytes.map(human_size)),
+            dash(t.secret.map(|s| if s { "yes" } else { "no" })),
+        ]);
+    }
+    align(&header, rows)
+}
+
+/// The table of `rswapctl server-status`: one row per client, as the server lists them
+/// (by client id).
+pub fn server_status_table(status: &ServerStatus) -> String {
+    let header = [
+        "CLIENT_ID",
+        "REGION",
+        "SIZE",
+        "QUEUES",
+        "STATE",
+        "LAST_SEEN",
+    ];
+    let rows = status
+        .clients
+        .iter()
+        .map(|c| {
+            let state = match c.grace_left_seconds {
+                Some(left) if c.state == "grace" => format!("grace({})", human_seconds(left)),
+                _ => c.state.clone(),
+            };
+            vec![
+                format!("{:#x}", c.client_id),
+                c.region_id.to_string(),
+                human_size(c.length),
+                format!("{}/{}", c.queues_live, c.queue_count),
+                state,
+                dash(c.last_seen_seconds.map(human_seconds)),
+            ]
+        })
+        .collect();
+    align(&header, rows)
 }
 
 /// The `key: value` lines of `rswapctl status`: the JSON fields (null as `-`), then each
@@ -205,6 +267,33 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
                 format!("{}: {}", dir.display(), target::errno_text(&e)),
             )
         });
+    }
+    if let Some(Cmd::ServerStatus {
+        socket,
+        json: as_json,
+        metrics,
+    }) = &cli.command
+    {
+        let request = if *metrics {
+            server_status::Request::Metrics
+        } else {
+            server_status::Request::Status
+        };
+        let answer = server_status::query(socket, request, server_status::TIMEOUT)?;
+        let text = if *metrics {
+            answer
+        } else {
+            // Checked even when passed on as it is: a half answer is an error.
+            let status = server_status::parse_status(&answer).map_err(|e| {
+                Failure::new("server-status", "", format!("{}: {e}", socket.display()))
+            })?;
+            if *as_json {
+                answer
+            } else {
+                server_status_table(&status)
+            }
+        };
+        return out.write_all(text.as_bytes()).map_err(io_fail);
     }
     let ctl = Ctl::new(
         Paths {
@@ -272,5 +361,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             };
             out.write_all(text.as_bytes()).map_err(io_fail)
         }
+        // Answered above: it needs no configfs.
+        Cmd::ServerStatus { .. } => Ok(()),
     }
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `rswapctl`: adds, removes and lists rswap targets (remote memory over RDMA as swap
-//! disks) through the module's configfs directory. See `Documentation/rswapctl.md`.
+//! disks) through the module's configfs directory, and asks a memory server for its
+//! status on its status socket. See `Documentation/rswapctl.md`.
 
 pub mod cli;
 pub mod parse;
+pub mod server_status;
 pub mod target;
 
 #[cfg(test)]

@@ -271,6 +271,23 @@ pub fn human_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// A time in seconds, short, whole seconds rounded down: `0s`, `59s`, `1m05s`, `2h03m`,
+/// `3d04h`.
+pub fn human_seconds(secs: f64) -> String {
+    // Not a number or negative: nothing.
+    let s = if secs.is_finite() && secs > 0.0 {
+        secs.min(u64::MAX as f64) as u64
+    } else {
+        0
+    };
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{:02}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,5 +416,27 @@ mod tests {
         assert_eq!(human_size(8 << 30), "8G");
         assert_eq!(human_size(3 << 29), "1.5G");
         assert_eq!(human_size(1 << 40), "1T");
+    }
+
+    #[test]
+    fn durations() {
+        for (secs, want) in [
+            (0.0, "0s"),
+            (0.999, "0s"),
+            (1.5, "1s"),
+            (59.9, "59s"),
+            (60.0, "1m00s"),
+            (65.0, "1m05s"),
+            (3599.0, "59m59s"),
+            (3600.0, "1h00m"),
+            (7385.0, "2h03m"),
+            (86400.0, "1d00h"),
+            (273_600.0, "3d04h"),
+            (-1.0, "0s"),
+            (f64::NAN, "0s"),
+            (f64::INFINITY, "0s"),
+        ] {
+            assert_eq!(human_seconds(secs), want, "{secs}");
+        }
     }
 }

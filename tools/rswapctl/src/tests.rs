@@ -7,6 +7,7 @@
 
 use crate::cli::{self, Cli};
 use crate::parse;
+use crate::server_status;
 use crate::target::{AddOptions, Ctl, Host, Paths};
 use clap::{CommandFactory, Parser};
 use serde_json::{json, Value};
@@ -899,4 +900,225 @@ fn list_and_status_say_whether_a_secret_is_set() {
     shown += &run(&fake, &["status", "new", "--json"]).unwrap();
     assert!(!shown.contains(SECRET), "{shown}");
     assert!(shown.contains("attr.secret: (not shown)\n"), "{shown}");
+}
+
+/// A status as rswap-server answers it: client 0x2601 live with two queues, 0x2602 in
+/// its grace period (restored, never seen since).
+const SERVER_STATUS: &str = r#"{
+  "server": {
+    "version": "0.1.0",
+    "wire_protocol": 2,
+    "listen": "192.0.2.1:7471",
+    "uptime_seconds": 93.500
+  },
+  "pool": {
+    "size_bytes": 16777216,
+    "used_bytes": 6291456,
+    "left_bytes": 10485760,
+    "max_clients": 64,
+    "clients": 2,
+    "clients_in_grace": 1,
+    "queues": 2
+  },
+  "clients": [
+    {
+      "client_id": 9729,
+      "region_id": 18000000000000000001,
+      "length": 4194304,
+      "epoch": 1,
+      "state": "live",
+      "grace_left_seconds": null,
+      "last_seen_seconds": 1.500,
+      "queue_count": 2,
+      "queues_live": 2,
+      "queues": [
+        {
+          "index": 0,
+          "peer": "192.0.2.1:40001"
+        },
+        {
+          "index": 1,
+          "peer": "192.0.2.1:40002"
+        }
+      ],
+      "owner_instance": 1
+    },
+    {
+      "client_id": 9730,
+      "region_id": 7,
+      "length": 2097152,
+      "epoch": 3,
+      "state": "grace",
+      "grace_left_seconds": 25.125,
+      "last_seen_seconds": null,
+      "queue_count": 1,
+      "queues_live": 0,
+      "queues": [],
+      "owner_instance": null
+    }
+  ],
+  "counters": {
+    "connects_accepted": 3,
+    "connect_rejects": {
+      "TooLarge": 2
+    },
+    "challenges": 4,
+    "keepalive_closes": {
+      "keepalive_failed": 0,
+      "keepalive_timeout": 1
+    },
+    "regions_allocated": 3,
+    "regions_freed": 1
+  }
+}
+"#;
+
+const SERVER_STATUS_TABLE: &str = "\
+CLIENT_ID  REGION                SIZE  QUEUES  STATE       LAST_SEEN
+0x2601     18000000000000000001  4M    2/2     live        1s
+0x2602     7                     2M    0/1     grace(25s)  -
+";
+
+#[test]
+fn server_status_model_and_table() {
+    let status = server_status::parse_status(SERVER_STATUS).unwrap();
+    assert_eq!(status.server.listen, "192.0.2.1:7471");
+    assert_eq!(status.server.wire_protocol, 2);
+    assert_eq!(status.pool.left_bytes, 10 << 20);
+    assert_eq!(status.clients.len(), 2);
+    let a = &status.clients[0];
+    // 64-bit ids exactly.
+    assert_eq!(a.region_id, 18_000_000_000_000_000_001);
+    assert_eq!(a.queues[1].peer, "192.0.2.1:40002");
+    assert_eq!(a.owner_instance, Some(1));
+    assert_eq!(status.clients[1].owner_instance, None);
+    assert_eq!(cli::server_status_table(&status), SERVER_STATUS_TABLE);
+}
+
+/// A fake status socket in the fake's directory: answers each connection's request
+/// line with what `answer` returns for it, `n` connections, then stops. Returns the
+/// socket's path and the requests it got.
+fn fake_server(
+    fake: &Fake,
+    n: usize,
+    answer: fn(&str) -> String,
+) -> (PathBuf, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let path = fake.tmp.join("server.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let h = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        for _ in 0..n {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(&mut s).read_line(&mut line).unwrap();
+            let _ = s.write_all(answer(&line).as_bytes());
+            got.push(line);
+        }
+        got
+    });
+    (path, h)
+}
+
+#[test]
+fn server_status_over_a_socket() {
+    let fake = Fake::new();
+    let (path, h) = fake_server(&fake, 3, |req| match req {
+        "status\n" => SERVER_STATUS.to_string(),
+        "metrics\n" => "# HELP rswap_server_clients x\nrswap_server_clients 2\n".to_string(),
+        _ => "error: unknown request\n".to_string(),
+    });
+    let sock = path.to_str().unwrap();
+    let table = run(&fake, &["server-status", "--socket", sock]).unwrap();
+    assert_eq!(table, SERVER_STATUS_TABLE);
+    // --json: the answer as it came.
+    let json = run(&fake, &["server-status", "--socket", sock, "--json"]).unwrap();
+    assert_eq!(json, SERVER_STATUS);
+    let metrics = run(&fake, &["server-status", "--metrics", "--socket", sock]).unwrap();
+    assert_eq!(
+        metrics,
+        "# HELP rswap_server_clients x\nrswap_server_clients 2\n"
+    );
+    assert_eq!(h.join().unwrap(), ["status\n", "status\n", "metrics\n"]);
+}
+
+#[test]
+fn server_status_failures_name_the_socket() {
+    let fake = Fake::new();
+    let missing = fake.tmp.join("none.sock");
+    let e = run(
+        &fake,
+        &["server-status", "--socket", missing.to_str().unwrap()],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "rswapctl: server-status: cannot connect to {0}: No such file or directory \
+             (is rswap-server running with --status-socket {0}?)",
+            missing.display()
+        )
+    );
+    // A refusal, a half answer, no answer.
+    for (answer, want) in [
+        (
+            (|_: &str| "error: too many status connections at once; try again\n".to_string())
+                as fn(&str) -> String,
+            ": the server says: too many status connections at once; try again",
+        ),
+        (
+            |_: &str| SERVER_STATUS[..100].to_string(),
+            ": the status is not what rswapctl expects: ",
+        ),
+        (
+            |_: &str| String::new(),
+            ": the server closed the connection without an answer",
+        ),
+    ] {
+        let (path, h) = fake_server(&fake, 1, answer);
+        let e = run(
+            &fake,
+            &["server-status", "--socket", path.to_str().unwrap()],
+        )
+        .unwrap_err();
+        h.join().unwrap();
+        fs::remove_file(&path).unwrap();
+        let prefix = format!("rswapctl: server-status: {}{want}", path.display());
+        assert!(e.starts_with(&prefix), "{e:?} lacks {prefix:?}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // --json and --metrics exclude each other.
+    assert!(run(&fake, &["server-status", "--json", "--metrics"]).is_err());
+}
+
+#[test]
+fn server_status_defaults_and_man_page() {
+    let cli = Cli::try_parse_from(["rswapctl", "server-status"]).unwrap();
+    match cli.command {
+        Some(cli::Cmd::ServerStatus {
+            socket,
+            json,
+            metrics,
+        }) => {
+            assert_eq!(socket, PathBuf::from("/run/rswap/server.sock"));
+            assert!(!json && !metrics);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server_status::DEFAULT_SOCKET, "/run/rswap/server.sock");
+    let fake = Fake::new();
+    let dir = fake.tmp.join("man");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
+    let page = fs::read_to_string(dir.join("rswapctl-server-status.1")).unwrap();
+    for want in [
+        "\\-\\-socket",
+        "/run/rswap/server.sock",
+        "\\-\\-json",
+        "\\-\\-metrics",
+    ] {
+        assert!(page.contains(want), "{want} not in\n{page}");
+    }
+    let main = fs::read_to_string(dir.join("rswapctl.1")).unwrap();
+    assert!(main.contains("server\\-status"), "{main}");
 }
