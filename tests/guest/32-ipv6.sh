@@ -8,6 +8,7 @@
 
 KO=$RSWAP_TOP/rswap.ko
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+CTL=$RSWAP_TOP/tools/rswapctl/target/release/rswapctl
 IP6=fd00:5::1
 PORT=18523
 CFG=/sys/kernel/config/rswap
@@ -18,6 +19,7 @@ mkdir -p "$OUT"
 NAMES=(
 	"ipv6: addr and src_addr take IPv6 (shown compressed) and IPv4, and refuse bad text and addresses of no single host with a reason"
 	"ipv6: a target with an IPv6 server and source address connects, and 4 MiB written read back identical"
+	"ipv6: rswapctl add --server [ADDR]:PORT connects, list shows [ADDR]:PORT and --json the address, remove removes"
 	"ipv6: disable, rmdir and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the IPv6 tests"
 )
@@ -71,6 +73,21 @@ if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
 	fi
 else
 	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4)"
+fi
+
+# The same server through rswapctl, with the bracketed form of --server.
+if [ ! -x "$CTL" ]; then
+	ktap_fail "$(ktap_name)" "rswapctl not built ($CTL)"
+elif o=$("$CTL" add v6ctl --server "[$IP6]:$PORT" --size 8M --queues 1 2>&1) \
+	&& table=$("$CTL" list) && json=$("$CTL" list --json) \
+	&& grep -q "^v6ctl .* \[$IP6\]:$PORT .*connected" <<<"$table" \
+	&& grep -q "\"addr\": *\"$IP6\"" <<<"$json" && grep -q "\"port\": *$PORT" <<<"$json" \
+	&& "$CTL" remove v6ctl && [ ! -e $CFG/v6ctl ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(grep '^v6ctl' <<<"$table")"
+else
+	ktap_fail "$(ktap_name)" "add: $o; list: ${table:-}; json: $(tr -d '\n' <<<"${json:-}" | head -c 400)"
+	"$CTL" remove v6ctl >/dev/null 2>&1 || true
 fi
 
 ok=1

@@ -7,7 +7,6 @@ use crate::server_status::{self, ServerStatus};
 use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
-use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 /// Manage rswap targets: remote memory over RDMA as swap disks (/dev/rswapN), and ask a
@@ -61,9 +60,11 @@ pub enum Cmd {
     Add {
         /// The target's name (its configfs directory).
         name: String,
-        /// The memory server, IPv4 ADDR:PORT (the port defaults to 18515).
+        /// The memory server: ADDR:PORT, ADDR an IPv4 address or a bracketed IPv6 one
+        /// (`[fd00::2]:7471`, `[fe80::2%eth0]:7471`); without a port, the module's
+        /// default (18515).
         #[arg(long, value_name = "ADDR:PORT", value_parser = target::parse_server)]
-        server: (Ipv4Addr, Option<u16>),
+        server: (target::ServerAddr, Option<u16>),
         /// Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).
         #[arg(long, value_name = "SIZE")]
         size: String,
@@ -139,6 +140,7 @@ fn dash<T: ToString>(v: Option<T>) -> String {
 
 fn server(t: &TargetInfo) -> String {
     match (&t.addr, t.port) {
+        (Some(a), Some(p)) if a.contains(':') => format!("[{a}]:{p}"),
         (Some(a), Some(p)) => format!("{a}:{p}"),
         (Some(a), None) => a.clone(),
         (None, _) => "-".to_string(),

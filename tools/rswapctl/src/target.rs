@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io::{self, Read};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,19 +132,100 @@ pub fn errno_text(e: &io::Error) -> String {
     }
 }
 
-/// `ADDR[:PORT]` of `--server`: an IPv4 address and a port 1..65535.
-pub fn parse_server(s: &str) -> Result<(Ipv4Addr, Option<u16>), String> {
-    let (addr, port) = match s.rsplit_once(':') {
-        Some((a, p)) => (a, Some(p)),
-        None => (s, None),
+/// A memory server's address as the module's `addr` attribute takes it: IPv4, or IPv6
+/// with an optional zone (`fe80::2%eth0`, needed for a link-local address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAddr {
+    pub ip: IpAddr,
+    /// The zone of a link-local IPv6 address: an interface name or index.
+    pub zone: Option<String>,
+}
+
+impl fmt::Display for ServerAddr {
+    /// The attribute's form: `192.0.2.2`, `fd00::2`, `fe80::2%eth0` (no brackets).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.ip)?;
+        if let Some(z) = &self.zone {
+            write!(f, "%{z}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An interface name as the kernel allows one (IFNAMSIZ - 1 bytes, no `/`, `:` or
+/// whitespace), or an interface index.
+fn valid_zone(z: &str) -> bool {
+    !z.is_empty()
+        && z.len() < 16
+        && z.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':' && b != b'%')
+}
+
+impl std::str::FromStr for ServerAddr {
+    type Err = String;
+
+    fn from_str(a: &str) -> Result<Self, String> {
+        parse_server_addr(a)
+    }
+}
+
+fn parse_server_addr(a: &str) -> Result<ServerAddr, String> {
+    if let Ok(v4) = a.parse::<Ipv4Addr>() {
+        return Ok(ServerAddr {
+            ip: IpAddr::V4(v4),
+            zone: None,
+        });
+    }
+    let (ip, zone) = match a.split_once('%') {
+        Some((ip, z)) => (ip, Some(z)),
+        None => (a, None),
     };
-    let addr: Ipv4Addr = addr
+    let v6: Ipv6Addr = ip
         .parse()
-        .map_err(|_| format!("{addr:?} is not an IPv4 address"))?;
+        .map_err(|_| format!("{a:?} is not an IPv4 or IPv6 address"))?;
+    if let Some(z) = zone {
+        if !valid_zone(z) {
+            return Err(format!("{z:?} is not an interface name or index"));
+        }
+    }
+    Ok(ServerAddr {
+        ip: IpAddr::V6(v6),
+        zone: zone.map(str::to_string),
+    })
+}
+
+/// `ADDR[:PORT]` of `--server`: `192.0.2.2`, `192.0.2.2:7471`, `fd00::2`, `[fd00::2]:7471`,
+/// `[fe80::2%eth0]:7471`; a port 1..65535. An IPv6 address with a port needs brackets.
+pub fn parse_server(s: &str) -> Result<(ServerAddr, Option<u16>), String> {
+    let (addr, port) = if let Some(rest) = s.strip_prefix('[') {
+        let Some((a, after)) = rest.split_once(']') else {
+            return Err(format!("{s:?}: no ']' after the IPv6 address"));
+        };
+        let port = match after {
+            "" => None,
+            p => match p.strip_prefix(':') {
+                Some(p) => Some(p),
+                None => return Err(format!("{s:?}: expected ':PORT' after ']'")),
+            },
+        };
+        if a.parse::<Ipv4Addr>().is_ok() {
+            return Err(format!("{s:?}: brackets are for IPv6 addresses"));
+        }
+        (a, port)
+    } else if s.matches(':').count() > 1 {
+        // Two colons or more: a bare IPv6 address, no port.
+        (s, None)
+    } else {
+        match s.rsplit_once(':') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        }
+    };
+    let addr = parse_server_addr(addr)?;
     let port = match port {
         None => None,
         Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 => Some(n),
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
             _ => return Err(format!("{p:?} is not a port (1..65535)")),
         },
     };
@@ -192,7 +273,7 @@ pub fn read_secret_file(path: &Path) -> Result<Secret, String> {
 #[derive(Debug, Clone, Default)]
 pub struct AddOptions {
     pub name: String,
-    pub addr: Option<Ipv4Addr>,
+    pub addr: Option<ServerAddr>,
     pub port: Option<u16>,
     pub size: String,
     pub queues: Option<u32>,
@@ -409,7 +490,7 @@ impl<'a> Ctl<'a> {
     fn add_steps(&self, o: &AddOptions, enabled: &mut bool) -> Result<(), Failure> {
         let name = o.name.as_str();
         let mut attrs: Vec<(&str, String)> = Vec::new();
-        if let Some(a) = o.addr {
+        if let Some(a) = &o.addr {
             attrs.push(("addr", a.to_string()));
         }
         if let Some(p) = o.port {

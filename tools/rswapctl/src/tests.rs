@@ -8,7 +8,7 @@
 use crate::cli::{self, Cli};
 use crate::parse;
 use crate::server_status;
-use crate::target::{AddOptions, Ctl, Host, Paths};
+use crate::target::{self, AddOptions, Ctl, Host, Paths};
 use clap::{CommandFactory, Parser};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -568,6 +568,43 @@ fn status_text() {
 }
 
 #[test]
+fn server_addresses() {
+    let ok = |s: &str| {
+        let (a, p) = target::parse_server(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        (a.to_string(), p)
+    };
+    assert_eq!(ok("192.0.2.2"), ("192.0.2.2".to_string(), None));
+    assert_eq!(ok("192.0.2.2:7471"), ("192.0.2.2".to_string(), Some(7471)));
+    assert_eq!(ok("fd00::2"), ("fd00::2".to_string(), None));
+    assert_eq!(ok("[fd00::2]"), ("fd00::2".to_string(), None));
+    assert_eq!(ok("[fd00:0::2]:7471"), ("fd00::2".to_string(), Some(7471)));
+    assert_eq!(
+        ok("[fe80::2%eth0]:1"),
+        ("fe80::2%eth0".to_string(), Some(1))
+    );
+    assert_eq!(ok("fe80::2%3"), ("fe80::2%3".to_string(), None));
+    for bad in [
+        "",
+        "host:1",
+        "192.0.2.2:",
+        "192.0.2.2:+1",
+        "192.0.2.2:0",
+        "[192.0.2.2]:1",
+        "[fd00::2",
+        "[fd00::2]1",
+        "[fd00::2]:",
+        "[fd00::2]:70000",
+        "fd00::2:7471:",
+        "fe80::2%",
+        "fe80::2%a/b",
+        "fe80::2%averyverylongname0",
+        "192.0.2.2%eth0",
+    ] {
+        assert!(target::parse_server(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
 fn command_line() {
     Cli::command().debug_assert();
     let fake = Fake::new();
@@ -594,6 +631,15 @@ fn command_line() {
             "recovery_ms=0",
             "enable=1"
         ]
+    );
+    run(
+        &fake,
+        &["add", "v6", "--server", "[fd00::2]:7471", "--size", "1G"],
+    )
+    .unwrap();
+    assert_eq!(
+        fake.writes.borrow()[5..],
+        ["addr=fd00::2", "port=7471", "size=1G", "enable=1"]
     );
     for bad in [
         &["add", "m", "--server", "host:1", "--size", "1G"][..],
