@@ -37,8 +37,8 @@ use kernel::{
 
 use crate::{
     config_parse::{self as parse, Invalid},
-    disk::{DiskConfig, RemoteDisk},
-    kernel_ext::{self, BadAddr, ItemDependency, SockAddr},
+    disk::{ConnectNote, DiskConfig, RemoteDisk},
+    kernel_ext::{self, BadAddr, ItemDependency, SockAddr, TextBuf},
 };
 
 /// Default port of `rswap-server`.
@@ -151,10 +151,7 @@ impl configfs::GroupOperations for Root {
                     instance: nonzero_random(),
                     enabled: None,
                 }),
-                last_error <- new_mutex!(LastError {
-                    buf: [0; LAST_ERROR_LEN],
-                    len: 0,
-                }),
+                last_error <- new_mutex!(TextBuf::new()),
             }),
         ))
     }
@@ -178,34 +175,9 @@ pub(crate) struct TargetConfig {
     /// Serialises configuration changes, enable and disable.
     #[pin]
     inner: Mutex<Settings>,
-    /// The last refusal's message, for `last_error`.
+    /// The last refusal's message, for `last_error` (cut to [`LAST_ERROR_LEN`] bytes).
     #[pin]
-    last_error: Mutex<LastError>,
-}
-
-/// The text of the last refusal, cut to [`LAST_ERROR_LEN`] bytes.
-struct LastError {
-    buf: [u8; LAST_ERROR_LEN],
-    len: usize,
-}
-
-impl LastError {
-    fn text(&self) -> &str {
-        // `Write` below only ever stores whole characters.
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
-    }
-}
-
-impl Write for LastError {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let mut n = s.len().min(LAST_ERROR_LEN - self.len);
-        while !s.is_char_boundary(n) {
-            n -= 1;
-        }
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
+    last_error: Mutex<TextBuf<LAST_ERROR_LEN>>,
 }
 
 /// Refuses something of target `this`: logs `msg` with the target's name and keeps it
@@ -213,7 +185,7 @@ impl Write for LastError {
 fn refuse(this: &TargetConfig, msg: core::fmt::Arguments<'_>) {
     pr_err!("{}: configfs: {}\n", &*this.name, msg);
     let mut last = this.last_error.lock();
-    last.len = 0;
+    last.clear();
     let _ = last.write_fmt(msg);
 }
 
@@ -307,12 +279,18 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         keepalive_ms: s.keepalive_ms,
         secret: s.secret.clone(),
         instance: s.instance,
+        note: ConnectNote::new()?,
     };
     let failed = |e: Error| {
-        refuse(
-            this,
-            format_args!("enable failed: {:?} (the kernel log has the details)", e),
-        );
+        // Copied out: `refuse` takes a mutex, the note is under a spinlock.
+        let why = config.note.get();
+        match why.text() {
+            "" => refuse(
+                this,
+                format_args!("enable failed: {:?} (the kernel log has the details)", e),
+            ),
+            why => refuse(this, format_args!("enable failed: {:?}: {}", e, why)),
+        }
         e
     };
     let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire))

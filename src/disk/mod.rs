@@ -27,6 +27,8 @@ use crate::{
 };
 use request::{Driver, MAX_SEGMENTS};
 
+pub(crate) use crate::transport::link::ConnectNote;
+
 /// The block size of every rswap disk: the page size swap writes.
 const BLOCK_SIZE: u32 = 4096;
 
@@ -54,6 +56,8 @@ pub(crate) struct DiskConfig {
     pub(crate) secret: Option<Secret>,
     /// Which instance of the client id this is.
     pub(crate) instance: u64,
+    /// Where a queue whose connect fails says why.
+    pub(crate) note: Arc<ConnectNote>,
 }
 
 /// A connected disk.
@@ -97,6 +101,7 @@ impl RemoteDisk {
                 max_sge: MAX_SEGMENTS as u32,
                 timeout_ms: config.timeout_ms,
                 credentials,
+                note: config.note.clone(),
             },
             recovery_ms: config.recovery_ms,
             keepalive_ms: config.keepalive_ms,

@@ -7,12 +7,14 @@ mod configfs;
 mod hmac;
 mod inet;
 mod scatterlist;
+mod text;
 mod workqueue;
 
 pub(crate) use configfs::ItemDependency;
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use scatterlist::SgTable;
+pub(crate) use text::TextBuf;
 pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
 
 /// A random 64-bit number (`get_random_u64`).

@@ -23,12 +23,16 @@
 //! server (host down, network partitioned) shows as a probe that fails or goes unanswered
 //! even when the disk is idle.
 
-use core::ptr::NonNull;
+use core::{
+    fmt::{self, Write},
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
-    new_condvar, new_spinlock_irq,
+    new_condvar, new_spinlock, new_spinlock_irq,
     prelude::*,
     revocable::{Revocable, RevocableGuard},
-    sync::{Arc, CondVar, CondVarTimeoutResult, SpinLockIrq},
+    sync::{Arc, CondVar, CondVarTimeoutResult, SpinLock, SpinLockIrq},
     time::{msecs_to_jiffies, Instant, Monotonic},
 };
 
@@ -49,7 +53,7 @@ use crate::{
         qp::{QpCaps, RdmaOp},
         DeviceUser, Qp, RdmaDevice,
     },
-    kernel_ext::{self, HmacSha256, SockAddr},
+    kernel_ext::{self, HmacSha256, SockAddr, TextBuf},
     rdma_client,
 };
 
@@ -60,6 +64,42 @@ pub(crate) struct Credentials {
     /// The client's secret as a keyed HMAC; `None`: the client has no secret, and only a
     /// server that admits clients without one (`--insecure`) lets it in.
     pub(crate) key: Option<HmacSha256>,
+}
+
+/// Bytes of a [`ConnectNote`]'s message.
+pub(crate) const NOTE_LEN: usize = 160;
+
+/// Why the last failed connect of a session's links failed, in the words of its kernel log
+/// line (`queue 1: the server rejected the connection: AuthFailed`): what a failed
+/// `enable` tells the user beside its errno. Written by the connecting thread, also during
+/// recovery, without allocating.
+#[pin_data]
+pub(crate) struct ConnectNote {
+    #[pin]
+    text: SpinLock<TextBuf<NOTE_LEN>>,
+}
+
+impl ConnectNote {
+    /// An empty note.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                text <- new_spinlock!(TextBuf::new(), "rswap::ConnectNote::text"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn set(&self, index: u16, msg: fmt::Arguments<'_>) {
+        let mut text = self.text.lock();
+        text.clear();
+        let _ = write!(text, "queue {}: {}", index, msg);
+    }
+
+    /// A copy of the last failure's text, empty if no connect failed.
+    pub(crate) fn get(&self) -> TextBuf<NOTE_LEN> {
+        *self.text.lock()
+    }
 }
 
 /// Where to connect and what to ask for.
@@ -84,6 +124,8 @@ pub(crate) struct LinkParams {
     pub(crate) timeout_ms: u32,
     /// How the link authenticates.
     pub(crate) credentials: Arc<Credentials>,
+    /// Where a failed connect says why.
+    pub(crate) note: Arc<ConnectNote>,
 }
 
 /// Told when a link that was up goes down on its own (the server disconnected it, a
@@ -158,6 +200,10 @@ pub(crate) struct LinkEvents {
     asked: u64,
     /// Told when the link, once up, goes down.
     watcher: Arc<dyn LinkWatcher>,
+    /// Where a failure of this attempt is noted for the user.
+    note: Arc<ConnectNote>,
+    /// Whether this attempt noted a failure.
+    noted: AtomicBool,
     #[pin]
     progress: SpinLockIrq<Progress>,
     #[pin]
@@ -166,12 +212,13 @@ pub(crate) struct LinkEvents {
 
 impl LinkEvents {
     /// The events of a new link of queue `index` of `name` asking for `asked` bytes;
-    /// `watcher` hears when it goes down after it was up.
+    /// `watcher` hears when it goes down after it was up; a failure is noted in `note`.
     pub(crate) fn new(
         name: Name,
         index: u16,
         asked: u64,
         watcher: Arc<dyn LinkWatcher>,
+        note: Arc<ConnectNote>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
@@ -179,6 +226,8 @@ impl LinkEvents {
                 index,
                 asked,
                 watcher,
+                note,
+                noted: AtomicBool::new(false),
                 progress <- new_spinlock_irq!(Progress::NEW, "rswap::LinkEvents::progress"),
                 changed <- new_condvar!("rswap::LinkEvents::changed"),
             }),
@@ -244,14 +293,10 @@ impl LinkEvents {
             let left = i64::from(ms) - start.elapsed().as_millis();
             if left <= 0 {
                 drop(p);
-                pr_err!(
-                    "{}: queue {}: {} timed out after {} ms\n",
-                    self.name,
-                    self.index,
-                    what,
-                    ms
-                );
-                return Err(ETIMEDOUT);
+                return Err(self.fail(
+                    ETIMEDOUT,
+                    format_args!("{} timed out after {} ms", what, ms),
+                ));
             }
             let left = u32::try_from(left).unwrap_or(u32::MAX);
             if let CondVarTimeoutResult::Signal { .. } = self
@@ -263,67 +308,50 @@ impl LinkEvents {
         }
     }
 
+    /// Logs why this attempt failed, notes it for the user, and returns `e`.
+    fn fail(&self, e: Error, msg: fmt::Arguments<'_>) -> Error {
+        pr_err!("{}: queue {}: {}\n", self.name, self.index, msg);
+        self.note.set(self.index, msg);
+        self.noted.store(true, Ordering::Relaxed);
+        e
+    }
+
     /// Logs why `what` failed, and the error for it.
     fn report(&self, failure: Failure, what: &str) -> Error {
         match failure {
             Failure::Aborted => ECANCELED,
-            Failure::Rejected(_, Some(r)) if r.code == RejectCode::TooLarge => {
-                pr_err!(
-                    "{}: queue {}: the server rejected the connection: {} (asked {} bytes, it can give {})\n",
-                    self.name,
-                    self.index,
+            Failure::Rejected(_, Some(r)) if r.code == RejectCode::TooLarge => self.fail(
+                ECONNREFUSED,
+                format_args!(
+                    "the server rejected the connection: {} (asked {} bytes, it can give {})",
                     r.code.name(),
                     self.asked,
                     r.max_size
-                );
-                ECONNREFUSED
-            }
-            Failure::Rejected(_, Some(r)) => {
-                pr_err!(
-                    "{}: queue {}: the server rejected the connection: {}\n",
-                    self.name,
-                    self.index,
-                    r.code.name()
-                );
-                ECONNREFUSED
-            }
-            Failure::Unauthentic => {
-                pr_err!(
-                    "{}: queue {}: the server's proof is wrong: it does not know this target's secret\n",
-                    self.name,
-                    self.index
-                );
-                EACCES
-            }
-            Failure::Rejected(status, None) => {
-                pr_err!(
-                    "{}: queue {}: connection rejected (no rswap server at that address? CM status {})\n",
-                    self.name,
-                    self.index,
+                ),
+            ),
+            Failure::Rejected(_, Some(r)) => self.fail(
+                ECONNREFUSED,
+                format_args!("the server rejected the connection: {}", r.code.name()),
+            ),
+            Failure::Unauthentic => self.fail(
+                EACCES,
+                format_args!("the server's proof is wrong: it does not know this target's secret"),
+            ),
+            Failure::Rejected(status, None) => self.fail(
+                ECONNREFUSED,
+                format_args!(
+                    "connection rejected (no rswap server at that address? CM status {})",
                     status
-                );
-                ECONNREFUSED
-            }
-            Failure::Failed(step, status) => {
-                pr_err!(
-                    "{}: queue {}: {} failed (status {})\n",
-                    self.name,
-                    self.index,
-                    step,
-                    status
-                );
-                EHOSTUNREACH
-            }
-            Failure::Disconnected | Failure::DeviceRemoval => {
-                pr_err!(
-                    "{}: queue {}: {} failed ({:?})\n",
-                    self.name,
-                    self.index,
-                    what,
-                    failure
-                );
-                EHOSTUNREACH
-            }
+                ),
+            ),
+            Failure::Failed(step, status) => self.fail(
+                EHOSTUNREACH,
+                format_args!("{} failed (status {})", step, status),
+            ),
+            Failure::Disconnected | Failure::DeviceRemoval => self.fail(
+                EHOSTUNREACH,
+                format_args!("{} failed ({:?})", what, failure),
+            ),
         }
     }
 }
@@ -538,7 +566,23 @@ impl Link {
         events: &Arc<LinkEvents>,
         user: Arc<dyn DeviceUser>,
     ) -> Result<Arc<Self>> {
-        let name = events.name;
+        Self::establish(params, index, events, user).map_err(|e| {
+            // A step that failed without saying why (no memory, no RDMA device for the
+            // address, ...) is noted by its errno.
+            if e != ECANCELED && !events.noted.load(Ordering::Relaxed) {
+                events.fail(e, format_args!("connecting failed: {:?}", e))
+            } else {
+                e
+            }
+        })
+    }
+
+    fn establish(
+        params: &LinkParams,
+        index: u16,
+        events: &Arc<LinkEvents>,
+        user: Arc<dyn DeviceUser>,
+    ) -> Result<Arc<Self>> {
         let ms = params.timeout_ms;
         let creds = &params.credentials;
         let mut request = ConnectRequest {
@@ -571,12 +615,10 @@ impl Link {
             // reach the next one.
             drop(hello);
             let server_nonce = challenge?.map_err(|()| {
-                pr_err!(
-                    "{}: queue {}: the server accepted a hello without a challenge\n",
-                    name,
-                    index
-                );
-                EPROTO
+                events.fail(
+                    EPROTO,
+                    format_args!("the server accepted a hello without a challenge"),
+                )
             })?;
             events.restart();
             let input = client_proof_input(&request, creds.instance, &client_nonce, server_nonce);
@@ -594,12 +636,12 @@ impl Link {
                 _ => None,
             })?
             .map_err(|()| {
-                pr_err!(
-                    "{}: queue {}: the server answered with a challenge, though this target has no secret (or just proved it)\n",
-                    name,
-                    index
-                );
-                EPROTO
+                events.fail(
+                    EPROTO,
+                    format_args!(
+                        "the server answered with a challenge, though this target has no secret (or just proved it)"
+                    ),
+                )
             })?;
         let bytes = events.wait(ms, "receiving the region descriptor", |p| {
             match p.descriptor {
@@ -609,22 +651,10 @@ impl Link {
             }
         })?;
         let bytes = bytes.map_err(|()| {
-            pr_err!(
-                "{}: queue {}: receiving the region descriptor failed\n",
-                name,
-                index
-            );
-            EIO
+            events.fail(EIO, format_args!("receiving the region descriptor failed"))
         })?;
-        let descriptor = RegionDescriptor::decode(&bytes).map_err(|e| {
-            pr_err!(
-                "{}: queue {}: bad region descriptor: {:?}\n",
-                name,
-                index,
-                e
-            );
-            EPROTO
-        })?;
+        let descriptor = RegionDescriptor::decode(&bytes)
+            .map_err(|e| events.fail(EPROTO, format_args!("bad region descriptor: {:?}", e)))?;
         if let Some((key, client_nonce, server_nonce)) = proof {
             let input = server_proof_input(
                 params.client_id,
@@ -637,14 +667,13 @@ impl Link {
             }
         }
         if descriptor.length < params.size {
-            pr_err!(
-                "{}: queue {}: the server's region is {} bytes, {} were asked for\n",
-                name,
-                index,
-                descriptor.length,
-                params.size
-            );
-            return Err(EPROTO);
+            return Err(events.fail(
+                EPROTO,
+                format_args!(
+                    "the server's region is {} bytes, {} were asked for",
+                    descriptor.length, params.size
+                ),
+            ));
         }
         Arc::pin_init(
             try_pin_init!(&this in Self {

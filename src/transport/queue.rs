@@ -214,7 +214,13 @@ impl Queue {
     /// loss and its device's removal to the queue.
     fn connect_link(this: &Arc<Self>) -> Result<Arc<Link>> {
         let watcher = Arc::new(QueueRef(this.clone()), GFP_KERNEL)?;
-        let events = LinkEvents::new(this.name, this.index, this.params.size, watcher.clone())?;
+        let events = LinkEvents::new(
+            this.name,
+            this.index,
+            this.params.size,
+            watcher.clone(),
+            this.params.note.clone(),
+        )?;
         *this.attempt.lock() = Some(events.clone());
         // `shut_down` sets `Dead` before it aborts the attempt it finds: seen here, or
         // the attempt was found and aborted.

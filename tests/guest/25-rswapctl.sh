@@ -17,7 +17,7 @@ mkdir -p "$OUT"
 NAMES=(
 	"rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked"
 	"rswapctl list --json and status --json: every field as configured and as the kernel reports it"
-	"rswapctl add with no server listening: exit 1, the kernel's reason (last_error) printed, nothing left behind"
+	"rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind"
 	"rswapctl remove: swapoff, disable, rmdir"
 	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
 )
@@ -83,13 +83,17 @@ else
 fi
 
 # 3. a refused add: nothing listens on port 1
-rc=0
+# and one the server refuses: more memory than its pool holds.
+rc=0 rc2=0
 "$CTL" add bad0 --server "$IP:1" --size 16M --queues 1 >"$OUT/bad.out" 2>&1 || rc=$?
-if [ $rc = 1 ] && grep -q "kernel: enable failed: " "$OUT/bad.out" && ! [ -d $CFG/bad0 ]; then
+"$CTL" add bad0 --server "$IP:$PORT" --size 1G --queues 1 >"$OUT/big.out" 2>&1 || rc2=$?
+if [ $rc = 1 ] && grep -q "kernel: enable failed: .*: queue 0: connection rejected (no rswap server at that address?" "$OUT/bad.out" \
+	&& [ $rc2 = 1 ] && grep -q "kernel: enable failed: .*: queue 0: the server rejected the connection: TooLarge (asked 1073741824 bytes, it can give [0-9]*)" "$OUT/big.out" \
+	&& ! [ -d $CFG/bad0 ]; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "$(tr '\n' ' ' <"$OUT/bad.out")"
+	ktap_diag "$(tr '\n' ' ' <"$OUT/bad.out")" "$(tr '\n' ' ' <"$OUT/big.out")"
 else
-	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/bad.out"); $(ls $CFG)"
+	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/bad.out"); exit $rc2: $(cat "$OUT/big.out"); $(ls $CFG)"
 fi
 
 # 4. remove

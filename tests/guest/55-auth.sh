@@ -193,7 +193,7 @@ echo "$IP" > $W/addr; echo $PORT > $W/port; echo 16M > $W/size; echo 1 > $W/queu
 echo $ID > $W/client_id; echo "$OTHER" > $W/secret
 dmesg_mark "55-auth wrong secret"
 if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
-	&& [[ $(cat $W/last_error) == "enable failed"* ]] \
+	&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server rejected the connection: AuthFailed" ]] \
 	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong secret/,$p' \
 		| grep -q 'rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
 	ktap_pass "$(ktap_name)"
@@ -214,13 +214,14 @@ echo "$IP" > $W/addr; echo $WPORT > $W/port; echo 16M > $W/size; echo 1 > $W/que
 echo $ID2 > $W/client_id; echo "$SECRET2" > $W/secret
 dmesg_mark "55-auth wrong server proof"
 if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
+	&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server's proof is wrong"* ]] \
 	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong server proof/,$p' \
 		| grep -q "rswap: rswap[0-9]*: queue 0: the server's proof is wrong" \
 	&& grep -q 'proof_key=wrong' "$OUT/server-wrong.log"; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "$(dmesg | grep "proof is wrong" | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $W/last_error)"
 else
-	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-wrong.log")"
+	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-wrong.log")"
 fi
 rmdir $W
 kill "$WSPID"; wait "$WSPID" 2>/dev/null
