@@ -46,5 +46,5 @@ run "grep -E '^(pswpin|pswpout) ' /proc/vmstat"
 echo "pages swapped out to remote memory during the demo: $(( $(awk '$1 == "pswpout" { print $2 }' /proc/vmstat) - before ))"
 
 say "6. tear down"
-run "swapoff /dev/rswap0; echo 0 > $T/enable; rmdir $T; rmmod rswap; rdma link delete rxe0"
+run "swapoff /dev/rswap0; echo 0 > $T/enable; rmdir $T; rmmod rswap; rdma link delete $RDMA_DEV"
 run "dmesg | grep 'rswap:' | tail -4"

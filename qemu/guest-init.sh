@@ -33,6 +33,8 @@ if [ -n "$ip_addr" ] && ip link show eth0 >/dev/null 2>&1; then
 fi
 export RSWAP_GUEST_IP=${ip_addr%/*} RSWAP_PEER_IP=$(arg rswap.peer)
 export RSWAP_ROLE=$(arg rswap.role) RSWAP_OUT=/mnt/out RSWAP_TOP=/mnt/rswap
+# The RDMA device type the suites use (tests/lib/guest.sh): rxe unless rswap.rdma= says.
+export RSWAP_RDMA=$(arg rswap.rdma)
 
 script=$(arg rswap.run)
 args=$(arg rswap.args | tr ',' ' ')

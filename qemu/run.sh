@@ -13,6 +13,7 @@
 #     --net-listen SOCK | --net-connect SOCK   join a two-guest link (a Unix socket)
 #     --accel tcg|kvm        default tcg; kvm only where a probe shows it boots
 #
+# RSWAP_RDMA=siw makes the suites use soft-iWARP (siw0) instead of soft-RoCE (rxe0).
 # The guest's exit code becomes this script's. A guest that hangs is killed at the
 # timeout and reported as exit 124.
 . "$(dirname "$0")/../scripts/common.sh"
@@ -56,6 +57,8 @@ mkdir -p "$out"; rm -f "$out/exit-code" "$out/console.log" "$out/dmesg.log"; : >
 cmdline="console=ttyS0 loglevel=5 panic=-1 oops=panic panic_on_warn=0 root=/dev/vda rw"
 cmdline+=" rswap.run=$script rswap.ip=$ip rswap.role=$role rswap.host=$host"
 [ -z "$peer" ] || cmdline+=" rswap.peer=$peer"
+# The soft RDMA device the test suites create: rxe (default) or siw (RSWAP_RDMA=siw).
+[ -z "${RSWAP_RDMA:-}" ] || cmdline+=" rswap.rdma=$RSWAP_RDMA"
 [ $# -eq 0 ] || cmdline+=" rswap.args=$(IFS=,; echo "$*")"
 share() { echo "-fsdev local,id=fs$2,path=$1,security_model=none$3 -device virtio-9p-pci,fsdev=fs$2,mount_tag=$2"; }
 shares="$(share "$RSWAP_TOP" rswap ,readonly=on) $(share "$out" out '')"

@@ -114,7 +114,7 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 } > "$R/env.json"
 
 echo "bench client: $(uname -r), $(nproc) vCPU, peer $PEER, fio ${T}s per job"
-rxe_up || { echo "bench client: rxe0 is not usable"; exit 1; }
+rdma_up || { echo "bench client: rxe0 is not usable"; exit 1; }
 if [ $loopback = 1 ]; then
 	bash "$BENCH/server.sh" > "$RSWAP_OUT/bench-server.console" 2>&1 &
 fi

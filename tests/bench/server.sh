@@ -119,7 +119,7 @@ if [ $# -gt 0 ]; then
 fi
 
 echo "bench server: $(uname -r), $(nproc) vCPU, $RSWAP_GUEST_IP"
-rxe_up || exit 1
+rdma_up || exit 1
 rc=0
 timeout "${BENCH_SERVER_TIMEOUT:-3600}" python3 "$BENCH/ctl.py" serve "$CTL_PORT" "$BENCH/server.sh" || rc=$?
 srv_rswap_server_stop

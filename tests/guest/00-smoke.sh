@@ -4,5 +4,5 @@
 . "$RSWAP_TOP/tests/lib/guest.sh"
 ktap_plan 2
 ktap_check "guest: out share is writable" touch "$RSWAP_OUT/.probe"
-ktap_check "guest: soft-RoCE rxe0 comes up on eth0" rxe_up
+ktap_check "guest: the RDMA device $RDMA_DEV comes up on eth0" rdma_up
 ktap_finish

@@ -26,33 +26,33 @@ if [ ! -f "$KO" ]; then
 	for i in $(seq 12); do ktap_skip "module test $i" "rswap.ko not built"; done
 	ktap_finish
 fi
-modprobe -a ib_core rdma_rxe
-rdma link delete rxe0 2>/dev/null
+modprobe -a ib_core $RDMA_MODULE
+rdma link delete $RDMA_DEV 2>/dev/null
 
 dmesg_mark "load without devices"
 ktap_check "module: insmod with no RDMA device" rswap_load
 ktap_check "module: vermagic matches the running kernel" \
 	bash -c "[ \"\$(modinfo -F vermagic $KO | cut -d' ' -f1)\" = \"\$(uname -r)\" ]"
 
-dmesg_mark "add rxe0"
-rxe_up >/dev/null
-ktap_check "client: rdma link add is seen by the add callback" dmesg_has 'rxe0: device added, PD allocated'
+dmesg_mark "add $RDMA_DEV"
+rdma_up >/dev/null
+ktap_check "client: rdma link add is seen by the add callback" dmesg_has "$RDMA_DEV: device added, PD allocated"
 # CQs come from the device's CQ pool when a queue connects, not at add.
-ktap_check "client: one PD held on rxe0" \
+ktap_check "client: one PD held on $RDMA_DEV" \
 	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 1 ]"
 
-dmesg_mark "delete rxe0"
-rdma link delete rxe0
-ktap_check "client: rdma link delete is seen by the remove callback" dmesg_has 'rxe0: device removed, its queues and PD released'
+dmesg_mark "delete $RDMA_DEV"
+rdma link delete $RDMA_DEV
+ktap_check "client: rdma link delete is seen by the remove callback" dmesg_has "$RDMA_DEV: device removed, its queues and PD released"
 ktap_check "module: rmmod with no device" rmmod rswap
 
-dmesg_mark "load with rxe0 present"
-rxe_up >/dev/null
+dmesg_mark "load with $RDMA_DEV present"
+rdma_up >/dev/null
 rswap_load
-ktap_check "client: a device present before insmod is seen at load" dmesg_has 'rxe0: device added, PD allocated'
-dmesg_mark "unload with rxe0 present"
+ktap_check "client: a device present before insmod is seen at load" dmesg_has "$RDMA_DEV: device added, PD allocated"
+dmesg_mark "unload with $RDMA_DEV present"
 rmmod rswap
-ktap_check "client: rmmod removes the device from the client" dmesg_has 'rxe0: device removed, its queues and PD released'
+ktap_check "client: rmmod removes the device from the client" dmesg_has "$RDMA_DEV: device removed, its queues and PD released"
 ktap_check "client: no PD or CQ left after unload" \
 	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 0 ] && [ \$(rdma resource show cq | grep -c 'comm \[rswap\]') = 0 ]"
 
@@ -67,9 +67,9 @@ done
 slab_after=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
 ktap_diag "slab before/after $LOOPS load/unload cycles: ${slab_before} kB / ${slab_after} kB"
 if [ "$fails" = 0 ] && [ "$(res_count pd)" = 0 ] && [ "$(res_count cq)" = 0 ] && ! loaded; then
-	ktap_pass "module: $LOOPS load/unload cycles with rxe0 present, each holding one PD, none left"
+	ktap_pass "module: $LOOPS load/unload cycles with $RDMA_DEV present, each holding one PD, none left"
 else
-	ktap_fail "module: $LOOPS load/unload cycles with rxe0 present" "failures: $fails, pd left: $(res_count pd)"
+	ktap_fail "module: $LOOPS load/unload cycles with $RDMA_DEV present" "failures: $fails, pd left: $(res_count pd)"
 fi
 if ! ip link add dummy0 type dummy 2>/dev/null; then
 	ktap_skip "module: a second device gets its own PD" "no dummy netdev in this kernel (CONFIG_DUMMY)"
@@ -79,6 +79,6 @@ else ip link del dummy0; ktap_check "module: a second device gets its own PD" ba
 	n=\$(rdma resource show pd | grep -c 'comm \[rswap\]'); rdma link delete rxe1; rmmod rswap; ip link del dummy0
 	[ \"\$n\" = 2 ] || { echo \"expected 2 PDs, saw \$n\"; exit 1; }"
 fi
-rxe_down
+rdma_down
 ktap_check "dmesg: no BUG/WARNING/Oops during the module tests" dmesg_clean_since_mark_all
 ktap_finish

@@ -68,7 +68,7 @@ dmesg_mark 20-server
 if [ ! -x "$SRV" ] || [ ! -x "$CLI" ]; then
 	ktap_skip_rest "no $SRV (run scripts/build-server.sh on the host)"
 fi
-if ! why=$(rxe_up 2>&1); then
+if ! why=$(rdma_up 2>&1); then
 	ktap_skip_rest "soft-RoCE unavailable: $why"
 fi
 
@@ -309,5 +309,5 @@ fi
 # 17. the kernel stayed quiet
 if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
 
-rxe_down
+rdma_down
 ktap_finish

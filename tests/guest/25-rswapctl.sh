@@ -37,7 +37,7 @@ trap cleanup EXIT
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
 [ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "25-rswapctl"
 server_start "$OUT/server.log" --listen "$IP:$PORT" --size 64M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"

@@ -78,7 +78,7 @@ else
 	ktap_fail "$(ktap_name)" "$v (exit $rc); $cv (exit $crc); -h exit $hrc: $(head -2 <<<"$h")"
 fi
 
-if ! why=$(rxe_up 2>&1); then
+if ! why=$(rdma_up 2>&1); then
 	ktap_skip_rest "soft-RoCE unavailable: $why"
 fi
 [ -d "$(dirname "$SOCK")" ] || MADE_DIR=1
@@ -308,5 +308,5 @@ fi
 # 11. the kernel stayed quiet
 if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
 
-rxe_down
+rdma_down
 ktap_finish

@@ -29,7 +29,7 @@ trap target_cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 ip -6 addr add $IP6/64 dev eth0 nodad || ktap_skip_rest "no IPv6 on eth0"
 dmesg_mark "32-ipv6"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"

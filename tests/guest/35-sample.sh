@@ -9,7 +9,7 @@ IP=${RSWAP_GUEST_IP:-192.0.2.1}
 OUT=$RSWAP_OUT/35-sample
 mkdir -p "$OUT"
 ktap_plan 3
-if [ ! -f "$KO" ] || [ ! -x "$SRV" ] || ! rxe_up >/dev/null; then
+if [ ! -f "$KO" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/null; then
 	for n in 1 2 3; do ktap_skip "sample $n" "needs rswap_rdma_rw.ko, rswap-server and rxe"; done
 	ktap_finish
 fi

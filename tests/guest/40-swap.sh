@@ -40,7 +40,7 @@ trap cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "40-swap"
 if [ -z "${RSWAP_PEER_IP:-}" ]; then
 	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built"
@@ -122,7 +122,7 @@ ktap_diag "rswap state: $(cat $T/state)"
 since_mark() { dmesg | sed -n '/rswap-test-mark: 40-swap/,$p'; }
 since_mark | grep 'rswap: rswap[0-9]*: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -5 | sed 's/^/# recovery log: /'
 since_mark | grep -E 'qp#[0-9]+|mr#[0-9]+' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -8 | sed 's/^/# rxe debug: /'
-rdma statistic show link rxe0/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed 's/^/# rxe0 counters: /'
+rdma statistic show link $RDMA_DEV/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed "s/^/# $RDMA_DEV counters: /"
 dout=$((out1 - out0)); din=$((in1 - in0))
 ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"
 # At least the part of the working set above the limit must have gone out and come back.

@@ -36,7 +36,7 @@ trap target_cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "45-recovery"
 
 start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120 --insecure; }

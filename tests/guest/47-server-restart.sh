@@ -87,7 +87,7 @@ dmesg_mark 47-server-restart
 if [ ! -x "$SRV" ] || [ ! -x "$CLI" ]; then
 	ktap_skip_rest "no $SRV (run scripts/build-server.sh on the host)"
 fi
-if ! why=$(rxe_up 2>&1); then
+if ! why=$(rdma_up 2>&1); then
 	ktap_skip_rest "soft-RoCE unavailable: $why"
 fi
 # A tmpfs of its own, as in production: memory that outlives the server, not a reboot.
@@ -268,5 +268,5 @@ dmesg_note_rxe_races
 if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
 
 [ -z "$MOUNTED" ] || { umount "$SD" && MOUNTED=; }
-rxe_down
+rdma_down
 ktap_finish

@@ -42,7 +42,7 @@ trap cleanup EXIT
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
 [ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "48-restart-swap"
 
 mkdir -p $SD

@@ -52,7 +52,7 @@ trap cleanup EXIT
 [ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
 command -v mdadm >/dev/null || ktap_skip_rest "no mdadm in the guest image"
 modprobe raid1 2>/dev/null || ktap_skip_rest "no raid1 module"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "49-md-mirror"
 
 for d in $SDA $SDB; do

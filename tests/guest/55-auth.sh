@@ -64,7 +64,7 @@ trap cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "55-auth"
 
 # client ARGS...: runs the test client against the server; output in $CO, status in $CS.

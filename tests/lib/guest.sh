@@ -5,20 +5,33 @@
 
 . "$RSWAP_TOP/tests/lib/ktap.sh"
 
-# Create the soft-RoCE device rxe0 on eth0 (idempotent) and load the userspace verbs
-# and rdma_cm character devices. Returns non-zero with a message when rxe is unusable.
-rxe_up() {
-	modprobe rdma_rxe || { echo "modprobe rdma_rxe failed"; return 1; }
+# The RDMA device the suites run over: soft-RoCE (rxe0) unless the guest was booted with
+# rswap.rdma=siw (RSWAP_RDMA=siw make check KERNEL=debug), soft-iWARP (siw0): an iWARP
+# device, whose RDMA READs take one SGE (max_sge_rd 1). Stock Debian kernels have no siw.
+RDMA_TYPE=${RSWAP_RDMA:-rxe}
+RDMA_DEV=${RDMA_TYPE}0
+case $RDMA_TYPE in
+rxe) RDMA_MODULE=rdma_rxe ;;
+siw) RDMA_MODULE=siw ;;
+*) echo "RSWAP_RDMA=$RDMA_TYPE: not rxe or siw" >&2; RDMA_MODULE=$RDMA_TYPE ;;
+esac
+export RDMA_TYPE RDMA_DEV RDMA_MODULE
+
+# Create $RDMA_DEV on eth0 (idempotent) and load the userspace verbs and rdma_cm
+# character devices. Returns non-zero with a message when the device is unusable.
+rdma_up() {
+	modprobe $RDMA_MODULE || { echo "modprobe $RDMA_MODULE failed"; return 1; }
 	modprobe -a ib_uverbs rdma_ucm 2>/dev/null
-	rdma link show | grep -q '^link rxe0/' || rdma link add rxe0 type rxe netdev eth0 || return 1
+	rdma link show | grep -q "^link $RDMA_DEV/" \
+		|| rdma link add $RDMA_DEV type $RDMA_TYPE netdev eth0 || return 1
 	for _ in $(seq 200); do
-		rdma link show | grep -q '^link rxe0/.* state ACTIVE' && return 0
+		rdma link show | grep -q "^link $RDMA_DEV/.* state ACTIVE" && return 0
 		sleep 0.1
 	done
-	echo "rxe0 did not become ACTIVE"; rdma link show; return 1
+	echo "$RDMA_DEV did not become ACTIVE"; rdma link show; return 1
 }
 
-rxe_down() { rdma link delete rxe0 2>/dev/null; true; }
+rdma_down() { rdma link delete $RDMA_DEV 2>/dev/null; true; }
 
 # Lines in dmesg that mean the kernel is unhappy since the marker was set.
 # (Lockdep reports start with "WARNING: possible ..." or "BUG: ..."; KASAN with "BUG: KASAN".)

@@ -18,7 +18,7 @@ NAMES=(
 	"two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
 ktap_plan $(( ${#NAMES[@]} + 6 ))
-rxe_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
+rdma_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
 rswap_load
 mkdir $T
 echo "$RSWAP_PEER_IP" > $T/addr; echo 18515 > $T/port; echo 64M > $T/size; echo 2 > $T/queues
@@ -48,9 +48,9 @@ else ktap_fail "$(ktap_name)" "$(cat $T/state)"; fi
 # The RDMA device goes away (hot unplug, rdma link delete) and comes back: its removal
 # starts recovery, which lands on the new device once it routes to the server.
 rec0=$(state_field $T recoveries)
-rdma link delete rxe0
+rdma link delete $RDMA_DEV
 sleep 2
-rxe_up >/dev/null
+rdma_up >/dev/null
 for _ in $(seq 60); do
 	[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
 	sleep 0.5

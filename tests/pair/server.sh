@@ -14,7 +14,7 @@ GHOST_ID=$((0x5a5a))
 KEEPALIVE_MS=5000
 GRACE_S=30
 LOG=$RSWAP_OUT/server.log
-rxe_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
+rdma_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
 # The grace period outlasts the client's 20 s network blackout test, so its region
 # survives that (the keep-alive closes its queues within about two periods).
 "$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
