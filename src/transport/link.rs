@@ -747,10 +747,20 @@ impl Link {
         let max_sge = caps.send_sge.min(conn.dev.device().max_sge_rd());
         let mut private = [0u8; ConnectRequest::SIZE];
         request.encode(&mut private);
-        conn.cm.connect(&ConnectParams {
-            private_data: &private,
-            initiator_depth,
-        })?;
+        conn.cm
+            .connect(&ConnectParams {
+                private_data: &private,
+                initiator_depth,
+            })
+            .map_err(|e| match e {
+                // iWARP connects over TCP at once: a port with no listener refuses here,
+                // not with a REJECTED event later.
+                ECONNREFUSED => events.fail(
+                    e,
+                    format_args!("connection refused (no rswap server at that address?)"),
+                ),
+                e => e,
+            })?;
         Ok((conn, max_sge))
     }
 
