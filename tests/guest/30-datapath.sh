@@ -23,6 +23,7 @@ NAMES=(
 	"configfs: enable connects and creates /dev/rswap0 of the requested size"
 	"configfs: state shows the connection; settings are read-only while enabled"
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
+	"limits: the disk takes no more segments than the device's RDMA READ and WRITE SGE limits (max_sge_rd, max_sge); 1 MiB requests are split to fit and read back identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after"
 	"stats: a 64-queue target's counters fit in the attribute's page: the total, the histogram, then the queues that fit and a line naming the rest"
@@ -40,7 +41,7 @@ trap target_cleanup EXIT
 
 [ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
 [ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rxe_up >/dev/null || ktap_skip_rest "soft-RoCE unavailable"
+rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "30-datapath"
 
 server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 --insecure \
@@ -108,6 +109,28 @@ else
 	ktap_fail "$(ktap_name)"
 fi
 
+# A device's RDMA READ takes fewer SGEs than its WRITE on real hardware (mlx4: 30 of 32;
+# iWARP, soft-iWARP included: 1). One SGE per 4 KiB segment: the disk's max_segments
+# must be within both, and a 1 MiB request is then split by the block layer, not sent
+# as a READ the device refuses.
+dev_attr() { ibv_devinfo -v -d $RDMA_DEV 2>/dev/null | awk -v k="$1:" '$1 == k { print $2; exit }'; }
+sge=$(dev_attr max_sge) sge_rd=$(dev_attr max_sge_rd)
+want=32
+[ -z "$sge" ] || [ "$sge" -ge $want ] || want=$sge
+[ -z "$sge_rd" ] || [ "$sge_rd" -ge $want ] || want=$sge_rd
+q=/sys/block/${DEV#/dev/}/queue
+segs=$(cat $q/max_segments) hw_kb=$(cat $q/max_hw_sectors_kb)
+head -c 1M /dev/urandom > /tmp/rand1m
+if [ -n "$sge" ] && [ -n "$sge_rd" ] && [ "$segs" = $want ] && [ "$hw_kb" = $((want * 4)) ] \
+	&& dd if=/tmp/rand1m of=$DEV bs=1M seek=40 count=1 oflag=direct status=none \
+	&& dd if=$DEV of=/tmp/back1m bs=1M skip=40 count=1 iflag=direct status=none \
+	&& cmp -s /tmp/rand1m /tmp/back1m; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$RDMA_DEV: max_sge $sge, max_sge_rd $sge_rd; $DEV: max_segments $segs, max_hw_sectors_kb $hw_kb"
+else
+	ktap_fail "$(ktap_name)" "$RDMA_DEV: max_sge '$sge' max_sge_rd '$sge_rd' (want $want); max_segments $segs, max_hw_sectors_kb $hw_kb"
+fi
+
 fio --name=verify --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
 	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
 	--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
@@ -123,9 +146,11 @@ fi
 
 # Stats: with merges off, each fio I/O is one request; the counters must move by what
 # fio did, request for request and byte for byte.
+# Nor is any split: fio's largest request fits the disk's (one segment on siw0).
+bsmax=$(cat $q/max_hw_sectors_kb); [ "$bsmax" -le 64 ] || bsmax=64
 cat $T/stats > "$OUT/stats-before.txt"
 echo 2 > /sys/block/rswap0/queue/nomerges
-fio --name=stats --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bsrange=4k-64k \
+fio --name=stats --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bsrange=4k-${bsmax}k \
 	--iodepth=8 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
 	--io_size=6M --group_reporting --output-format=json --output="$OUT/fio-stats.json" \
 	>"$OUT/fio-stats.log" 2>&1
@@ -187,6 +212,9 @@ if echo 1 > $M/enable; then
 		ktap_fail "$(ktap_name)" "cat exit or format: $(head -c 300 "$OUT/stats-64.txt"); $(tail -1 "$OUT/stats-64.txt")"
 	fi
 	echo 0 > $M/enable
+elif [ "$RDMA_TYPE" = siw ] && grep -q 'NoMemory' $M/last_error \
+	&& grep -q 'why="queue setup: ibv_create_cq' "$OUT/server.log"; then
+	ktap_skip "$(ktap_name)" "siw0 refuses the server a completion queue before 64 queues are up: $(grep -o 'why="queue setup: ibv_create_cq[^"]*"' "$OUT/server.log" | tail -1)"
 else
 	ktap_fail "$(ktap_name)" "enable with 64 queues: $(cat $M/last_error)"
 fi
@@ -244,7 +272,7 @@ timeout 60 sh -c "echo 1 > $CFG/nosrv/enable" 2>/dev/null; rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc != 0 ] && [ $took -lt 20 ] && [ "$(cat $CFG/nosrv/enable)" = 0 ] && ! ls /dev/rswap* >/dev/null 2>&1 \
 	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ] \
-	&& [[ $(cat $CFG/nosrv/last_error) == "enable failed: "*": queue 0: connection rejected (no rswap server at that address?"* ]]; then
+	&& [[ $(cat $CFG/nosrv/last_error) == "enable failed: "*": queue 0: connection "*" (no rswap server at that address?"* ]]; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $CFG/nosrv/last_error)"
 else
@@ -269,26 +297,39 @@ fi
 
 # Device removal under I/O, with nothing to reconnect to: the removal starts recovery,
 # which finds no RDMA device for the server's address within recovery_ms.
-echo 5000 > $T/recovery_ms
-echo 1 > $T/enable
-fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
-	--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &
-fpid=$!
-sleep 4
-rdma link delete rxe0
-start=$(date +%s)
-timeout 90 tail --pid=$fpid -f /dev/null; done_rc=$?
-wait $fpid; fio_rc=$?
-took=$(( $(date +%s) - start ))
-st=$(cat $T/state)
-d_rc=1; echo 0 > $T/enable && d_rc=0
-rmdir $T
-m_rc=1; rmmod rswap && m_rc=0
-if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
+if [ "$RDMA_TYPE" = siw ]; then
+	# soft-iWARP completes ib_drain_qp's marker before the work requests posted ahead of
+	# it are flushed (it flushes them later, from its connection teardown, which the
+	# device's removal cuts short): those requests never come back and hang the I/O.
+	echo 0 > $T/enable; rmdir $T; rmmod rswap
+	ktap_skip "$(ktap_name)" "siw0 does not flush the work requests posted before ib_drain_qp when its device is removed"
 else
-	ktap_fail "$(ktap_name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
+	echo 5000 > $T/recovery_ms
+	echo 1 > $T/enable
+	fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
+		--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &
+	fpid=$!
+	sleep 4
+	rdma link delete $RDMA_DEV
+	start=$(date +%s)
+	timeout 90 tail --pid=$fpid -f /dev/null; done_rc=$?
+	if [ $done_rc != 0 ]; then
+		# fio still waits for its I/O: the test fails, and the rest cannot run.
+		ktap_fail "$(ktap_name)" "fio still running 90 s after the removal; state $(cat $T/state); $(dmesg | grep rswap | tail -5)"
+		ktap_skip_rest "I/O hung after the device's removal"
+	fi
+	wait $fpid; fio_rc=$?
+	took=$(( $(date +%s) - start ))
+	st=$(cat $T/state)
+	d_rc=1; echo 0 > $T/enable && d_rc=0
+	rmdir $T
+	m_rc=1; rmmod rswap && m_rc=0
+	if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
+	else
+		ktap_fail "$(ktap_name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
+	fi
 fi
 kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 
