@@ -16,6 +16,7 @@ mod fuzz;
 mod ids;
 mod keepalive;
 mod log;
+mod notify;
 mod pending;
 mod policy;
 mod rdma;

@@ -20,6 +20,7 @@ use crate::crypto::{self, Proven};
 use crate::ids;
 use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
+use crate::notify;
 use crate::pending::Pending;
 use crate::policy::{self, Admit, Existing, Holder, Limits, Ownership, PAGE};
 use crate::rdma::{
@@ -384,6 +385,13 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv("restored", clients.len());
     }
     line.emit();
+    // Type=notify: the service is up once the listener is (and after a restore).
+    notify::notify(&format!(
+        "READY=1\nSTATUS=listening on {}, pool {}, {} regions restored",
+        cfg.listen,
+        format_size(cfg.size),
+        clients.len()
+    ));
     if cfg.insecure {
         log::warn("insecure")
             .kv(
@@ -1501,6 +1509,7 @@ impl Server {
     }
 
     fn shutdown(&mut self) {
+        notify::notify("STOPPING=1\nSTATUS=shutting down");
         // Stop accepting first, then close every queue, then free every region
         // (with a state directory: keep every region's files).
         self.listener = None;
