@@ -2,12 +2,14 @@
 
 //! The command line: clap definitions, the table and text output, the man page.
 
+use crate::conf;
 use crate::parse::{human_seconds, human_size};
 use crate::server_status::{self, ServerStatus};
 use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Manage rswap targets: remote memory over RDMA as swap disks (/dev/rswapN), and ask a
 /// memory server for its status.
@@ -41,6 +43,16 @@ pub struct Cli {
         default_value = "/dev"
     )]
     pub dev_dir: PathBuf,
+
+    /// The mounted file systems (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "FILE",
+        default_value = "/proc/self/mounts"
+    )]
+    pub mounts: PathBuf,
 
     /// Write man pages for rswapctl and its subcommands into DIR, then exit.
     #[arg(long, hide = true, value_name = "DIR")]
@@ -98,6 +110,30 @@ pub enum Cmd {
         /// The target's name.
         name: String,
     },
+    /// Bring up the target of a configuration file (/etc/rswap/targets/NAME.conf).
+    ///
+    /// Reads and checks the whole file first (a bad line is an error naming FILE:LINE,
+    /// and nothing is done), mounts configfs and loads the rswap module if needed, then
+    /// does what `add` does with the file's settings, mkswap and swapon included with
+    /// `swap = yes`. A target that is already up (enabled, and swapped on if it should
+    /// be) is left alone: success. Used by rswap@NAME.service at boot.
+    Up {
+        /// The target's name: its file is DIR/NAME.conf, its configfs directory NAME.
+        name: String,
+        /// Where the target files are.
+        #[arg(long, value_name = "DIR", default_value = conf::DEFAULT_DIR)]
+        config_dir: PathBuf,
+        /// While the server does not answer (writing enable fails), try again every 2
+        /// seconds for up to SECS seconds; 0: once.
+        #[arg(long, value_name = "SECS", default_value_t = 0)]
+        wait: u64,
+    },
+    /// Take a target down as `remove` does (swapoff first); one that is not there is
+    /// success. Used by rswap@NAME.service at shutdown.
+    Down {
+        /// The target's name.
+        name: String,
+    },
     /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET.
     List {
         /// A JSON array of objects instead of the table.
@@ -132,6 +168,34 @@ pub enum Cmd {
         #[arg(long)]
         metrics: bool,
     },
+}
+
+/// How often `up --wait` tries to connect again.
+const RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// Reads DIR/NAME.conf and, if it names one, its secret file: `add`'s options.
+/// Nothing is created before both were read and checked.
+pub fn read_target_config(dir: &std::path::Path, name: &str) -> Result<AddOptions, Failure> {
+    if name.is_empty() || name.starts_with('.') || name.contains('/') {
+        return Err(Failure::new(
+            "up",
+            name,
+            "invalid target name (empty, starting with \".\" or with \"/\")",
+        ));
+    }
+    let path = dir.join(format!("{name}.conf"));
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::new("up", name, format!("{file}: {}", target::errno_text(&e))))?;
+    let cfg =
+        conf::parse_target_config(name, &file, &text).map_err(|e| Failure::new("up", name, e))?;
+    let mut options = cfg.options;
+    options.secret = cfg
+        .secret_file
+        .map(|f| target::read_secret_file(&f))
+        .transpose()
+        .map_err(|e| Failure::new("up", name, e))?;
+    Ok(options)
 }
 
 fn dash<T: ToString>(v: Option<T>) -> String {
@@ -302,6 +366,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             configfs: cli.configfs,
             proc_swaps: cli.proc_swaps,
             dev_dir: cli.dev_dir,
+            mounts: cli.mounts,
         },
         host,
     );
@@ -342,6 +407,34 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             priority,
         }),
         Cmd::Remove { name } => ctl.remove(&name),
+        Cmd::Up {
+            name,
+            config_dir,
+            wait,
+        } => {
+            let options = read_target_config(&config_dir, &name)?;
+            let text = if ctl.up(&options, Duration::from_secs(wait), RETRY_EVERY, &mut |f| {
+                eprintln!(
+                    "{f}\nrswapctl: up {name}: trying again in {} s",
+                    RETRY_EVERY.as_secs()
+                )
+            })? {
+                let device = ctl.read_attr(&name, "device").unwrap_or_default();
+                let swap = if options.swap { ", swapped on" } else { "" };
+                format!("{name}: up, /dev/{device}{swap}\n")
+            } else {
+                format!("{name}: already up\n")
+            };
+            out.write_all(text.as_bytes()).map_err(io_fail)
+        }
+        Cmd::Down { name } => {
+            let text = if ctl.down(&name)? {
+                format!("{name}: down\n")
+            } else {
+                format!("{name}: not there\n")
+            };
+            out.write_all(text.as_bytes()).map_err(io_fail)
+        }
         Cmd::List { json: as_json } => {
             let targets = ctl.list()?;
             let text = if as_json {

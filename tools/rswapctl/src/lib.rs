@@ -5,6 +5,7 @@
 //! status on its status socket. See `Documentation/rswapctl.md`.
 
 pub mod cli;
+pub mod conf;
 pub mod parse;
 pub mod server_status;
 pub mod target;

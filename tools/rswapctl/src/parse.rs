@@ -288,6 +288,22 @@ pub fn human_seconds(secs: f64) -> String {
     }
 }
 
+/// Whether `mounts` (the text of `/proc/self/mounts`) has a file system of type `fstype`
+/// mounted on `dir`. Mount points with blanks are octal-escaped there (`\040`).
+pub fn is_mounted(mounts: &str, dir: &std::path::Path, fstype: &str) -> bool {
+    let want = dir
+        .to_string_lossy()
+        .replace('\\', "\\134")
+        .replace(' ', "\\040")
+        .replace('\t', "\\011")
+        .replace('\n', "\\012");
+    mounts.lines().any(|l| {
+        let mut f = l.split(' ');
+        let (_, point, ty) = (f.next(), f.next(), f.next());
+        point == Some(want.as_str()) && ty == Some(fstype)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,6 +58,8 @@ pub struct Paths {
     pub proc_swaps: PathBuf,
     /// Where the disks appear, `/dev`.
     pub dev_dir: PathBuf,
+    /// The mounted file systems, `/proc/self/mounts`.
+    pub mounts: PathBuf,
 }
 
 impl Default for Paths {
@@ -66,6 +68,7 @@ impl Default for Paths {
             configfs: PathBuf::from("/sys/kernel/config/rswap"),
             proc_swaps: PathBuf::from("/proc/swaps"),
             dev_dir: PathBuf::from("/dev"),
+            mounts: PathBuf::from("/proc/self/mounts"),
         }
     }
 }
@@ -587,6 +590,102 @@ impl<'a> Ctl<'a> {
             )
             .kernel_reason(&dir)
         })
+    }
+
+    /// Makes the rswap configfs directory appear: mounts configfs on its parent if
+    /// nothing is mounted there, then loads the module (`modprobe rswap`) if the
+    /// directory is still missing.
+    pub fn ensure_configfs(&self, op: &'static str, name: &str) -> Result<(), Failure> {
+        let root = &self.paths.configfs;
+        if root.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = root.parent().filter(|p| p.is_dir()) {
+            let mounts = fs::read_to_string(&self.paths.mounts).unwrap_or_default();
+            if !parse::is_mounted(&mounts, parent, "configfs") {
+                let at = parent.to_string_lossy().into_owned();
+                self.host
+                    .run("mount", &["-t", "configfs", "configfs", &at])
+                    .map_err(|e| Failure::new(op, name, format!("mount configfs {at}: {e}")))?;
+            }
+        }
+        if !root.is_dir() {
+            self.host
+                .run("modprobe", &["rswap"])
+                .map_err(|e| Failure::new(op, name, format!("modprobe rswap: {e}")))?;
+        }
+        if !root.is_dir() {
+            return Err(Failure::new(
+                op,
+                name,
+                format!("{}: not there after loading the module", root.display()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `rswapctl up`: `add`, for a target that may be up already. A target that exists,
+    /// is enabled and (with `swap`) swapped on is left as it is (`Ok(false)`); one that
+    /// exists otherwise is an error. While `add` fails to connect (writing `enable`), it
+    /// is tried again every `retry_every` until `wait` has passed; each failed attempt
+    /// is undone (`add` leaves nothing behind) and reported to `retrying`. Returns
+    /// `Ok(true)` when it brought the target up.
+    pub fn up(
+        &self,
+        o: &AddOptions,
+        wait: Duration,
+        retry_every: Duration,
+        retrying: &mut dyn FnMut(&Failure),
+    ) -> Result<bool, Failure> {
+        check_name("up", &o.name)?;
+        self.ensure_configfs("up", &o.name)?;
+        if fs::metadata(self.dir(&o.name)).is_ok() {
+            let enabled = self.read_attr(&o.name, "enable").unwrap_or_default() == "1";
+            let device = self.read_attr(&o.name, "device").unwrap_or_default();
+            let swapped = !device.is_empty() && self.swap_entry(&self.swaps(), &device).is_some();
+            if enabled && (swapped || !o.swap) {
+                return Ok(false);
+            }
+            return Err(Failure::new(
+                "up",
+                &o.name,
+                format!(
+                    "{} exists but is not {} (rswapctl down {} first)",
+                    self.dir(&o.name).display(),
+                    if enabled { "swapped on" } else { "enabled" },
+                    o.name
+                ),
+            ));
+        }
+        let start = Instant::now();
+        loop {
+            match self.add(o) {
+                Ok(()) => return Ok(true),
+                Err(mut f) => {
+                    f.op = "up";
+                    let connect = f.lines[0].starts_with("writing enable=1");
+                    if !connect || start.elapsed() + retry_every > wait {
+                        return Err(f);
+                    }
+                    retrying(&f);
+                    thread::sleep(retry_every);
+                }
+            }
+        }
+    }
+
+    /// `rswapctl down`: `remove`, for a target that may not be there (success).
+    /// Returns whether it removed one.
+    pub fn down(&self, name: &str) -> Result<bool, Failure> {
+        check_name("down", name)?;
+        if fs::metadata(self.dir(name)).is_err() {
+            return Ok(false);
+        }
+        self.remove(name).map_err(|mut f| {
+            f.op = "down";
+            f
+        })?;
+        Ok(true)
     }
 
     /// An attribute's text without its trailing newline.

@@ -68,6 +68,7 @@ impl Fake {
             configfs: self.tmp.join("rswap"),
             proc_swaps: self.tmp.join("swaps"),
             dev_dir: self.tmp.join("dev"),
+            mounts: self.tmp.join("mounts"),
         }
     }
 
@@ -195,6 +196,10 @@ impl Host for Fake {
             .push(format!("{program} {}", args.join(" ")));
         if self.fail_command == Some(program) {
             return Err("exit status: 1".to_string());
+        }
+        if program == "modprobe" {
+            // Loading the module registers its configfs subsystem.
+            fs::create_dir_all(self.tmp.join("rswap")).unwrap();
         }
         Ok(())
     }
@@ -456,6 +461,7 @@ fn run(fake: &Fake, args: &[&str]) -> Result<String, String> {
     argv.push(p.configfs.display().to_string());
     argv.extend(["--proc-swaps".into(), p.proc_swaps.display().to_string()]);
     argv.extend(["--dev-dir".into(), p.dev_dir.display().to_string()]);
+    argv.extend(["--mounts".into(), p.mounts.display().to_string()]);
     argv.extend(args.iter().map(|s| s.to_string()));
     let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
@@ -1167,4 +1173,501 @@ fn server_status_defaults_and_man_page() {
     }
     let main = fs::read_to_string(dir.join("rswapctl.1")).unwrap();
     assert!(main.contains("server\\-status"), "{main}");
+}
+
+// --- target files and up/down --------------------------------------------------------
+
+use crate::conf::{parse_target_config, KEYS};
+
+const FULL_CONF: &str = "\
+# the memory server in rack 2
+server = 192.0.2.2:18516
+size = 8G
+client_id = 0x1001
+secret_file = /etc/rswap/swap0.secret
+queues = 4
+recovery_ms = 3000
+keepalive_ms = 2000
+
+swap = yes
+priority = 100
+";
+
+#[test]
+fn conf_parses_every_key() {
+    let c = parse_target_config("swap0", "swap0.conf", FULL_CONF).unwrap();
+    let o = &c.options;
+    assert_eq!(o.name, "swap0");
+    assert_eq!(
+        o.addr.as_ref().map(|a| a.to_string()),
+        Some("192.0.2.2".to_string())
+    );
+    assert_eq!(o.port, Some(18516));
+    assert_eq!(o.size, "8G");
+    assert_eq!(o.client_id.as_deref(), Some("0x1001"));
+    assert_eq!(o.queues, Some(4));
+    assert_eq!(o.recovery_ms, Some(3000));
+    assert_eq!(o.keepalive_ms, Some(2000));
+    assert!(o.swap);
+    assert_eq!(o.priority, Some(100));
+    assert_eq!(
+        c.secret_file,
+        Some(PathBuf::from("/etc/rswap/swap0.secret"))
+    );
+    assert!(o.secret.is_none());
+    // An IPv6 server, as --server takes it.
+    let c = parse_target_config("v6", "v6.conf", "server = [fd00::2]:7471\nsize = 8G\n").unwrap();
+    assert_eq!(
+        c.options.addr.as_ref().map(|a| a.to_string()),
+        Some("fd00::2".to_string())
+    );
+    assert_eq!(c.options.port, Some(7471));
+}
+
+#[test]
+fn conf_minimal_and_spacing() {
+    let c =
+        parse_target_config("t", "t.conf", "  server=192.0.2.9 \n\tsize =\t64M\n  # x\n").unwrap();
+    assert_eq!(c.options.port, None);
+    assert_eq!(c.options.size, "64M");
+    assert!(!c.options.swap);
+    assert_eq!(c.options.queues, None);
+    assert_eq!(c.options.client_id, None);
+    assert_eq!(c.secret_file, None);
+    let c =
+        parse_target_config("t", "t.conf", "server = 192.0.2.9\nsize = 1G\nswap = no\n").unwrap();
+    assert!(!c.options.swap);
+}
+
+#[test]
+fn conf_errors_name_file_and_line() {
+    let base = "server = 192.0.2.2\nsize = 8G\n";
+    for (extra, want) in [
+        ("sise = 8G", "f.conf:3: unknown key \"sise\""),
+        ("size = 4G", "f.conf:3: size given twice (first on line 2)"),
+        ("just words", "f.conf:3: not a `key = value` line"),
+        ("queues =", "f.conf:3: queues: empty value"),
+        ("queues = -1", "f.conf:3: queues: \"-1\" is not a number"),
+        (
+            "recovery_ms = 1e3",
+            "f.conf:3: recovery_ms: \"1e3\" is not a number",
+        ),
+        ("keepalive_ms = 99999999999", "f.conf:3: keepalive_ms:"),
+        (
+            "client_id = 0",
+            "f.conf:3: client_id: \"0\" is not a client id",
+        ),
+        (
+            "client_id = 0xg1",
+            "f.conf:3: client_id: \"0xg1\" is not a client id",
+        ),
+        (
+            "secret_file = rel/path",
+            "f.conf:3: secret_file: \"rel/path\" is not an absolute path",
+        ),
+        ("swap = maybe", "f.conf:3: swap: \"maybe\" is not yes or no"),
+        (
+            "swap = yes\npriority = 40000",
+            "f.conf:4: priority: \"40000\" is not a swap priority",
+        ),
+        ("priority = 5", "f.conf:3: priority is only for swap = yes"),
+        (
+            "# c\n\nSERVER = 1.2.3.4",
+            "f.conf:5: unknown key \"SERVER\"",
+        ),
+    ] {
+        let text = format!("{base}{extra}\n");
+        let e = parse_target_config("t", "f.conf", &text).unwrap_err();
+        assert!(e.starts_with(want), "{extra:?}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    for (line, want) in [
+        (
+            "server = 192.0.2.2:0",
+            "f.conf:1: server: \"0\" is not a port",
+        ),
+        (
+            "server = 192.0.2.2:70000",
+            "f.conf:1: server: \"70000\" is not a port",
+        ),
+        ("server = example.org:1", "f.conf:1: server:"),
+    ] {
+        let e = parse_target_config("t", "f.conf", &format!("{line}\nsize = 8G\n")).unwrap_err();
+        assert!(e.starts_with(want), "{line:?}: {e}");
+    }
+    for (size, ok) in [
+        ("8G", true),
+        ("4096", true),
+        ("64m", true),
+        ("G", false),
+        ("8GG", false),
+        ("8 G", false),
+        ("-8G", false),
+        ("8P", false),
+    ] {
+        let r = parse_target_config(
+            "t",
+            "f.conf",
+            &format!("server = 192.0.2.2\nsize = {size}\n"),
+        );
+        assert_eq!(r.is_ok(), ok, "{size:?}: {r:?}");
+        if !ok {
+            assert!(r.unwrap_err().starts_with("f.conf:2: size: "));
+        }
+    }
+    assert_eq!(
+        parse_target_config("t", "f.conf", "size = 8G\n").unwrap_err(),
+        "f.conf: no `server = ...` line (required)"
+    );
+    assert_eq!(
+        parse_target_config("t", "f.conf", "# empty\nserver = 192.0.2.2\n").unwrap_err(),
+        "f.conf: no `size = ...` line (required)"
+    );
+}
+
+/// A tiny deterministic generator (xorshift), so the fuzz test below needs no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[(self.next() % from.len() as u64) as usize]
+    }
+}
+
+/// Random files made of valid and broken lines: the parser never panics, an error
+/// always names the file (and a line within the file when it has one), and a file it
+/// accepts has a server and a size.
+#[test]
+fn conf_fuzz() {
+    let cases: u64 = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let values = [
+        "",
+        "0",
+        "1",
+        "-1",
+        "yes",
+        "no",
+        "8G",
+        "0x10",
+        "192.0.2.2",
+        "192.0.2.2:18515",
+        "[::1]:1",
+        "/etc/x",
+        "x=y",
+        "\u{e9}\u{e9}",
+        "99999999999999999999",
+        " 5 ",
+        "#",
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..cases {
+        let n = rng.next() % 12;
+        let mut text = String::new();
+        for _ in 0..n {
+            let line = match rng.next() % 6 {
+                0 => format!("{} = {}", rng.pick(&KEYS), rng.pick(&values)),
+                1 => format!("{}={}", rng.pick(&KEYS), rng.pick(&values)),
+                2 => format!("# {}", rng.pick(&values)),
+                3 => String::new(),
+                4 => format!(
+                    "{} = {}",
+                    rng.pick(&["bogus", "Size", "server ", " ="]),
+                    rng.pick(&values)
+                ),
+                _ => rng.pick(&values).to_string(),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let lines = text.lines().count();
+        match parse_target_config("t", "fz.conf", &text) {
+            Ok(c) => {
+                assert!(
+                    c.options.addr.is_some() && !c.options.size.is_empty(),
+                    "{text:?}"
+                );
+                assert!(c.options.priority.is_none() || c.options.swap, "{text:?}");
+            }
+            Err(e) => {
+                assert!(e.starts_with("fz.conf"), "{e}");
+                if let Some(rest) = e
+                    .strip_prefix("fz.conf:")
+                    .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+                {
+                    let no: usize = rest.split(':').next().unwrap().parse().unwrap();
+                    assert!(no >= 1 && no <= lines, "{e} in {text:?}");
+                }
+            }
+        }
+    }
+}
+
+fn conf_dir(fake: &Fake, name: &str, text: &str) -> PathBuf {
+    let dir = fake.tmp.join("targets");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(format!("{name}.conf")), text).unwrap();
+    dir
+}
+
+fn up_args<'a>(dir: &'a str, name: &'a str) -> Vec<&'a str> {
+    vec!["up", name, "--config-dir", dir]
+}
+
+#[test]
+fn up_adds_from_the_file_and_is_idempotent() {
+    let fake = Fake::new();
+    let secret = secret_file(&fake, "s.secret", SECRET, 0o600);
+    let text = format!(
+        "server = 192.0.2.2:18516\nsize = 8G\nclient_id = 0x1001\nsecret_file = {}\nqueues = 4\nswap = yes\npriority = 5\n",
+        secret.display()
+    );
+    let dir = conf_dir(&fake, "swap0", &text);
+    let d = dir.display().to_string();
+    fs::write(fake.tmp.join("dev/rswap0"), "").unwrap();
+    let out = run(&fake, &up_args(&d, "swap0")).unwrap();
+    assert_eq!(out, "swap0: up, /dev/rswap0, swapped on\n");
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "port=18516",
+            "size=8G",
+            "queues=4",
+            "client_id=0x1001",
+            &format!("secret={SECRET}"),
+            "enable=1"
+        ]
+    );
+    let dev = fake.dev("rswap0");
+    assert_eq!(
+        *fake.commands.borrow(),
+        [format!("mkswap {dev}"), format!("swapon -p 5 {dev}")]
+    );
+    // Up already: nothing is written or run again.
+    fake.swapped_on("rswap0", 0, 5);
+    assert_eq!(
+        run(&fake, &up_args(&d, "swap0")).unwrap(),
+        "swap0: already up\n"
+    );
+    assert_eq!(fake.writes.borrow().len(), 7);
+    assert_eq!(fake.commands.borrow().len(), 2);
+    // Down swaps off first, then removes; a second down finds nothing: success.
+    assert_eq!(run(&fake, &["down", "swap0"]).unwrap(), "swap0: down\n");
+    assert_eq!(fake.commands.borrow()[2], format!("swapoff {dev}"));
+    assert!(!fake.dir("swap0").exists());
+    assert_eq!(
+        run(&fake, &["down", "swap0"]).unwrap(),
+        "swap0: not there\n"
+    );
+}
+
+#[test]
+fn up_refuses_a_target_that_exists_but_is_not_up() {
+    let fake = Fake::new();
+    let dir = conf_dir(&fake, "t", "server = 192.0.2.2\nsize = 8G\nswap = yes\n");
+    let d = dir.display().to_string();
+    fake.target("t", "192.0.2.2", "8589934592", None);
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(
+        e.starts_with("rswapctl: up t: ")
+            && e.contains("exists but is not enabled (rswapctl down t first)"),
+        "{e}"
+    );
+    fake.write(&fake.dir("t").join("enable"), "1\n").unwrap();
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(e.contains("exists but is not swapped on"), "{e}");
+    assert!(fake.commands.borrow().is_empty());
+}
+
+#[test]
+fn up_with_a_bad_file_does_nothing() {
+    let fake = Fake::new();
+    let dir = conf_dir(&fake, "t", "server = 192.0.2.2\nsize = 8G\nqueue = 4\n");
+    let d = dir.display().to_string();
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "rswapctl: up t: {d}/t.conf:3: unknown key \"queue\" (known: {})",
+            KEYS.join(", ")
+        )
+    );
+    // A missing file, a secret file others may read, a bad name.
+    let e = run(&fake, &up_args(&d, "nope")).unwrap_err();
+    assert_eq!(
+        e,
+        format!("rswapctl: up nope: {d}/nope.conf: No such file or directory")
+    );
+    let secret = secret_file(&fake, "open.secret", SECRET, 0o644);
+    conf_dir(
+        &fake,
+        "s",
+        &format!(
+            "server = 192.0.2.2\nsize = 8G\nsecret_file = {}\n",
+            secret.display()
+        ),
+    );
+    let e = run(&fake, &up_args(&d, "s")).unwrap_err();
+    assert!(e.contains("mode 0644") && !e.contains(SECRET), "{e}");
+    for bad in ["", ".hidden", "a/b", ".."] {
+        assert!(run(&fake, &up_args(&d, bad))
+            .unwrap_err()
+            .contains("invalid target name"));
+    }
+    assert!(fake.writes.borrow().is_empty() && fake.commands.borrow().is_empty());
+    assert_eq!(fs::read_dir(fake.tmp.join("rswap")).unwrap().count(), 0);
+}
+
+#[test]
+fn up_mounts_configfs_and_loads_the_module() {
+    let fake = Fake::new();
+    let dir = conf_dir(&fake, "t", "server = 192.0.2.2\nsize = 8G\n");
+    let d = dir.display().to_string();
+    fs::remove_dir(fake.tmp.join("rswap")).unwrap();
+    // Not mounted: mount, then modprobe.
+    fs::write(fake.tmp.join("mounts"), "sysfs /sys sysfs rw 0 0\n").unwrap();
+    assert_eq!(
+        run(&fake, &up_args(&d, "t")).unwrap(),
+        "t: up, /dev/rswap0\n"
+    );
+    let tmp = fake.tmp.display().to_string();
+    assert_eq!(
+        *fake.commands.borrow(),
+        [
+            format!("mount -t configfs configfs {tmp}"),
+            "modprobe rswap".to_string()
+        ]
+    );
+    run(&fake, &["down", "t"]).unwrap();
+    // Mounted: only modprobe.
+    fs::remove_dir(fake.tmp.join("rswap")).unwrap();
+    fake.commands.borrow_mut().clear();
+    fs::write(
+        fake.tmp.join("mounts"),
+        format!("configfs {tmp} configfs rw 0 0\n"),
+    )
+    .unwrap();
+    run(&fake, &up_args(&d, "t")).unwrap();
+    assert_eq!(*fake.commands.borrow(), ["modprobe rswap"]);
+    // No module at all: says so, creates nothing.
+    run(&fake, &["down", "t"]).unwrap();
+    fs::remove_dir(fake.tmp.join("rswap")).unwrap();
+    let mut fake2 = Fake::new();
+    fs::remove_dir(fake2.tmp.join("rswap")).unwrap();
+    fs::write(
+        fake2.tmp.join("mounts"),
+        format!("configfs {} configfs rw 0 0\n", fake2.tmp.display()),
+    )
+    .unwrap();
+    fake2.fail_command = Some("modprobe");
+    let dir2 = conf_dir(&fake2, "t", "server = 192.0.2.2\nsize = 8G\n");
+    let e = run(&fake2, &up_args(&dir2.display().to_string(), "t")).unwrap_err();
+    assert_eq!(e, "rswapctl: up t: modprobe rswap: exit status: 1");
+    // down without the module: nothing there, success.
+    assert_eq!(run(&fake2, &["down", "t"]).unwrap(), "t: not there\n");
+}
+
+#[test]
+fn is_mounted_reads_proc_mounts() {
+    let m = "configfs /sys/kernel/config configfs rw,nosuid 0 0\n\
+             tmpfs /mnt/with\\040space tmpfs rw 0 0\n";
+    assert!(parse::is_mounted(
+        m,
+        Path::new("/sys/kernel/config"),
+        "configfs"
+    ));
+    assert!(!parse::is_mounted(
+        m,
+        Path::new("/sys/kernel/config"),
+        "tmpfs"
+    ));
+    assert!(!parse::is_mounted(m, Path::new("/sys/kernel"), "configfs"));
+    assert!(parse::is_mounted(m, Path::new("/mnt/with space"), "tmpfs"));
+}
+
+#[test]
+fn up_retries_a_failed_connect_until_the_wait_is_over() {
+    let mut fake = Fake::new();
+    fake.fail = Some(("enable", 111, Some("connect: connection refused")));
+    let o = parse_target_config("t", "t.conf", "server = 192.0.2.2:1\nsize = 8G\n")
+        .unwrap()
+        .options;
+    let mut tries = 0;
+    let e = fake
+        .ctl()
+        .up(
+            &o,
+            Duration::from_millis(250),
+            Duration::from_millis(100),
+            &mut |f| {
+                tries += 1;
+                assert!(f
+                    .to_string()
+                    .starts_with("rswapctl: up t: writing enable=1: "));
+            },
+        )
+        .unwrap_err();
+    // Tried at 0, 100 and 200 ms (the next would start after the wait).
+    assert_eq!(tries, 2);
+    assert_eq!(e.op, "up");
+    assert!(
+        e.to_string()
+            .contains("kernel: connect: connection refused"),
+        "{e}"
+    );
+    // Every attempt was undone: no half target.
+    assert!(!fake.dir("t").exists());
+    assert_eq!(
+        fake.writes
+            .borrow()
+            .iter()
+            .filter(|w| *w == "enable=1")
+            .count(),
+        3
+    );
+    // A failure that is not the connect is not tried again.
+    fake.fail = Some(("size", EINVAL, None));
+    fake.writes.borrow_mut().clear();
+    let mut tries = 0;
+    fake.ctl()
+        .up(
+            &o,
+            Duration::from_secs(5),
+            Duration::from_millis(10),
+            &mut |_| tries += 1,
+        )
+        .unwrap_err();
+    assert_eq!(tries, 0);
+    assert!(!fake.dir("t").exists());
+}
+
+#[test]
+fn up_and_down_command_lines() {
+    let cli = Cli::try_parse_from(["rswapctl", "up", "swap0"]).unwrap();
+    match cli.command {
+        Some(cli::Cmd::Up {
+            name,
+            config_dir,
+            wait,
+        }) => {
+            assert_eq!(name, "swap0");
+            assert_eq!(config_dir, PathBuf::from("/etc/rswap/targets"));
+            assert_eq!(wait, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    let cli = Cli::try_parse_from(["rswapctl", "up", "--wait", "60", "s"]).unwrap();
+    assert!(matches!(cli.command, Some(cli::Cmd::Up { wait: 60, .. })));
+    assert!(Cli::try_parse_from(["rswapctl", "down"]).is_err());
+    assert!(Cli::try_parse_from(["rswapctl", "up", "s", "--wait", "-1"]).is_err());
 }
