@@ -377,6 +377,27 @@ pub struct Ctl<'a> {
     pub host: &'a dyn Host,
     /// How long `add --swap` waits for the disk's node to appear.
     pub device_wait: Duration,
+    /// How long `remove` waits for another swapoff of the disk to end, when its own fails.
+    pub swapoff_wait: Duration,
+    /// How long `remove` tries `enable` = 0 again while the disk is busy (still open).
+    pub busy_wait: Duration,
+}
+
+/// EBUSY, the kernel's answer to `enable` = 0 while the disk is open.
+const EBUSY: i32 = 16;
+
+/// Polls `done` every 100 ms until it holds (true) or `limit` has passed (false).
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
 }
 
 impl<'a> Ctl<'a> {
@@ -385,6 +406,8 @@ impl<'a> Ctl<'a> {
             paths,
             host,
             device_wait: Duration::from_secs(10),
+            swapoff_wait: Duration::from_secs(300),
+            busy_wait: Duration::from_secs(10),
         }
     }
 
@@ -575,13 +598,33 @@ impl<'a> Ctl<'a> {
             return Err(self.missing_target("remove", name, &e));
         }
         let device = self.read_attr(name, "device").unwrap_or_default();
-        if !device.is_empty() && self.swap_entry(&self.swaps(), &device).is_some() {
+        let listed = |d: &str| self.swap_entry(&self.swaps(), d).is_some();
+        if !device.is_empty() && listed(&device) {
             let dev = self.dev_path(&device).to_string_lossy().into_owned();
-            self.host
-                .run("swapoff", &[&dev])
-                .map_err(|e| Failure::new("remove", name, format!("swapoff {dev}: {e}")))?;
+            if let Err(e) = self.host.run("swapoff", &[&dev]) {
+                // Another swapoff of the disk may be under way (systemd's, of the swap
+                // unit it made for the disk, at shutdown): the kernel refuses this one
+                // then, and the other ends. Wait for the disk to leave /proc/swaps.
+                if !wait_until(self.swapoff_wait, || !listed(&device)) {
+                    return Err(Failure::new("remove", name, format!("swapoff {dev}: {e}")));
+                }
+            }
         }
-        self.write_attr("remove", name, "enable", "0")?;
+        // Refused (EBUSY) while the disk is open, as for a moment after another swapoff
+        // took it out of /proc/swaps: tried again for up to `busy_wait`.
+        let enable = dir.join("enable");
+        let start = Instant::now();
+        while let Err(e) = self.host.write(&enable, "0\n") {
+            if e.raw_os_error() != Some(EBUSY) || start.elapsed() >= self.busy_wait {
+                return Err(Failure::new(
+                    "remove",
+                    name,
+                    format!("writing enable=0: {}", errno_text(&e)),
+                )
+                .kernel_reason(&dir));
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
         self.host.rmdir(&dir).map_err(|e| {
             Failure::new(
                 "remove",

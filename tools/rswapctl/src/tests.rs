@@ -36,6 +36,8 @@ struct Fake {
     fail: Option<(&'static str, i32, Option<&'static str>)>,
     /// This command fails.
     fail_command: Option<&'static str>,
+    /// `swapoff` fails because another swapoff took the disk out of /proc/swaps.
+    swapoff_elsewhere: bool,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
 }
@@ -58,6 +60,7 @@ impl Fake {
             tmp,
             fail: None,
             fail_command: None,
+            swapoff_elsewhere: false,
             writes: RefCell::new(Vec::new()),
             commands: RefCell::new(Vec::new()),
         }
@@ -75,6 +78,8 @@ impl Fake {
     fn ctl(&self) -> Ctl<'_> {
         let mut ctl = Ctl::new(self.paths(), self);
         ctl.device_wait = Duration::from_millis(200);
+        ctl.swapoff_wait = Duration::from_millis(300);
+        ctl.busy_wait = Duration::from_millis(300);
         ctl
     }
 
@@ -194,6 +199,13 @@ impl Host for Fake {
         self.commands
             .borrow_mut()
             .push(format!("{program} {}", args.join(" ")));
+        if program == "swapoff" && self.swapoff_elsewhere {
+            // Another swapoff of the disk ended: this one was refused.
+            let swaps = fs::read_to_string(self.tmp.join("swaps")).unwrap();
+            let kept: Vec<&str> = swaps.lines().filter(|l| !l.starts_with(args[0])).collect();
+            fs::write(self.tmp.join("swaps"), kept.join("\n") + "\n").unwrap();
+            return Err("exit status: 255".to_string());
+        }
         if self.fail_command == Some(program) {
             return Err("exit status: 1".to_string());
         }
@@ -1670,4 +1682,55 @@ fn up_and_down_command_lines() {
     assert!(matches!(cli.command, Some(cli::Cmd::Up { wait: 60, .. })));
     assert!(Cli::try_parse_from(["rswapctl", "down"]).is_err());
     assert!(Cli::try_parse_from(["rswapctl", "up", "s", "--wait", "-1"]).is_err());
+}
+
+#[test]
+fn down_waits_for_another_swapoff_of_the_disk() {
+    let mut fake = Fake::new();
+    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.swapped_on("rswap0", 0, 5);
+    fake.swapoff_elsewhere = true;
+    assert_eq!(run(&fake, &["down", "t"]).unwrap(), "t: down\n");
+    assert!(!fake.dir("t").exists());
+    // A swapoff that fails with the disk still swapped on: the failure, after the wait.
+    let mut fake = Fake::new();
+    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.swapped_on("rswap0", 0, 5);
+    fake.fail_command = Some("swapoff");
+    let start = std::time::Instant::now();
+    let e = fake.ctl().down("t").unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "rswapctl: down t: swapoff {}: exit status: 1",
+            fake.dev("rswap0")
+        )
+    );
+    assert_eq!(fake.attr("t", "enable"), "1");
+}
+
+#[test]
+fn remove_tries_disable_again_while_the_disk_is_busy() {
+    let mut fake = Fake::new();
+    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
+    fake.fail = Some(("enable", EBUSY, None));
+    let start = std::time::Instant::now();
+    let e = fake.ctl().remove("t").unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert!(
+        fake.writes.borrow().len() >= 3,
+        "{:?}",
+        fake.writes.borrow()
+    );
+    assert!(
+        e.to_string()
+            .starts_with("rswapctl: remove t: writing enable=0: Device or resource busy"),
+        "{e}"
+    );
+    // Any other error at once.
+    fake.fail = Some(("enable", EINVAL, None));
+    fake.writes.borrow_mut().clear();
+    fake.ctl().remove("t").unwrap_err();
+    assert_eq!(fake.writes.borrow().len(), 1);
 }
