@@ -10,6 +10,8 @@
 #     --server-smp N       vCPUs of the server guest (default 1)
 #     --client-smp N       vCPUs of the client guest (default 2)
 #     --server-arg ARG     an argument for SERVER_SCRIPT (repeatable)
+#     --systemd            both guests boot with systemd as PID 1 (qemu/run.sh --systemd):
+#                          the two scripts prepare their roots for it
 #     --grace SEC          how long the server guest may take to finish on its own once
 #                          the client guest has ended (default 30); then it is stopped
 #
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--grace) grace=$2; shift 2 ;;
 	--kernel|--mem|--accel) common+=("$1" "$2"); shift 2 ;;
+	--systemd) common+=("$1"); shift ;;
 	--server-smp) ssmp=$2; shift 2 ;;
 	--client-smp) csmp=$2; shift 2 ;;
 	--server-arg) sargs+=("$2"); shift 2 ;;

@@ -12,6 +12,9 @@
 #     --role NAME            passed to the script as $RSWAP_ROLE
 #     --net-listen SOCK | --net-connect SOCK   join a two-guest link (a Unix socket)
 #     --accel tcg|kvm        default tcg; kvm only where a probe shows it boots
+#     --systemd              boot with systemd as PID 1: SCRIPT then runs before it, in a
+#                            chroot of the (snapshot) root, to prepare it (install and
+#                            enable units); the guest's units write exit-code themselves
 #
 # RSWAP_RDMA=siw makes the suites use soft-iWARP (siw0) instead of soft-RoCE (rxe0).
 # The guest's exit code becomes this script's. A guest that hangs is killed at the
@@ -19,7 +22,7 @@
 . "$(dirname "$0")/../scripts/common.sh"
 
 kernel=${KERNEL:-stock} out= mem=2048 smp=2 timeout=900 ip=192.0.2.1/24 peer= role=single
-net= accel=${RSWAP_ACCEL:-tcg} host=rswap-guest
+net= accel=${RSWAP_ACCEL:-tcg} host=rswap-guest systemd=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=$2; shift 2 ;; --out) out=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--net-listen) net="stream,server=on,addr.type=unix,addr.path=$2"; shift 2 ;;
 	--net-connect) net="stream,server=off,reconnect-ms=200,addr.type=unix,addr.path=$2"; shift 2 ;;
 	--accel) accel=$2; shift 2 ;;
+	--systemd) systemd=1; shift ;;
 	--) shift; break ;;
 	-*) die "qemu/run.sh: unknown option $1" ;;
 	*) break ;;
@@ -59,6 +63,9 @@ cmdline+=" rswap.run=$script rswap.ip=$ip rswap.role=$role rswap.host=$host"
 [ -z "$peer" ] || cmdline+=" rswap.peer=$peer"
 # The soft RDMA device the test suites create: rxe (default) or siw (RSWAP_RDMA=siw).
 [ -z "${RSWAP_RDMA:-}" ] || cmdline+=" rswap.rdma=$RSWAP_RDMA"
+# systemd: the interface keeps the name eth0 (udev would rename it), and unit starts and
+# stops are shown on the console (serial.log), which outlives the snapshot's journal.
+[ -z "$systemd" ] || cmdline+=" rswap.systemd net.ifnames=0 systemd.show_status=1"
 [ $# -eq 0 ] || cmdline+=" rswap.args=$(IFS=,; echo "$*")"
 share() { echo "-fsdev local,id=fs$2,path=$1,security_model=none$3 -device virtio-9p-pci,fsdev=fs$2,mount_tag=$2"; }
 shares="$(share "$RSWAP_TOP" rswap ,readonly=on) $(share "$out" out '')"
