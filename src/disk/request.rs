@@ -300,7 +300,8 @@ impl blk::Operations for Driver {
             Op::Read => RdmaOp::Read,
             Op::Write => RdmaOp::Write,
             // A write completes only when the server's memory holds it (RC acknowledges
-            // placement), so there is no volatile cache to flush.
+            // placement; on iWARP the READ that follows it does, see `Qp::post_rdma`),
+            // so there is no volatile cache to flush.
             Op::Flush => {
                 end(rq, Status::Ok);
                 return Ok(());

@@ -56,6 +56,13 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_send_sge }.max(1)
     }
 
+    /// Whether the device speaks iWARP (an RNIC): RDMA over TCP, where a work request's
+    /// completion says only that the data left, not that it arrived.
+    pub(crate) fn is_iwarp(&self) -> bool {
+        // SAFETY: as in `max_cqe`.
+        u32::from(unsafe { (*self.as_raw()).node_type }) == bindings::RDMA_NODE_RNIC
+    }
+
     /// The most SGEs an RDMA READ work request may carry: often fewer than a send may
     /// (30 on mlx4; 1 on iWARP devices, whose READ sink is a single buffer).
     pub(crate) fn max_sge_rd(&self) -> u32 {

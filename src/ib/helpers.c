@@ -81,9 +81,33 @@ void rswap_ib_qp_event(struct ib_event *event, void *context)
 			       ib_event_msg(event->event), event->event);
 }
 
-int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
-		       int nsges, u64 remote_addr, u32 rkey)
+/*
+ * The completion entry of the unsignalled WRITE of a fenced write: it completes only in
+ * error (or flushed), and the READ that follows it then completes in error too, which is
+ * where its owner learns of it. Nothing to do here.
+ */
+static void rswap_ib_fence_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+}
+
+static struct ib_cqe rswap_ib_fence_cqe = {
+	.done = rswap_ib_fence_done,
+};
+
+int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *fence,
+		       struct ib_sge *sges, int nsges, u64 remote_addr, u32 rkey)
+{
+	struct ib_rdma_wr read = {
+		.wr = {
+			.wr_cqe = cqe,
+			.sg_list = fence,
+			.num_sge = 1,
+			.opcode = IB_WR_RDMA_READ,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.remote_addr = remote_addr,
+		.rkey = rkey,
+	};
 	struct ib_rdma_wr wr = {
 		.wr = {
 			.wr_cqe = cqe,
@@ -96,6 +120,12 @@ int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct 
 		.rkey = rkey,
 	};
 
+	if (write && fence) {
+		/* The WRITE unsignalled, then a one-byte READ that completes for both. */
+		wr.wr.wr_cqe = &rswap_ib_fence_cqe;
+		wr.wr.send_flags = 0;
+		wr.wr.next = &read.wr;
+	}
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 

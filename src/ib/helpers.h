@@ -37,9 +37,14 @@ void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int n
  */
 void rswap_ib_qp_event(struct ib_event *event, void *context);
 
-/* Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe. */
-int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *sges,
-		       int nsges, u64 remote_addr, u32 rkey);
+/*
+ * Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe.
+ * With @fence (an SGE of a scratch buffer), a WRITE goes unsignalled and an RDMA READ of
+ * the same remote address into @fence follows it, signalled to @cqe: its response means
+ * the WRITE was placed.
+ */
+int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *fence,
+		       struct ib_sge *sges, int nsges, u64 remote_addr, u32 rkey);
 /* Post one RECV of @sge whose completion goes to @cqe. */
 int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge);
 

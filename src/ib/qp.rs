@@ -12,6 +12,7 @@ use super::{
     bindings,
     cq::Cq,
     cqe::{CqeOwner, Posting},
+    dma::{Direction, DmaBuf},
     rdma_device::RdmaDevice,
 };
 
@@ -45,6 +46,9 @@ pub(crate) enum RdmaOp {
 /// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
+    /// Where the READ that follows each WRITE puts its byte, on a device that needs it
+    /// (iWARP): see [`Qp::post_rdma`]. Unmapped after the QP is destroyed.
+    fence_sink: Option<DmaBuf>,
     /// Set once drained: nothing can be posted after that, so once is enough.
     drained: AtomicBool,
     /// The QP's CQ, put back after the QP is destroyed.
@@ -71,8 +75,19 @@ impl Qp {
         vector_hint: u32,
         name: Option<&CStr>,
     ) -> Result<Self> {
+        // A fenced WRITE is two work requests (see `post_rdma`).
+        let fence_sink = if dev.device().is_iwarp() {
+            Some(DmaBuf::with_contents(dev, Direction::FromDevice, &[])?)
+        } else {
+            None
+        };
+        let send_wr = if fence_sink.is_some() {
+            caps.send_wr.saturating_mul(2)
+        } else {
+            caps.send_wr
+        };
         // One more of each for `ib_drain_qp`'s marker work requests.
-        let cqes = caps.send_wr + caps.recv_wr + 2;
+        let cqes = send_wr + caps.recv_wr + 2;
         let cq = Cq::get(dev, cqes, vector_hint)?;
         let mut attr = bindings::ib_qp_init_attr {
             // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
@@ -81,7 +96,7 @@ impl Qp {
             send_cq: cq.as_raw(),
             recv_cq: cq.as_raw(),
             cap: bindings::ib_qp_cap {
-                max_send_wr: caps.send_wr + 1,
+                max_send_wr: send_wr + 1,
                 max_recv_wr: caps.recv_wr + 1,
                 max_send_sge: caps.send_sge,
                 max_recv_sge: 1,
@@ -98,6 +113,7 @@ impl Qp {
         // INVARIANT: the id now has a QP in the device's PD with `cq`.
         Ok(Self {
             id,
+            fence_sink,
             drained: AtomicBool::new(false),
             _cq: cq,
         })
@@ -112,6 +128,13 @@ impl Qp {
     /// `remote_addr`/`rkey`; the work request owns `owner` until its completion hands it
     /// to `T::complete`. On failure nothing was posted and `owner` comes back with the
     /// error.
+    ///
+    /// A WRITE's success means the data is in the remote memory. On InfiniBand and RoCE
+    /// the responder's acknowledgement says so. On iWARP a WRITE completes once its data
+    /// is handed to TCP, and a connection lost after that loses it: there the WRITE goes
+    /// unsignalled, followed by a one-byte READ of the same address (into a scratch
+    /// buffer of the QP) that completes `owner`. The READ's response comes after the WRITE was placed (one ordered
+    /// stream), and either failing fails the READ.
     pub(crate) fn post_rdma<T: CqeOwner>(
         &self,
         owner: T,
@@ -127,14 +150,27 @@ impl Qp {
         let Ok(n) = i32::try_from(len) else {
             return Err((EINVAL, posting.unpost()));
         };
+        // One byte of the QP's scratch buffer, for the READ that fences a WRITE.
+        let mut fence = self.fence_sink.as_ref().map(|sink| {
+            let whole = &sink.sges()[0].0;
+            bindings::ib_sge {
+                addr: whole.addr,
+                length: 1,
+                lkey: whole.lkey,
+            }
+        });
         // SAFETY: the QP is valid; the SGEs and the completion entry are in the object
         // the work request owns from now on, valid until its completion; the provider
-        // copies the SGEs during the call.
+        // copies the SGEs (the fence's too) during the call; the fence's buffer stays
+        // mapped until the QP is destroyed.
         let ret = unsafe {
             bindings::rswap_ib_post_rdma(
                 self.qp(),
                 posting.cqe(),
                 op == RdmaOp::Write,
+                fence
+                    .as_mut()
+                    .map_or(core::ptr::null_mut(), core::ptr::from_mut),
                 sges.cast::<bindings::ib_sge>().cast_mut(),
                 n,
                 remote_addr,
