@@ -9,6 +9,7 @@
 #   make demo            boot a guest, create rxe0, load rswap and show what it found
 #   make bench           benchmarks (see Documentation/benchmarks.md)
 #   make fmt | fmtcheck  rustfmt with the kernel's settings
+#   make deb             Debian packages rswap-dkms and rswap-tools in results/deb
 #   make CLIPPY=1        build with clippy
 #   make clean
 #
@@ -23,7 +24,7 @@ V ?= 0
 CLIPPY ?=
 kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1)
 
-.PHONY: all modules check fuzz demo bench fmt fmtcheck clean server
+.PHONY: all modules check fuzz demo bench fmt fmtcheck clean server deb
 
 all: modules
 
@@ -64,6 +65,10 @@ fmtcheck:
 
 server:
 	bash scripts/build-server.sh
+
+# See Documentation/packages.md.
+deb:
+	bash scripts/deb.sh
 
 clean:
 	rm -f rswap.ko rswap.o rswap.mod rswap.mod.c rswap.mod.o modules.order Module.symvers

@@ -21,7 +21,8 @@ fi
 
 # Packages added after the base was made: installed on demand, so adding one does not
 # throw away the build root and the kernel trees in it.
-extra=(clang-19 lld-19 llvm-19)
+# dpkg-dev and below: `make deb` (scripts/deb.sh) builds and lints the packages here.
+extra=(clang-19 lld-19 llvm-19 debhelper dh-dkms lintian help2man libibverbs1 librdmacm1t64)
 ensure_extra() {
 	local missing=() p
 	for p in "${extra[@]}"; do
