@@ -10,6 +10,7 @@
 # Host checks (rustfmt, a warning-free clippy build, cargo tests) and the in-guest KTAP
 # suites (one guest boot for all single-guest suites) are tallied into one closing line.
 . "$(dirname "$0")/common.sh"
+. "$RSWAP_TOP/tests/lib/host.sh"
 export KERNEL=${KERNEL:-stock}
 start=$(date +%s)
 pass=0 fail=0 skip=0
@@ -91,8 +92,7 @@ RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel "$KERNEL" --out "$out/guest
 console=$out/guest/console.log
 [ -f "$console" ] || : > "$console"
 for s in "${suites[@]}"; do
-	body=$(awk -v s="$s" '$0 == "# rswap-suite-begin: " s { on = 1; next }
-		on && index($0, "# rswap-suite-end: " s) == 1 { print; exit } on { print }' "$console")
+	body=$(suite_body "$console" "$s")
 	echo "# $s"
 	tally "$s" "$body"
 	end=$(grep -F "# rswap-suite-end: $s " <<<"$body" || true)
@@ -106,15 +106,11 @@ for s in "${suites[@]}"; do
 		result fail "$s: exited non-zero with no failing test ($end)"
 	fi
 done
-# Kernel lines only ("[  12.345678] ..."), so test names that mention these words don't count.
-# A known soft-RoCE race with no rswap frame is left out (tests/lib/kernel-log-filter.awk).
-kbad='^\[ *[0-9]+\.[0-9]+\] .*(BUG:|Oops|KASAN|WARNING:|possible circular locking|kernel BUG|general protection)'
-klog() { awk -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/guest/serial.log" 2>/dev/null; }
 races=$(awk -v count=1 -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/guest/serial.log" 2>/dev/null || echo 0)
 [ "${races:-0}" = 0 ] || log "guest: $races soft-RoCE rxe_sched_task race reports with no rswap frame left out of the check"
-if klog | grep -qE "$kbad"; then
+if bad=$(kernel_log_bad "$out/guest/serial.log"); then
 	result fail "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep" \
-		"$(klog | grep -E -A3 "$kbad" | head -30)"
+		"$(head -30 <<<"$bad")"
 else
 	result ok "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep"
 fi

@@ -7,6 +7,7 @@
 # KERNEL=debug` runs it. Prints KTAP for scripts/check.sh, each line named "siw: SUITE: ...".
 #   tests/host/40-siw.sh [--out DIR]
 . "$(dirname "$0")/../../scripts/common.sh"
+. "$RSWAP_TOP/tests/lib/host.sh"
 out=$RSWAP_TOP/results/siw
 [ "${1:-}" != --out ] || out=$2
 suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/40-swap.sh
@@ -30,8 +31,7 @@ console=$out/console.log
 # finish (the guest died or timed out inside it).
 lines=() n=0
 for s in "${suites[@]}"; do
-	body=$(awk -v s="$s" '$0 == "# rswap-suite-begin: " s { on = 1; next }
-		on && index($0, "# rswap-suite-end: " s) == 1 { print; exit } on { print }' "$console")
+	body=$(suite_body "$console" "$s")
 	while IFS= read -r line; do
 		case $line in
 		"ok "*|"not ok "*)
@@ -47,11 +47,10 @@ for s in "${suites[@]}"; do
 	fi
 done
 # As scripts/check.sh checks the main boot's.
-kbad='^\[ *[0-9]+\.[0-9]+\] .*(BUG:|Oops|KASAN|WARNING:|possible circular locking|kernel BUG|general protection)'
 n=$((n + 1))
-if awk -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/serial.log" 2>/dev/null | grep -qE "$kbad"; then
+if bad=$(kernel_log_bad "$out/serial.log"); then
 	lines+=("not ok $n siw: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep")
-	lines+=("$(awk -f "$RSWAP_TOP/tests/lib/kernel-log-filter.awk" "$out/serial.log" | grep -E -A3 "$kbad" | head -20 | sed 's/^/#   /')")
+	lines+=("$(head -20 <<<"$bad" | sed 's/^/#   /')")
 else
 	lines+=("ok $n siw: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep")
 fi
