@@ -50,13 +50,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# client PORT ARGS...: runs the test client; output (stdout+stderr) in $CO, status in $CS.
-CO= CS=
+# client PORT ARGS...: runs the test client (testclient: output in $CO, status in $CS).
 client() {
 	local port=$1; shift
-	CO=$(timeout 180 "$CLI" --connect "$IP:$port" --timeout 60 "$@" 2>&1)
-	CS=$?
-	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
+	testclient "$IP:$port" "$@"
 }
 # fail_diag WHY: fail the current test with the last client output and server log tails.
 fail_diag() {

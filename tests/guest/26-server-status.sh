@@ -48,14 +48,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# client ARGS...: runs the test client against the server under test; output in $CO,
-# status in $CS.
-CO= CS=
-client() {
-	CO=$(timeout 180 "$CLI" --connect "$IP:$PORT" --timeout 60 "$@" 2>&1)
-	CS=$?
-	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
-}
+# client ARGS...: runs the test client against the server under test (testclient:
+# output in $CO, status in $CS).
+client() { testclient "$IP:$PORT" "$@"; }
 # metric NAME_AND_LABELS: the value of one sample in $OUT/metrics.txt.
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$OUT/metrics.txt"; }
 

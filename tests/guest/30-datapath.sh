@@ -35,13 +35,7 @@ NAMES=(
 	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the data-path tests"
 )
-ktap_plan ${#NAMES[@]}
-SPID=
-trap target_cleanup EXIT
-
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+target_suite_start
 dmesg_mark "30-datapath"
 
 server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 --insecure \

@@ -23,13 +23,7 @@ NAMES=(
 	"ipv6: disable, rmdir and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the IPv6 tests"
 )
-ktap_plan ${#NAMES[@]}
-SPID=
-trap target_cleanup EXIT
-
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+target_suite_start
 ip -6 addr add $IP6/64 dev eth0 nodad || ktap_skip_rest "no IPv6 on eth0"
 dmesg_mark "32-ipv6"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"

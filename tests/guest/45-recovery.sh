@@ -30,13 +30,7 @@ NAMES=(
 	"recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the recovery tests"
 )
-ktap_plan ${#NAMES[@]}
-SPID=
-trap target_cleanup EXIT
-
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+target_suite_start
 dmesg_mark "45-recovery"
 
 start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120 --insecure; }

@@ -43,13 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# client ARGS...: runs the test client; output (stdout+stderr) in $CO, status in $CS.
-CO= CS=
-client() {
-	CO=$(timeout 180 "$CLI" --connect "$IP:$P" --timeout 60 "$@" 2>&1)
-	CS=$?
-	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
-}
+# client ARGS...: runs the test client (testclient: output in $CO, status in $CS).
+client() { testclient "$IP:$P" "$@"; }
 # LOG: the current server's log; each run of the server gets its own.
 RUN=0 LOG=
 # start [OPTIONS...]: starts the server on the state directory (grace 120 s unless given,

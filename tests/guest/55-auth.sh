@@ -67,13 +67,9 @@ trap cleanup EXIT
 rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "55-auth"
 
-# client ARGS...: runs the test client against the server; output in $CO, status in $CS.
-CO= CS=
-client() {
-	CO=$(timeout 120 "$CLI" --connect "$IP:$PORT" --timeout 30 "$@" 2>&1)
-	CS=$?
-	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
-}
+# client ARGS...: runs the test client against the server (testclient: output in $CO,
+# status in $CS), within 120 s.
+client() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$PORT" "$@"; }
 
 # 1. Safe defaults.
 printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW

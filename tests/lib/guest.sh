@@ -88,6 +88,30 @@ server_start() {
 	echo "server did not start"; cat "$log"; return 1
 }
 
+# testclient ADDR:PORT ARGS...: runs rswap-testclient ($CLI) against the server at
+# ADDR:PORT, for at most TESTCLIENT_LIMIT seconds (default 180) with --timeout
+# TESTCLIENT_TIMEOUT (default 60); its output (stdout and stderr) in $CO, its status in
+# $CS, both appended to $OUT/clients.log.
+CO= CS=
+testclient() {
+	local at=$1; shift
+	CO=$(timeout "${TESTCLIENT_LIMIT:-180}" "$CLI" --connect "$at" --timeout "${TESTCLIENT_TIMEOUT:-60}" "$@" 2>&1)
+	CS=$?
+	printf '%s\n' "--- rswap-testclient $*" "$CO" >>"$OUT/clients.log"
+}
+
+# target_suite_start: the start of a suite with a configfs target $T, rswap.ko $KO and a
+# server $SRV: the plan of $NAMES, target_cleanup as the EXIT trap, and every test skipped
+# when the module, the server or the RDMA device is missing.
+target_suite_start() {
+	ktap_plan ${#NAMES[@]}
+	SPID=
+	trap target_cleanup EXIT
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+}
+
 # The EXIT trap of a suite with a configfs target $T and maybe a server $SPID: disable
 # and remove the target, kill the server.
 target_cleanup() {
