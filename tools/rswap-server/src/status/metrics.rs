@@ -6,6 +6,7 @@
 //! Families of per-client samples (label `client_id`, decimal as in the log) are
 //! present with no sample while no client holds a region.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -54,6 +55,20 @@ impl Text {
     fn single(&mut self, name: &str, kind: Kind, help: &str, value: &str) {
         self.family(name, kind, help);
         self.sample(name, &[], value);
+    }
+
+    /// A counter family with one sample per entry of `counts`, labelled `label`.
+    fn counters_by(
+        &mut self,
+        name: &str,
+        help: &str,
+        label: &str,
+        counts: &BTreeMap<&'static str, u64>,
+    ) {
+        self.family(name, Kind::Counter, help);
+        for (value, n) in counts {
+            self.sample(name, &[(label, value)], &n.to_string());
+        }
     }
 
     /// A family with one sample per client for which `value` has one.
@@ -191,36 +206,24 @@ pub(crate) fn format_metrics(s: &Snapshot) -> String {
         "Queue connections admitted and accepted since the server started.",
         &c.connects_accepted.to_string(),
     );
-    t.family(
+    t.counters_by(
         "rswap_server_connect_rejects_total",
-        Kind::Counter,
         "Connect requests refused since the server started, by reject reason.",
+        "reason",
+        &c.connect_rejects,
     );
-    for (reason, n) in &c.connect_rejects {
-        t.sample(
-            "rswap_server_connect_rejects_total",
-            &[("reason", reason)],
-            &n.to_string(),
-        );
-    }
     t.single(
         "rswap_server_challenges_total",
         Kind::Counter,
         "Authentication challenges answered to hellos since the server started.",
         &c.challenges.to_string(),
     );
-    t.family(
+    t.counters_by(
         "rswap_server_keepalive_closes_total",
-        Kind::Counter,
         "Queues closed by the keep-alive since the server started: probe not answered within a period (keepalive_timeout) or failed (keepalive_failed).",
+        "why",
+        &c.keepalive_closes,
     );
-    for (why, n) in &c.keepalive_closes {
-        t.sample(
-            "rswap_server_keepalive_closes_total",
-            &[("why", why)],
-            &n.to_string(),
-        );
-    }
     t.single(
         "rswap_server_regions_allocated_total",
         Kind::Counter,
