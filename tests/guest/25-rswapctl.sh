@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # rswapctl end to end over soft-RoCE (one guest): add a target as swap, list and status it
 # (JSON checked field by field), a refused add that prints the kernel's reason and leaves
-# nothing behind, and remove.
+# nothing behind, an encrypted target (add --encrypt; skipped on a module without the
+# encrypt attribute), and remove.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -18,6 +19,7 @@ NAMES=(
 	"rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked"
 	"rswapctl list --json and status --json: every field as configured and as the kernel reports it"
 	"rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind"
+	"rswapctl add --encrypt: the target's encrypt is 1, list shows ENC yes, list --json has encrypt true, status --json auth_failures 0; removed again"
 	"rswapctl remove: swapoff, disable, rmdir"
 	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
 )
@@ -25,7 +27,7 @@ ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	for t in $CFG/ctl0 $CFG/bad0; do
+	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0; do
 		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
 		rmdir $t 2>/dev/null
 	done
@@ -55,11 +57,15 @@ fi
 "$CTL" list --json >"$OUT/list.json" 2>&1
 "$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
 "$CTL" list >"$OUT/list.txt" 2>&1
-if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" >"$OUT/check.out" 2>&1 <<'PY'
+# encrypt: false with a module that has the attribute (default 0), null without it.
+HAS_ENC=0
+[ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
+if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" >"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 ip, port = sys.argv[3], int(sys.argv[4])
+has_enc = sys.argv[5] == "1"
 assert isinstance(lst, list) and len(lst) == 1, lst
 t = lst[0]
 want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
@@ -69,6 +75,8 @@ for k, v in want.items():
     assert t.get(k) == v, (k, t.get(k), v)
 assert isinstance(t["region"], int) and t["epoch"] == 1, t
 assert t["swap_used_bytes"] is not None and t["swap_used_bytes"] >= 0, t
+assert t["encrypt"] is (False if has_enc else None), t
+assert t["auth_failures"] is None, t
 for k, v in want.items():
     assert st.get(k) == v, ("status", k, st.get(k), v)
 attrs = st["attributes"]
@@ -96,7 +104,47 @@ else
 	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/bad.out"); exit $rc2: $(cat "$OUT/big.out"); $(ls $CFG)"
 fi
 
-# 4. remove
+# 4. an encrypted target, on a module that has the encrypt attribute
+if [ $HAS_ENC = 0 ]; then
+	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/encrypt (a module older than encryption)"
+else
+	rm -f "$OUT"/enc-*
+	"$CTL" add enc0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2502 --encrypt >"$OUT/enc.out" 2>&1
+	rc=$?
+	enc=$(cat $CFG/enc0/encrypt 2>&1)
+	"$CTL" list >"$OUT/enc-list.txt" 2>&1
+	"$CTL" list --json >"$OUT/enc-list.json" 2>&1
+	"$CTL" status enc0 --json >"$OUT/enc-status.json" 2>&1
+	if [ $rc = 0 ] && [ "$enc" = 1 ] \
+		&& awk 'NR == 1 && $NF != "ENC" { exit 1 } $1 == "enc0" { f = ($NF == "yes") } END { exit !f }' "$OUT/enc-list.txt" \
+		&& python3 - "$OUT/enc-list.json" "$OUT/enc-status.json" >"$OUT/enc-check.out" 2>&1 <<'PY'
+import json, sys
+lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
+st = json.load(open(sys.argv[2]))
+assert lst["enc0"]["encrypt"] is True, lst["enc0"]
+assert lst["ctl0"]["encrypt"] is False, lst["ctl0"]
+assert st["encrypt"] is True and st["state"] == "connected", st
+assert st["attributes"]["encrypt"] == "1", st["attributes"]
+assert st["auth_failures"] == 0, (st["auth_failures"], st["attributes"].get("stats"))
+print("ok", lst["enc0"])
+PY
+	then
+		checked=1
+	else
+		checked=
+	fi
+	# Removed whatever the checks said: test 5 unloads the module.
+	removed=
+	"$CTL" remove enc0 >>"$OUT/enc.out" 2>&1 && ! [ -d $CFG/enc0 ] && removed=1
+	if [ -n "$checked" ] && [ -n "$removed" ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(grep -e ^NAME -e ^enc0 "$OUT/enc-list.txt" | tr -s ' ' | tr '\n' '|')"
+	else
+		ktap_fail "$(ktap_name)" "exit $rc, encrypt=$enc: $(cat "$OUT/enc.out" "$OUT/enc-list.txt"; tail -3 "$OUT/enc-check.out" 2>/dev/null; ls $CFG)"
+	fi
+fi
+
+# 5. remove
 if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
 	&& rmmod rswap; then
 	ktap_pass "$(ktap_name)"

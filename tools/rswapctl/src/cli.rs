@@ -97,6 +97,12 @@ pub enum Cmd {
         /// How often each queue probes the server; 0: off.
         #[arg(long, value_name = "MS")]
         keepalive_ms: Option<u32>,
+        /// Encrypt the disk: every 4 KiB block is sealed with AES-256-GCM before it
+        /// leaves this host (a key of this enable only, kept in the kernel; 6 MiB of
+        /// memory per GiB of disk). What it protects: Documentation/security.md. An
+        /// rswap module without encryption is an error. Default: the module's (off).
+        #[arg(long)]
+        encrypt: bool,
         /// Run mkswap and swapon on the disk once it appears.
         #[arg(long)]
         swap: bool,
@@ -115,8 +121,8 @@ pub enum Cmd {
     /// Reads and checks the whole file first (a bad line is an error naming FILE:LINE,
     /// and nothing is done), mounts configfs and loads the rswap module if needed, then
     /// does what `add` does with the file's settings, mkswap and swapon included with
-    /// `swap = yes`. A target that is already up (enabled, and swapped on if it should
-    /// be) is left alone: success. Used by rswap@NAME.service at boot.
+    /// `swap = yes`. A target that is already up (enabled, and swapped on and encrypted
+    /// if it should be) is left alone: success. Used by rswap@NAME.service at boot.
     Up {
         /// The target's name: its file is DIR/NAME.conf, its configfs directory NAME.
         name: String,
@@ -134,7 +140,7 @@ pub enum Cmd {
         /// The target's name.
         name: String,
     },
-    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET.
+    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET ENC.
     List {
         /// A JSON array of objects instead of the table.
         #[arg(long)]
@@ -202,6 +208,14 @@ fn dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 fn server(t: &TargetInfo) -> String {
     match (&t.addr, t.port) {
         (Some(a), Some(p)) if a.contains(':') => format!("[{a}]:{p}"),
@@ -246,6 +260,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
         "RECOVERIES",
         "USED",
         "SECRET",
+        "ENC",
     ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for t in targets {
@@ -257,7 +272,8 @@ pub fn table(targets: &[TargetInfo]) -> String {
             t.state.clone(),
             dash(t.recoveries),
             dash(t.swap_used_bytes.map(human_size)),
-            dash(t.secret.map(|s| if s { "yes" } else { "no" })),
+            dash(t.secret.map(yes_no)),
+            dash(t.encrypt.map(yes_no)),
         ]);
     }
     align(&header, rows)
@@ -387,6 +403,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             secret_file,
             recovery_ms,
             keepalive_ms,
+            encrypt,
             swap,
             priority,
         } => ctl.add(&AddOptions {
@@ -403,6 +420,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             client_id,
             recovery_ms,
             keepalive_ms,
+            encrypt,
             swap,
             priority,
         }),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsers for what the kernel shows: a target's `state` line, its `secret` attribute and
-//! `/proc/swaps`; a secret file's content; the human-readable sizes of the table.
+//! Parsers for what the kernel shows: a target's `state` line, its `secret` and `encrypt`
+//! attributes, the encryption line of its `stats` and `/proc/swaps`; a secret file's
+//! content; the human-readable sizes of the table.
 
 use std::fmt;
 
@@ -250,6 +251,100 @@ pub fn parse_secret_attr(text: &str) -> Option<bool> {
     }
 }
 
+/// The `encrypt` attribute: `1` or `0`; anything else is not known.
+pub fn parse_encrypt_attr(text: &str) -> Option<bool> {
+    match text.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// The encryption line of an enabled target's `stats` attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encryption {
+    /// `encryption off`.
+    Off,
+    /// `encryption CIPHER sealed=N opened=N auth_failures=N`.
+    On {
+        /// `aes-256-gcm` (any word is kept, so that a newer module's cipher still shows).
+        cipher: String,
+        /// Blocks sealed on their way out.
+        sealed: u64,
+        /// Blocks read back that opened (authenticated and decrypted).
+        opened: u64,
+        /// Blocks read back that did not open: altered, moved or replayed by the server
+        /// (each read failed with EIO).
+        auth_failures: u64,
+    },
+}
+
+impl Encryption {
+    /// `auth_failures=` of an encrypted disk; `None` when encryption is off.
+    pub fn auth_failures(&self) -> Option<u64> {
+        match self {
+            Encryption::Off => None,
+            Encryption::On { auth_failures, .. } => Some(*auth_failures),
+        }
+    }
+}
+
+/// Why the encryption line of `stats` did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsError(pub String);
+
+impl fmt::Display for StatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unexpected stats line: {}", self.0)
+    }
+}
+
+/// Finds and parses the line of a target's `stats` attribute that starts with the word
+/// `encryption`: `encryption off`, or `encryption CIPHER sealed=N opened=N
+/// auth_failures=N`. `Ok(None)` when there is no such line (a disabled target, whose
+/// `stats` is empty, or a module older than encryption). Unknown `key=value` fields are
+/// ignored (a newer module may add some); a missing known one is an error.
+pub fn parse_stats_encryption(stats: &str) -> Result<Option<Encryption>, StatsError> {
+    let Some(line) = stats
+        .lines()
+        .map(str::trim)
+        .find(|l| l.split_whitespace().next() == Some("encryption"))
+    else {
+        return Ok(None);
+    };
+    let mut words = line.split_whitespace().skip(1);
+    let cipher = match words.next() {
+        None => return Err(StatsError(format!("no cipher in {line:?}"))),
+        Some("off") => return Ok(Some(Encryption::Off)),
+        Some(w) if w.contains('=') => return Err(StatsError(format!("no cipher in {line:?}"))),
+        Some(w) => w.to_string(),
+    };
+    let (mut sealed, mut opened, mut auth_failures) = (None, None, None);
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(StatsError(format!("{word:?} is not key=value")));
+        };
+        let slot = match key {
+            "sealed" => &mut sealed,
+            "opened" => &mut opened,
+            "auth_failures" => &mut auth_failures,
+            _ => continue,
+        };
+        *slot = Some(
+            value
+                .parse::<u64>()
+                .map_err(|_| StatsError(format!("{key}={value} is not a number")))?,
+        );
+    }
+    let missing = |key: &str| StatsError(format!("no {key}= in {line:?}"));
+    Ok(Some(Encryption::On {
+        cipher,
+        sealed: sealed.ok_or_else(|| missing("sealed"))?,
+        opened: opened.ok_or_else(|| missing("opened"))?,
+        auth_failures: auth_failures.ok_or_else(|| missing("auth_failures"))?,
+    }))
+}
+
 /// Bytes in the kernel's suffixes (binary): `8G`, `1.5G`, `512K`, `100B`.
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [(&str, u64); 5] = [
@@ -422,6 +517,100 @@ mod tests {
         assert_eq!(parse_secret_attr("(unset)"), Some(false));
         assert_eq!(parse_secret_attr(""), None);
         assert_eq!(parse_secret_attr("yes"), None);
+    }
+
+    #[test]
+    fn encrypt_attr() {
+        assert_eq!(parse_encrypt_attr("1\n"), Some(true));
+        assert_eq!(parse_encrypt_attr("0"), Some(false));
+        assert_eq!(parse_encrypt_attr(""), None);
+        assert_eq!(parse_encrypt_attr("yes"), None);
+    }
+
+    /// `stats` of an enabled target, with this encryption line.
+    fn stats(encryption: &str) -> String {
+        format!(
+            "total reads=5 writes=9 read_bytes=20480 write_bytes=36864 errors=0 requeues=0 \
+             recoveries=0 inflight=0\n\
+             latency_us le8=0 le16=3 inf=0\n\
+             {encryption}\n\
+             queue0 reads=5 writes=9 read_bytes=20480 write_bytes=36864 errors=0 requeues=0 \
+             recoveries=0 inflight=0\n"
+        )
+    }
+
+    #[test]
+    fn stats_encryption() {
+        assert_eq!(
+            parse_stats_encryption(&stats("encryption off")),
+            Ok(Some(Encryption::Off))
+        );
+        assert_eq!(Encryption::Off.auth_failures(), None);
+        let on = parse_stats_encryption(&stats(
+            "encryption aes-256-gcm sealed=9 opened=5 auth_failures=2",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            on,
+            Encryption::On {
+                cipher: "aes-256-gcm".into(),
+                sealed: 9,
+                opened: 5,
+                auth_failures: 2
+            }
+        );
+        assert_eq!(on.auth_failures(), Some(2));
+        // A newer module's fields and cipher.
+        let newer = parse_stats_encryption(&stats(
+            "encryption xchacha auth_failures=0 rekeys=1 opened=0 sealed=0",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(newer.auth_failures(), Some(0));
+        // No line: disabled (empty stats), or a module older than encryption.
+        assert_eq!(parse_stats_encryption(""), Ok(None));
+        let old = stats("encryption off").replace("encryption off\n", "");
+        assert_eq!(parse_stats_encryption(&old), Ok(None));
+        // `encryption` only as the line's first word.
+        assert_eq!(
+            parse_stats_encryption("queue0 encryption=1\nencryptions off\n"),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn stats_encryption_bad_lines() {
+        for (line, want) in [
+            ("encryption", "no cipher in \"encryption\""),
+            (
+                "encryption sealed=1 opened=1 auth_failures=0",
+                "no cipher in ",
+            ),
+            (
+                "encryption aes-256-gcm sealed=1 opened=1",
+                "no auth_failures= in ",
+            ),
+            (
+                "encryption aes-256-gcm sealed=1 opened=x auth_failures=0",
+                "opened=x is not a number",
+            ),
+            (
+                "encryption aes-256-gcm sealed=1 opened=1 auth_failures=-1",
+                "auth_failures=-1 is not a number",
+            ),
+            (
+                "encryption aes-256-gcm sealed=1 opened=1 auth_failures=0 bogus",
+                "\"bogus\" is not key=value",
+            ),
+        ] {
+            let e = parse_stats_encryption(&stats(line)).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("unexpected stats line: {want}")),
+                "{line:?}: {e}"
+            );
+        }
     }
 
     #[test]

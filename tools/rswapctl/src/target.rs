@@ -285,6 +285,9 @@ pub struct AddOptions {
     pub secret: Option<Secret>,
     pub recovery_ms: Option<u32>,
     pub keepalive_ms: Option<u32>,
+    /// Writes `encrypt` = 1 (the disk seals every block before it leaves the host); when
+    /// false, `encrypt` is not written and keeps the module's default.
+    pub encrypt: bool,
     pub swap: bool,
     pub priority: Option<i32>,
 }
@@ -300,6 +303,9 @@ pub struct TargetInfo {
     /// Whether the target has a secret (its `secret` attribute says `(set)`); null if
     /// the module has no such attribute.
     pub secret: Option<bool>,
+    /// Whether the disk is encrypted (its `encrypt` attribute is `1`); null if the module
+    /// has no such attribute.
+    pub encrypt: Option<bool>,
     pub state: String,
     pub queues_live: Option<u32>,
     pub queues_total: Option<u32>,
@@ -309,18 +315,22 @@ pub struct TargetInfo {
     pub retried: Option<u64>,
     pub region: Option<u64>,
     pub epoch: Option<u64>,
+    /// Blocks read back that did not open (`auth_failures=` of the `encryption` line of
+    /// `stats`); null when encryption is off, the target disabled or the line missing.
+    pub auth_failures: Option<u64>,
     pub swap_used_bytes: Option<u64>,
     pub swap_priority: Option<i32>,
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
-pub const FIELDS: [&str; 17] = [
+pub const FIELDS: [&str; 19] = [
     "name",
     "device",
     "addr",
     "port",
     "size_bytes",
     "secret",
+    "encrypt",
     "state",
     "queues_live",
     "queues_total",
@@ -330,6 +340,7 @@ pub const FIELDS: [&str; 17] = [
     "retried",
     "region",
     "epoch",
+    "auth_failures",
     "swap_used_bytes",
     "swap_priority",
 ];
@@ -344,7 +355,7 @@ pub struct TargetStatus {
 
 /// The attributes `status` reads first, in the documentation's order; any other file in
 /// the directory follows in name order.
-const ATTRIBUTES: [&str; 13] = [
+const ATTRIBUTES: [&str; 14] = [
     "addr",
     "port",
     "size",
@@ -352,6 +363,7 @@ const ATTRIBUTES: [&str; 13] = [
     "queue_depth",
     "client_id",
     "secret",
+    "encrypt",
     "timeout_ms",
     "recovery_ms",
     "keepalive_ms",
@@ -515,6 +527,16 @@ impl<'a> Ctl<'a> {
 
     fn add_steps(&self, o: &AddOptions, enabled: &mut bool) -> Result<(), Failure> {
         let name = o.name.as_str();
+        // Writing a file that is not there would fail with a confusing errno; and a
+        // target asked to be encrypted must never come up without it.
+        if o.encrypt && fs::metadata(self.dir(name).join("encrypt")).is_err() {
+            return Err(Failure::new(
+                "add",
+                name,
+                "encrypt: the rswap module loaded has no encrypt attribute (it is older \
+                 than encryption); not adding the target unencrypted",
+            ));
+        }
         let mut attrs: Vec<(&str, String)> = Vec::new();
         if let Some(a) = &o.addr {
             attrs.push(("addr", a.to_string()));
@@ -534,6 +556,9 @@ impl<'a> Ctl<'a> {
         }
         if let Some(k) = o.keepalive_ms {
             attrs.push(("keepalive_ms", k.to_string()));
+        }
+        if o.encrypt {
+            attrs.push(("encrypt", "1".to_string()));
         }
         for (attr, value) in &attrs {
             self.write_attr("add", name, attr, value)?;
@@ -668,11 +693,11 @@ impl<'a> Ctl<'a> {
     }
 
     /// `rswapctl up`: `add`, for a target that may be up already. A target that exists,
-    /// is enabled and (with `swap`) swapped on is left as it is (`Ok(false)`); one that
-    /// exists otherwise is an error. While `add` fails to connect (writing `enable`), it
-    /// is tried again every `retry_every` until `wait` has passed; each failed attempt
-    /// is undone (`add` leaves nothing behind) and reported to `retrying`. Returns
-    /// `Ok(true)` when it brought the target up.
+    /// is enabled, (with `swap`) swapped on and (with `encrypt`) encrypted is left as it
+    /// is (`Ok(false)`); one that exists otherwise is an error. While `add` fails to
+    /// connect (writing `enable`), it is tried again every `retry_every` until `wait` has
+    /// passed; each failed attempt is undone (`add` leaves nothing behind) and reported
+    /// to `retrying`. Returns `Ok(true)` when it brought the target up.
     pub fn up(
         &self,
         o: &AddOptions,
@@ -686,16 +711,25 @@ impl<'a> Ctl<'a> {
             let enabled = self.read_attr(&o.name, "enable").unwrap_or_default() == "1";
             let device = self.read_attr(&o.name, "device").unwrap_or_default();
             let swapped = !device.is_empty() && self.swap_entry(&self.swaps(), &device).is_some();
-            if enabled && (swapped || !o.swap) {
+            // Never "already up" for a file that asks for encryption while the target is
+            // not encrypted.
+            let encrypted = self.read_attr(&o.name, "encrypt").unwrap_or_default() == "1";
+            if enabled && (swapped || !o.swap) && (encrypted || !o.encrypt) {
                 return Ok(false);
             }
+            let missing = if !enabled {
+                "enabled"
+            } else if o.encrypt && !encrypted {
+                "encrypted"
+            } else {
+                "swapped on"
+            };
             return Err(Failure::new(
                 "up",
                 &o.name,
                 format!(
-                    "{} exists but is not {} (rswapctl down {} first)",
+                    "{} exists but is not {missing} (rswapctl down {} first)",
                     self.dir(&o.name).display(),
-                    if enabled { "swapped on" } else { "enabled" },
                     o.name
                 ),
             ));
@@ -768,6 +802,10 @@ impl<'a> Ctl<'a> {
             .and_then(Result::ok);
         let st = state.as_ref().and_then(TargetState::enabled);
         let swap = device.as_deref().and_then(|d| self.swap_entry(swaps, d));
+        // Read only while enabled: a disabled target's `stats` is empty.
+        let encryption = st
+            .and_then(|_| attr("stats"))
+            .and_then(|s| parse::parse_stats_encryption(&s).ok().flatten());
         TargetInfo {
             name: name.to_string(),
             device,
@@ -775,6 +813,7 @@ impl<'a> Ctl<'a> {
             port: attr("port").and_then(|p| p.parse().ok()),
             size_bytes: attr("size").and_then(|s| s.parse().ok()),
             secret: attr("secret").and_then(|s| parse::parse_secret_attr(&s)),
+            encrypt: attr("encrypt").and_then(|s| parse::parse_encrypt_attr(&s)),
             state: state
                 .as_ref()
                 .map_or("unknown", TargetState::summary)
@@ -787,6 +826,9 @@ impl<'a> Ctl<'a> {
             retried: st.map(|s| s.retried),
             region: st.map(|s| s.region),
             epoch: st.map(|s| s.epoch),
+            auth_failures: encryption
+                .as_ref()
+                .and_then(parse::Encryption::auth_failures),
             swap_used_bytes: swap.map(|e| e.used_kib * 1024),
             swap_priority: swap.map(|e| e.priority),
         }

@@ -2,8 +2,8 @@
 
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
 //! creates the attributes with the module's defaults, `enable` brings a fake disk up
-//! and down, `secret` shows only `(set)` or `(unset)`, and chosen writes fail like the
-//! kernel's.
+//! and down (with its `stats`, encrypted or not as `encrypt` says), `secret` shows only
+//! `(set)` or `(unset)`, and chosen writes fail like the kernel's.
 
 use crate::cli::{self, Cli};
 use crate::parse;
@@ -29,6 +29,18 @@ const SECRET: &str = "6b1f0c93a4d25e7f80b1c2d3e4f5061728394a5b6c7d8e9f0a1b2c3d4e
 const CONNECTED: &str = "connected queues=2/2 region=7 epoch=1 rkey=0x1234 length=8589934592 \
                          recovering=0 dead=0 recoveries=3 retried=5";
 
+/// The `stats` of an enabled disk, with this encryption line.
+fn stats(encryption: &str) -> String {
+    format!(
+        "total reads=4 writes=8 read_bytes=16384 write_bytes=32768 errors=0 requeues=0 \
+         recoveries=3 inflight=0\n\
+         latency_us le8=0 le16=12 inf=0\n\
+         {encryption}\n\
+         queue0 reads=4 writes=8 read_bytes=16384 write_bytes=32768 errors=0 requeues=0 \
+         recoveries=3 inflight=0\n"
+    )
+}
+
 struct Fake {
     tmp: PathBuf,
     /// A write to this attribute fails with this errno, and sets `last_error` to this
@@ -38,6 +50,8 @@ struct Fake {
     fail_command: Option<&'static str>,
     /// `swapoff` fails because another swapoff took the disk out of /proc/swaps.
     swapoff_elsewhere: bool,
+    /// A module older than encryption: `mkdir` makes no `encrypt` attribute.
+    no_encrypt: bool,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
 }
@@ -61,6 +75,7 @@ impl Fake {
             fail: None,
             fail_command: None,
             swapoff_elsewhere: false,
+            no_encrypt: false,
             writes: RefCell::new(Vec::new()),
             commands: RefCell::new(Vec::new()),
         }
@@ -108,6 +123,7 @@ impl Fake {
             w("enable", "1");
             w("device", d);
             w("state", CONNECTED);
+            fs::write(self.dir(name).join("stats"), stats("encryption off")).unwrap();
         }
     }
 
@@ -138,14 +154,18 @@ impl Host for Fake {
             ("queue_depth", "128"),
             ("client_id", "0x5eed"),
             ("secret", "(unset)"),
+            ("encrypt", "0"),
             ("timeout_ms", "5000"),
             ("recovery_ms", "60000"),
             ("keepalive_ms", "5000"),
             ("enable", "0"),
             ("state", "disabled"),
             ("device", ""),
+            ("stats", ""),
         ] {
-            fs::write(path.join(attr), format!("{value}\n"))?;
+            if !(self.no_encrypt && attr == "encrypt") {
+                fs::write(path.join(attr), format!("{value}\n"))?;
+            }
         }
         Ok(())
     }
@@ -191,6 +211,19 @@ impl Host for Fake {
                     "disabled\n".to_string()
                 },
             )?;
+            // A module older than encryption has no `encrypt` and no encryption line.
+            let encrypt = fs::read_to_string(path.with_file_name("encrypt")).ok();
+            let line = match encrypt.as_deref().map(str::trim) {
+                None => None,
+                Some("1") => Some("encryption aes-256-gcm sealed=0 opened=0 auth_failures=0"),
+                Some(_) => Some("encryption off"),
+            };
+            let stats = match (on, line) {
+                (false, _) => String::new(),
+                (true, Some(line)) => stats(line),
+                (true, None) => stats("").replace("\n\n", "\n"),
+            };
+            fs::write(path.with_file_name("stats"), stats)?;
         }
         Ok(())
     }
@@ -452,12 +485,13 @@ fn remove_failures() {
     assert_eq!(fake.attr("mem0", "enable"), "1");
 }
 
-/// `a` enabled, swapped on and with a secret; `b` disabled, on a module without the
-/// `secret` attribute.
+/// `a` enabled, swapped on, with a secret and not encrypted; `b` disabled, on a module
+/// without the `secret` and `encrypt` attributes.
 fn two_targets() -> Fake {
     let fake = Fake::new();
     fake.target("b", "192.0.2.3", "(unset)", None);
     fs::remove_file(fake.dir("b").join("secret")).unwrap();
+    fs::remove_file(fake.dir("b").join("encrypt")).unwrap();
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
     fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
@@ -503,14 +537,16 @@ fn list_json() {
                 "size_bytes": 8589934592u64, "secret": true, "state": "connected",
                 "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
-                "swap_used_bytes": 2048 * 1024, "swap_priority": 100
+                "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
+                "encrypt": false, "auth_failures": null
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 18515,
                 "size_bytes": null, "secret": null, "state": "disabled",
                 "queues_live": null, "queues_total": null, "recovering": null,
                 "dead": null, "recoveries": null, "retried": null, "region": null,
-                "epoch": null, "swap_used_bytes": null, "swap_priority": null
+                "epoch": null, "swap_used_bytes": null, "swap_priority": null,
+                "encrypt": null, "auth_failures": null
             }
         ])
     );
@@ -521,9 +557,9 @@ fn list_table() {
     let fake = two_targets();
     assert_eq!(
         run(&fake, &["list"]).unwrap(),
-        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED  SECRET\n\
-         a     rswap0  192.0.2.2:18515  8G    connected  3           2M    yes\n\
-         b     -       192.0.2.3:18515  -     disabled   -           -     -\n"
+        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED  SECRET  ENC\n\
+         a     rswap0  192.0.2.2:18515  8G    connected  3           2M    yes     no\n\
+         b     -       192.0.2.3:18515  -     disabled   -           -     -       -\n"
     );
 }
 
@@ -545,8 +581,18 @@ fn status_json_has_fields_and_attributes() {
     assert_eq!(out["swap_priority"], 100);
     assert_eq!(out["recoveries"], 3);
     assert_eq!(out["secret"], true);
+    assert_eq!(out["encrypt"], false);
+    assert_eq!(out["auth_failures"], Value::Null);
     let attrs = out["attributes"].as_object().unwrap();
-    assert_eq!(attrs.len(), 13);
+    assert_eq!(attrs.len(), 15);
+    assert_eq!(attrs["encrypt"], "0");
+    assert!(
+        attrs["stats"]
+            .as_str()
+            .unwrap()
+            .contains("\nencryption off\n"),
+        "{attrs:?}"
+    );
     assert_eq!(attrs["addr"], "192.0.2.2");
     assert_eq!(attrs["client_id"], "0x5eed");
     assert_eq!(attrs["secret"], "(set)");
@@ -560,9 +606,11 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[16], "swap_priority: -");
+    assert_eq!(lines[18], "swap_priority: -");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
+    assert!(lines.contains(&"encrypt: -"));
+    assert!(lines.contains(&"auth_failures: -"));
     assert!(lines.contains(&"state: disabled"));
     assert!(lines.contains(&"port: 18515"));
     let attrs: Vec<&str> = lines
@@ -570,18 +618,23 @@ fn status_text() {
         .filter(|l| l.starts_with("attr."))
         .copied()
         .collect();
-    assert_eq!(attrs.len(), 12);
+    assert_eq!(attrs.len(), 13);
     assert_eq!(attrs[0], "attr.addr: 192.0.2.3");
     assert_eq!(attrs[11], "attr.device: ");
+    assert_eq!(attrs[12], "attr.stats: ");
     let e = run(&fake, &["status", "zz"]).unwrap_err();
     assert!(e.starts_with("rswapctl: status zz: "), "{e}");
     let out = run(&fake, &["status", "a"]).unwrap();
-    assert!(out.contains("\nsecret: true\n"), "{out}");
+    assert!(out.contains("\nsecret: true\nencrypt: false\n"), "{out}");
     let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
-    assert_eq!(attrs.len(), 13);
+    assert_eq!(attrs.len(), 15);
     assert_eq!(
-        attrs[5..7],
-        ["attr.client_id: 0x5eed", "attr.secret: (set)"]
+        attrs[5..8],
+        [
+            "attr.client_id: 0x5eed",
+            "attr.secret: (set)",
+            "attr.encrypt: 0"
+        ]
     );
 }
 
@@ -937,9 +990,10 @@ fn list_and_status_say_whether_a_secret_is_set() {
         ]
     );
     let table = run(&fake, &["list"]).unwrap();
+    // The column before ENC.
     let column: Vec<&str> = table
         .lines()
-        .map(|l| l.split_whitespace().last().unwrap())
+        .map(|l| l.split_whitespace().rev().nth(1).unwrap())
         .collect();
     assert_eq!(column, ["SECRET", "-", "-", "yes", "no"]);
     for (name, want) in [
@@ -1733,4 +1787,184 @@ fn remove_tries_disable_again_while_the_disk_is_busy() {
     fake.writes.borrow_mut().clear();
     fake.ctl().remove("t").unwrap_err();
     assert_eq!(fake.writes.borrow().len(), 1);
+}
+
+// --- encryption ----------------------------------------------------------------------
+
+#[test]
+fn add_encrypt_writes_encrypt_before_enable() {
+    let fake = Fake::new();
+    let file = secret_file(&fake, "mem0.secret", SECRET, 0o600);
+    let file = file.to_str().unwrap();
+    run(
+        &fake,
+        &add_with_secret_file(file, &["--keepalive-ms", "1000", "--encrypt"]),
+    )
+    .unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "size=8G",
+            "keepalive_ms=1000",
+            "encrypt=1",
+            &format!("secret={SECRET}"),
+            "enable=1",
+        ]
+    );
+    assert_eq!(fake.attr("mem0", "encrypt"), "1");
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    assert_eq!(list[0]["encrypt"], true);
+    assert_eq!(list[0]["auth_failures"], 0);
+    let table = run(&fake, &["list"]).unwrap();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0].last(), Some(&"ENC"));
+    assert_eq!(rows[1].last(), Some(&"yes"));
+    let text = run(&fake, &["status", "mem0"]).unwrap();
+    assert!(text.contains("\nencrypt: true\n"), "{text}");
+    assert!(text.contains("\nauth_failures: 0\n"), "{text}");
+    // Without --encrypt the attribute keeps the module's default: it is not written.
+    run(&fake, &["remove", "mem0"]).unwrap();
+    fake.writes.borrow_mut().clear();
+    run(&fake, &add_with_secret_file(file, &[])).unwrap();
+    assert!(!fake
+        .writes
+        .borrow()
+        .iter()
+        .any(|w| w.starts_with("encrypt")));
+    assert_eq!(fake.attr("mem0", "encrypt"), "0");
+}
+
+#[test]
+fn status_shows_the_auth_failures_of_the_stats() {
+    let fake = Fake::new();
+    fake.target("enc", "192.0.2.2", "4096", Some("rswap0"));
+    fs::write(fake.dir("enc").join("encrypt"), "1\n").unwrap();
+    fs::write(
+        fake.dir("enc").join("stats"),
+        stats("encryption aes-256-gcm sealed=10 opened=7 auth_failures=3"),
+    )
+    .unwrap();
+    // Enabled, encryption off; enabled on a module without the line; disabled.
+    fake.target("off", "192.0.2.2", "4096", Some("rswap1"));
+    fake.target("old", "192.0.2.2", "4096", Some("rswap2"));
+    fs::remove_file(fake.dir("old").join("encrypt")).unwrap();
+    fs::write(
+        fake.dir("old").join("stats"),
+        stats("").replace("\n\n", "\n"),
+    )
+    .unwrap();
+    fake.target("down", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("down").join("encrypt"), "1\n").unwrap();
+    for (name, encrypt, auth_failures) in [
+        ("enc", json!(true), json!(3)),
+        ("off", json!(false), Value::Null),
+        ("old", Value::Null, Value::Null),
+        ("down", json!(true), Value::Null),
+    ] {
+        let st: Value =
+            serde_json::from_str(&run(&fake, &["status", name, "--json"]).unwrap()).unwrap();
+        assert_eq!(
+            (&st["encrypt"], &st["auth_failures"]),
+            (&encrypt, &auth_failures),
+            "{name}"
+        );
+    }
+    let text = run(&fake, &["status", "enc"]).unwrap();
+    assert!(text.contains("\nauth_failures: 3\n"), "{text}");
+    let table = run(&fake, &["list"]).unwrap();
+    let enc: Vec<&str> = table
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(enc, ["ENC", "yes", "yes", "no", "-"]);
+}
+
+#[test]
+fn add_encrypt_failures_leave_nothing() {
+    // A module older than encryption: refused before anything is written.
+    let mut fake = Fake::new();
+    fake.no_encrypt = true;
+    let o = AddOptions {
+        encrypt: true,
+        ..add_options("mem0")
+    };
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: encrypt: the rswap module loaded has no encrypt attribute \
+         (it is older than encryption); not adding the target unencrypted"
+    );
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+    // Without --encrypt such a module is fine.
+    fake.ctl().add(&add_options("mem0")).unwrap();
+    assert_eq!(fake.ctl().list().unwrap()[0].encrypt, None);
+
+    // The kernel refuses the value.
+    let mut fake = Fake::new();
+    fake.fail = Some(("encrypt", EINVAL, Some("encrypt: not a boolean (0 or 1)")));
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: writing encrypt=1: Invalid argument\n\
+         rswapctl: add mem0: kernel: encrypt: not a boolean (0 or 1)"
+    );
+    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn conf_encrypt_and_up() {
+    let base = "server = 192.0.2.2\nsize = 8G\n";
+    for (line, want) in [
+        ("", false),
+        ("encrypt = yes", true),
+        ("encrypt = no", false),
+    ] {
+        let c = parse_target_config("t", "t.conf", &format!("{base}{line}\n")).unwrap();
+        assert_eq!(c.options.encrypt, want, "{line:?}");
+    }
+    assert_eq!(
+        parse_target_config("t", "t.conf", &format!("{base}encrypt = aes\n")).unwrap_err(),
+        "t.conf:3: encrypt: \"aes\" is not yes or no"
+    );
+    let fake = Fake::new();
+    let dir = conf_dir(&fake, "t", &format!("{base}encrypt = yes\n"));
+    let d = dir.display().to_string();
+    assert_eq!(
+        run(&fake, &up_args(&d, "t")).unwrap(),
+        "t: up, /dev/rswap0\n"
+    );
+    assert_eq!(
+        *fake.writes.borrow(),
+        ["addr=192.0.2.2", "size=8G", "encrypt=1", "enable=1"]
+    );
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    // Up, but not encrypted as the file asks: not "already up".
+    run(&fake, &["down", "t"]).unwrap();
+    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(
+        e.contains("exists but is not encrypted (rswapctl down t first)"),
+        "{e}"
+    );
+    // `encrypt = no` leaves an encrypted target alone.
+    conf_dir(&fake, "t", &format!("{base}encrypt = no\n"));
+    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+}
+
+#[test]
+fn man_page_has_encrypt() {
+    let fake = Fake::new();
+    let dir = fake.tmp.join("man");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
+    let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
+    assert!(add.contains("\\-\\-encrypt"), "{add}");
+    assert!(add.contains("security.md"), "{add}");
 }
