@@ -2,9 +2,15 @@
 /*
  * The kernel crypto API's hmac(sha256) for rswap's in-band authentication, behind three
  * functions: the Rust side sees `struct crypto_shash` only as a pointer (see hmac.rs).
- * And socket addresses, parsed and printed as the kernel does (see inet.rs).
+ * AES-GCM of whole pages for encrypted targets (see aead.rs). And socket addresses,
+ * parsed and printed as the kernel does (see inet.rs).
  */
+#include <crypto/aead.h>
+#include <crypto/gcm.h>
 #include <linux/err.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/unaligned.h>
 #include <linux/in.h>
 #include <linux/inet.h>
 #include <net/ipv6.h>
@@ -39,6 +45,106 @@ int rswap_hmac_sha256(struct crypto_shash *tfm, const u8 *data, unsigned int len
 void rswap_hmac_sha256_free(struct crypto_shash *tfm)
 {
 	crypto_free_shash(tfm);
+}
+
+struct crypto_aead *rswap_aes_gcm_new(const u8 *key, unsigned int len)
+{
+	/* Synchronous implementations only: pages are sealed in queue_rq, opened in softirq. */
+	struct crypto_aead *tfm = crypto_alloc_aead("gcm(aes)", 0, CRYPTO_ALG_ASYNC);
+	int err;
+
+	if (IS_ERR(tfm))
+		return tfm;
+	err = crypto_aead_setkey(tfm, key, len);
+	if (!err)
+		err = crypto_aead_setauthsize(tfm, RSWAP_AEAD_TAG_LEN);
+	if (err) {
+		crypto_free_aead(tfm);
+		return ERR_PTR(err);
+	}
+	return tfm;
+}
+
+void rswap_aes_gcm_free(struct crypto_aead *tfm)
+{
+	crypto_free_aead(tfm);
+}
+
+const char *rswap_aes_gcm_driver(struct crypto_aead *tfm)
+{
+	return crypto_tfm_alg_driver_name(crypto_aead_tfm(tfm));
+}
+
+struct rswap_aead_req *rswap_aead_req_new(struct crypto_aead *tfm)
+{
+	struct rswap_aead_req *r;
+
+	r = kzalloc(sizeof(*r) + sizeof(struct aead_request) + crypto_aead_reqsize(tfm),
+		    GFP_KERNEL);
+	if (!r)
+		return NULL;
+	aead_request_set_tfm(r->req, tfm);
+	aead_request_set_callback(r->req, 0, NULL, NULL);
+	aead_request_set_ad(r->req, sizeof(r->ad));
+	return r;
+}
+
+void rswap_aead_req_free(struct rswap_aead_req *r)
+{
+	kfree_sensitive(r);
+}
+
+/* The 12-byte GCM nonce of @nonce, and the associated data of @block. */
+static void rswap_aead_prepare(struct rswap_aead_req *r, u64 nonce, u64 block)
+{
+	put_unaligned_le64(nonce, r->iv);
+	memset(r->iv + 8, 0, GCM_AES_IV_SIZE - 8);
+	put_unaligned_le64(block, r->ad);
+}
+
+int rswap_aead_seal(struct rswap_aead_req *r, struct page *src, struct page *dst, u64 nonce,
+		    u64 block, u8 *tag)
+{
+	struct scatterlist in[2], out[3];
+	int err;
+
+	rswap_aead_prepare(r, nonce, block);
+	sg_init_table(in, 2);
+	sg_set_buf(&in[0], r->ad, sizeof(r->ad));
+	sg_set_page(&in[1], src, PAGE_SIZE, 0);
+	sg_init_table(out, 3);
+	sg_set_buf(&out[0], r->ad, sizeof(r->ad));
+	sg_set_page(&out[1], dst, PAGE_SIZE, 0);
+	sg_set_buf(&out[2], r->tag, sizeof(r->tag));
+	aead_request_set_crypt(r->req, in, out, PAGE_SIZE, r->iv);
+	err = crypto_aead_encrypt(r->req);
+	if (!err)
+		memcpy(tag, r->tag, sizeof(r->tag));
+	return err;
+}
+
+int rswap_aead_open(struct rswap_aead_req *r, struct page *page, u64 nonce, u64 block,
+		    const u8 *tag)
+{
+	struct scatterlist sg[3];
+
+	rswap_aead_prepare(r, nonce, block);
+	memcpy(r->tag, tag, sizeof(r->tag));
+	sg_init_table(sg, 3);
+	sg_set_buf(&sg[0], r->ad, sizeof(r->ad));
+	sg_set_page(&sg[1], page, PAGE_SIZE, 0);
+	sg_set_buf(&sg[2], r->tag, sizeof(r->tag));
+	aead_request_set_crypt(r->req, sg, sg, PAGE_SIZE + sizeof(r->tag), r->iv);
+	return crypto_aead_decrypt(r->req);
+}
+
+void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n)
+{
+	unsigned int i;
+
+	sg_init_table(sgl, n);
+	for (i = 0; i < n; i++)
+		sg_set_page(&sgl[i], pages[i], PAGE_SIZE, 0);
 }
 
 int rswap_inet_parse(const char *text, struct sockaddr_storage *out)

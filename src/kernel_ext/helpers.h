@@ -1,17 +1,61 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * C helpers for kernel_ext: the kernel crypto API's hmac(sha256) (hmac.rs) and socket
- * addresses as the kernel parses and prints them (inet.rs).
+ * C helpers for kernel_ext: the kernel crypto API's hmac(sha256) (hmac.rs) and AES-GCM
+ * (aead.rs), scatterlists of whole pages (scatterlist.rs), and socket addresses as the kernel parses and prints them (inet.rs).
  */
 #ifndef RSWAP_KERNEL_EXT_HELPERS_H
 #define RSWAP_KERNEL_EXT_HELPERS_H
 
+#include <crypto/aead.h>
 #include <crypto/hash.h>
 #include <linux/socket.h>
 
 struct crypto_shash *rswap_hmac_sha256_new(const u8 *key, unsigned int len);
 int rswap_hmac_sha256(struct crypto_shash *tfm, const u8 *data, unsigned int len, u8 *out);
 void rswap_hmac_sha256_free(struct crypto_shash *tfm);
+
+/* Bytes of the authentication tag of a sealed page. */
+#define RSWAP_AEAD_TAG_LEN 16
+
+/*
+ * A synchronous gcm(aes) transform keyed with @key (16, 24 or 32 bytes) and 16-byte tags,
+ * or an ERR_PTR. Sleeps (GFP_KERNEL).
+ */
+struct crypto_aead *rswap_aes_gcm_new(const u8 *key, unsigned int len);
+void rswap_aes_gcm_free(struct crypto_aead *tfm);
+/* The name of the implementation the crypto API picked, e.g. "generic-gcm-aesni". */
+const char *rswap_aes_gcm_driver(struct crypto_aead *tfm);
+
+/*
+ * One preallocated request on a transform, with room for the associated data, nonce and
+ * tag it points the crypto API at (in the linear map, as scatterlists need).
+ */
+struct rswap_aead_req {
+	u8 ad[8];
+	u8 iv[12];
+	u8 tag[RSWAP_AEAD_TAG_LEN];
+	struct aead_request req[];
+};
+
+/* A request on @tfm, or NULL. Sleeps (GFP_KERNEL). */
+struct rswap_aead_req *rswap_aead_req_new(struct crypto_aead *tfm);
+void rswap_aead_req_free(struct rswap_aead_req *r);
+/*
+ * Encrypts the page @src into the page @dst under the 96-bit nonce @nonce (little
+ * endian, zero padded) with @block as associated data, and writes the tag to @tag.
+ * Does not sleep or allocate. Returns 0 or a negative errno.
+ */
+int rswap_aead_seal(struct rswap_aead_req *r, struct page *src, struct page *dst, u64 nonce,
+		    u64 block, u8 *tag);
+/*
+ * Decrypts @page in place with @nonce, @block and @tag; -EBADMSG if the tag does not
+ * match (the page then holds garbage). Does not sleep or allocate.
+ */
+int rswap_aead_open(struct rswap_aead_req *r, struct page *page, u64 nonce, u64 block,
+		    const u8 *tag);
+
+/* Points the first @n entries of @sgl at the whole @pages, the last entry ending it. */
+void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n);
 
 /*
  * Parses the NUL-terminated @text into @out with port 0, as nvme-rdma parses traddr

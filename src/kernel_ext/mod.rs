@@ -3,6 +3,7 @@
 //! Kernel facilities the kernel crate does not wrap yet, used by more than one layer:
 //! neither RDMA nor blk-mq specific.
 
+mod aead;
 mod configfs;
 mod hmac;
 mod inet;
@@ -10,6 +11,7 @@ mod scatterlist;
 mod text;
 mod workqueue;
 
+pub(crate) use aead::{AesGcm, OpenError, PageCipher, Tag as AeadTag};
 pub(crate) use configfs::ItemDependency;
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
