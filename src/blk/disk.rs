@@ -3,7 +3,9 @@
 //! A blk-mq disk (`struct gendisk`) with its tag set.
 
 use core::ptr::NonNull;
-use kernel::{block::SECTOR_SHIFT, error::to_result, prelude::*, str::CStr, sync::Arc};
+use kernel::{
+    block::SECTOR_SHIFT, error::to_result, page::PAGE_SIZE, prelude::*, str::CStr, sync::Arc,
+};
 
 use super::{bindings, openers::Openers, operations::Operations, tag_set::TagSet};
 
@@ -23,6 +25,9 @@ pub(crate) struct DiskParams<'a> {
     pub(crate) max_segments: u32,
     /// Largest request in bytes.
     pub(crate) max_request_bytes: u32,
+    /// Every segment of every request is one whole page (`dma_alignment` of a page),
+    /// for a driver that processes requests page by page ([`super::OwnedRequest::pages`]).
+    pub(crate) whole_pages: bool,
 }
 
 /// A live disk, visible under /dev until dropped.
@@ -63,6 +68,10 @@ impl<T: Operations> Disk<T> {
         let max_sectors =
             (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
         let hw_queues = params.hw_queues;
+        let whole_pages = params.whole_pages;
+        if whole_pages && block_size as usize != PAGE_SIZE {
+            return Err(EINVAL);
+        }
         let depth = params.queue_depth;
         let name = params.name;
         let capacity_sectors = params.capacity >> SECTOR_SHIFT;
@@ -81,6 +90,7 @@ impl<T: Operations> Disk<T> {
                         io_min: block_size,
                         max_hw_sectors: max_sectors,
                         max_segments,
+                        dma_alignment: if whole_pages { PAGE_SIZE as u32 - 1 } else { 0 },
                         ..Default::default()
                     };
                     // SAFETY: `set` is an allocated tag set, `lim` is valid for the call.

@@ -38,6 +38,20 @@ int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned in
 	return blk_rq_map_sg(rq, sgl);
 }
 
+int rswap_blk_rq_pages(struct request *rq, struct page **pages, unsigned int max)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+	unsigned int n = 0;
+
+	rq_for_each_segment(bv, rq, iter) {
+		if (bv.bv_offset != 0 || bv.bv_len != PAGE_SIZE || n == max)
+			return -EINVAL;
+		pages[n++] = bv.bv_page;
+	}
+	return n;
+}
+
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata)
 {

@@ -21,6 +21,11 @@ struct request *rswap_blk_mq_rq_from_pdu(void *pdu);
  * -EINVAL (nothing written) if @rq has more segments than @max.
  */
 int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned int max);
+/*
+ * Writes the pages of @rq's data, in order, to @pages; returns how many, or -EINVAL
+ * (some written) if a segment is not one whole page or there are more than @max.
+ */
+int rswap_blk_rq_pages(struct request *rq, struct page **pages, unsigned int max);
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata);
 /*

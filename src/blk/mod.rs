@@ -25,4 +25,4 @@ pub(crate) use disk_index::DiskIndex;
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use noio::NoIoScope;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
-pub(crate) use request::{Op, OwnedRequest, Status, TimedOutRequest};
+pub(crate) use request::{Op, OwnedRequest, RqPages, Status, TimedOutRequest};

@@ -34,6 +34,14 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
     /// live as long as the driver.
     fn hw_queue(&self, index: u32) -> Option<&Self::HwQueue>;
 
+    /// Readies the data of a request that blk-mq just allocated (it is `Default` so far):
+    /// the place to preallocate what the driver needs per request. Runs in process
+    /// context (in the tag set's allocation or an I/O scheduler switch, both under the
+    /// block layer's no-I/O allocation scope); an error fails that allocation.
+    fn init_request(&self, _data: &mut Self::RequestData) -> kernel::error::Result {
+        Ok(())
+    }
+
     /// Where hardware queue `hwq` keeps its blk-mq context, so that the driver can stop
     /// and start the queue.
     fn hw_ctx(hwq: &Self::HwQueue) -> &HwCtxSlot;

@@ -4,7 +4,7 @@
 //! preallocates with every tag.
 
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{block::SECTOR_SHIFT, prelude::*, types::Opaque};
+use kernel::{block::SECTOR_SHIFT, page::BorrowedPage, prelude::*, types::Opaque};
 
 use super::bindings;
 use crate::kernel_ext::SgTable;
@@ -159,6 +159,24 @@ impl<D, Q> OwnedRequest<D, Q> {
         usize::try_from(n).ok().filter(|&n| n > 0)
     }
 
+    /// The pages of the request's data, in order, if each segment is one whole page and
+    /// there are at most `N` (a disk whose `dma_alignment` is the page size, with
+    /// page-sized blocks, has only such requests). They stay valid while the request is
+    /// owned.
+    pub(crate) fn pages<const N: usize>(&self) -> Option<RqPages<'_, N>> {
+        let mut pages = [core::ptr::null_mut(); N];
+        let max = u32::try_from(N).ok()?;
+        // SAFETY: the request is valid and owned; `pages` has room for `max` pointers.
+        let n = unsafe { bindings::rswap_blk_rq_pages(self.raw(), pages.as_mut_ptr(), max) };
+        let len = usize::try_from(n).ok()?;
+        // INVARIANT: the helper wrote `len` pages of the request's bios.
+        Some(RqPages {
+            pages,
+            len,
+            _rq: PhantomData,
+        })
+    }
+
     /// Ends the request with `status`.
     pub(crate) fn end(self, status: Status) {
         // SAFETY: the request is started and not ended, and this consumes its only owner.
@@ -205,20 +223,46 @@ impl<D, Q> OwnedRequest<D, Q> {
     }
 }
 
-/// Initialises the driver data of a new request.
+/// The pages of an owned request's data ([`OwnedRequest::pages`]).
+///
+/// # Invariants
+///
+/// The first `len` entries of `pages` are pages of the bios of a request owned for `'a`,
+/// which keep them allocated.
+pub(crate) struct RqPages<'a, const N: usize> {
+    pages: [*mut kernel::bindings::page; N],
+    len: usize,
+    _rq: PhantomData<&'a ()>,
+}
+
+impl<'a, const N: usize> RqPages<'a, N> {
+    /// How many pages.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The pages, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = BorrowedPage<'a>> + '_ {
+        self.pages.iter().take(self.len).filter_map(|&p| {
+            // SAFETY: the page is one of the request's, valid for `'a` (type invariant).
+            NonNull::new(p).map(|p| unsafe { BorrowedPage::from_raw(p) })
+        })
+    }
+}
+
+/// Initialises the driver data of a new request, and returns it.
 ///
 /// # Safety
 ///
 /// `rq` must be a request of a tag set whose `cmd_size` is `size_of::<D>()`, with
 /// uninitialised (or dropped) data.
-pub(super) unsafe fn init_data<D: Default>(rq: *mut kernel::bindings::request) {
+pub(super) unsafe fn init_data<D: Default>(rq: *mut kernel::bindings::request) -> *mut D {
+    // SAFETY: `rq` is a valid request (the caller's guarantee).
+    let data = unsafe { bindings::rswap_blk_mq_rq_to_pdu(rq) }.cast::<D>();
     // SAFETY: the PDU has room for a `D` (the caller's guarantee) and is not initialised;
     // blk-mq aligns PDUs for any kernel type.
-    unsafe {
-        bindings::rswap_blk_mq_rq_to_pdu(rq)
-            .cast::<D>()
-            .write(D::default())
-    };
+    unsafe { data.write(D::default()) };
+    data
 }
 
 /// Drops the driver data of a request that is being freed.

@@ -135,15 +135,29 @@ unsafe extern "C" fn exit_hctx_callback<T: Operations>(
 ///
 /// Called by blk-mq for each request of a tag set made by [`TagSet::new`] for `T`.
 unsafe extern "C" fn init_request_callback<T: Operations>(
-    _set: *mut kernel::bindings::blk_mq_tag_set,
+    set: *mut kernel::bindings::blk_mq_tag_set,
     rq: *mut kernel::bindings::request,
     _hctx_idx: ffi::c_uint,
     _numa_node: ffi::c_int,
 ) -> ffi::c_int {
     // SAFETY: the tag set's `cmd_size` is that of `T::RequestData` (type invariant), and
     // the PDU of a new request is not initialised.
-    unsafe { request::init_data::<T::RequestData>(rq) };
-    0
+    let data = unsafe { request::init_data::<T::RequestData>(rq) };
+    // SAFETY: `set` is a tag set made by `TagSet::new` for `T`: its driver data is the `T`
+    // that the tag set keeps alive.
+    let driver = unsafe { &*(*set).driver_data.cast::<T>() };
+    // SAFETY: `data` was initialised just now, and blk-mq does not use the request before
+    // this callback returns.
+    match driver.init_request(unsafe { &mut *data }) {
+        Ok(()) => 0,
+        Err(e) => {
+            // blk-mq forgets a request whose initialisation failed without calling
+            // `exit_request`: drop its data here.
+            // SAFETY: initialised above and no longer used.
+            unsafe { request::drop_data::<T::RequestData>(rq) };
+            e.to_errno()
+        }
+    }
 }
 
 /// # Safety
