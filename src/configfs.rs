@@ -54,6 +54,8 @@ const DEFAULT_RECOVERY_MS: u32 = 60_000;
 const LAST_ERROR_LEN: usize = 200;
 /// Default keep-alive period: a silent server is noticed within about twice that.
 const DEFAULT_KEEPALIVE_MS: u32 = 5000;
+/// Whether a new target seals its pages (Documentation/security.md).
+const DEFAULT_ENCRYPT: bool = false;
 
 /// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
 /// registered as long as a target directory exists (each pins the module).
@@ -126,6 +128,7 @@ impl configfs::GroupOperations for Root {
                 secret: 13,
                 stats: 14,
                 src_addr: 15,
+                encrypt: 16,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -148,6 +151,7 @@ impl configfs::GroupOperations for Root {
                     recovery_ms: DEFAULT_RECOVERY_MS,
                     keepalive_ms: DEFAULT_KEEPALIVE_MS,
                     secret: None,
+                    encrypt: DEFAULT_ENCRYPT,
                     instance: nonzero_random(),
                     enabled: None,
                 }),
@@ -204,6 +208,8 @@ struct Settings {
     keepalive_ms: u32,
     /// The secret the target authenticates with, if it has one.
     secret: Option<parse::Secret>,
+    /// Whether the disk seals every page before it leaves the host.
+    encrypt: bool,
     /// Which instance of its client id this target is, towards the server: random for
     /// each directory, kept across `enable` cycles (a region has one owner instance).
     instance: u64,
@@ -280,6 +286,7 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         secret: s.secret.clone(),
         instance: s.instance,
         note: ConnectNote::new()?,
+        encrypt: s.encrypt,
     };
     let failed = |e: Error| {
         // Copied out: `refuse` takes a mutex, the note is under a spinlock.
@@ -403,6 +410,13 @@ setting_attr!(
     |s, w| writeln!(w, "{}", s.recovery_ms),
     |t| parse::number(t, 0, 3_600_000),
     |s, v| s.recovery_ms = v as u32
+);
+setting_attr!(
+    16,
+    "encrypt",
+    |s, w| writeln!(w, "{}", u8::from(s.encrypt)),
+    |t| parse::boolean(t),
+    |s, v| s.encrypt = v
 );
 setting_attr!(
     11,

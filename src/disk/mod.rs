@@ -8,6 +8,7 @@
 //! it is open) and drops it: the disk goes first (deleting it waits for I/O in flight),
 //! then the session's queues, then the number. The data path is in [`request`].
 
+mod crypt;
 mod request;
 mod stats;
 
@@ -25,6 +26,7 @@ use crate::{
         wire::RegionDescriptor,
     },
 };
+use crypt::{DiskCrypt, CRYPT_PAGES};
 use request::{Driver, MAX_SEGMENTS};
 
 pub(crate) use crate::transport::link::ConnectNote;
@@ -58,6 +60,8 @@ pub(crate) struct DiskConfig {
     pub(crate) instance: u64,
     /// Where a queue whose connect fails says why.
     pub(crate) note: Arc<ConnectNote>,
+    /// Seal every block before it leaves (see [`crypt`]).
+    pub(crate) encrypt: bool,
 }
 
 /// A connected disk.
@@ -89,6 +93,20 @@ impl RemoteDisk {
             },
             GFP_KERNEL,
         )?;
+        let crypt = match config.encrypt {
+            false => None,
+            true => Some(DiskCrypt::new(config.size).inspect_err(|&e| {
+                let why = if e == ENOENT {
+                    "the kernel crypto API has no synchronous gcm(aes)"
+                } else if e == ENOMEM {
+                    "no memory for the key or the seals (24 bytes per 4 KiB)"
+                } else {
+                    "gcm(aes) of the kernel crypto API refused the key"
+                };
+                pr_err!("{}: encryption: {:?}: {}\n", name, e, why);
+                config.note.set_text(format_args!("encryption: {}", why));
+            })?),
+        };
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
@@ -108,8 +126,14 @@ impl RemoteDisk {
         })?;
         let desc = *session.descriptor();
         // One SGE per segment: no more segments than every queue takes in a work request.
-        let max_segments = session.max_sge().min(MAX_SEGMENTS as u32);
-        let driver = Arc::new(Driver::new(session)?, GFP_KERNEL)?;
+        // An encrypted request is at most the bounce pages it is sealed into.
+        let max_request = if config.encrypt {
+            CRYPT_PAGES
+        } else {
+            MAX_SEGMENTS
+        };
+        let max_segments = session.max_sge().min(max_request as u32);
+        let driver = Arc::new(Driver::new(session, crypt)?, GFP_KERNEL)?;
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
@@ -120,6 +144,7 @@ impl RemoteDisk {
                 queue_depth: config.depth,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
+                whole_pages: config.encrypt,
             },
             driver.clone(),
         )?;
@@ -133,6 +158,15 @@ impl RemoteDisk {
             if desc.reused() { ", reconnected" } else { "" },
             config.queues
         );
+        if let Some(crypt) = driver.crypt() {
+            pr_info!(
+                "{}: encrypted: AES-256-GCM ({}), key of this enable only; {} KiB of seals \
+                 kept here\n",
+                name,
+                crypt.driver(),
+                crypt.seal_bytes() / 1024
+            );
+        }
         Ok(Self {
             disk,
             driver,
@@ -176,6 +210,18 @@ impl RemoteDisk {
         let mut w = stats::Counted::new(w);
         total.write_line(&mut w, format_args!("total"))?;
         total.write_latency(&mut w)?;
+        match self.driver.crypt() {
+            None => writeln!(w, "encryption off")?,
+            Some(c) => {
+                let c = c.counters();
+                writeln!(
+                    w,
+                    "encryption aes-256-gcm sealed={} opened={} auth_failures={} seal_ns={} \
+                     open_ns={}",
+                    c.sealed, c.opened, c.auth_failures, c.seal_ns, c.open_ns
+                )?;
+            }
+        }
         // Room for the last line, should the queues not all fit.
         let tail = 64;
         for (i, q) in queues.iter().enumerate() {

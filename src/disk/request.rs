@@ -33,7 +33,10 @@ use crate::{
     },
 };
 
-use super::stats::{QueueStats, Snapshot};
+use super::{
+    crypt::{CryptError, DiskCrypt, RequestCrypt, CRYPT_PAGES},
+    stats::{QueueStats, Snapshot},
+};
 
 /// Segments per request (the disk's `max_segments` at most; also the SGEs of one work
 /// request).
@@ -54,11 +57,14 @@ fn log_failure() -> bool {
 
 /// The whole RDMA state of one request, preallocated with its tag: the work request's
 /// completion entry, the scatterlist and its DMA mapping, the retry count and when it was
-/// posted.
+/// posted; on an encrypted disk also its crypto state.
 #[derive(Default)]
 pub(super) struct RequestData {
     cqe: Cqe,
     dma: SgDma<MAX_SEGMENTS>,
+    /// The request's crypto state, on an encrypted disk. Taken out only for the length of
+    /// a seal or an open, never while its bounce pages are mapped.
+    crypt: Option<RequestCrypt>,
     /// Times this request was requeued because its queue failed.
     retries: u8,
     /// When its work request was posted, for the latency histogram.
@@ -103,6 +109,8 @@ pub(super) struct DiskQueue {
     queue: Arc<Queue>,
     ctx: Arc<HwCtxSlot>,
     stats: QueueStats,
+    /// The disk's encryption, if it is encrypted.
+    crypt: Option<Arc<DiskCrypt>>,
 }
 
 /// A recovering queue's hardware queue is stopped; the queue starts it again when it is
@@ -120,11 +128,17 @@ impl Resume for HwCtxSlot {
 pub(super) struct Driver {
     session: Session,
     queues: KVec<DiskQueue>,
+    crypt: Option<Arc<DiskCrypt>>,
 }
 
 impl Driver {
-    /// A driver over a connected session, one hardware queue per queue.
-    pub(super) fn new(session: Session) -> Result<Self> {
+    /// A driver over a connected session, one hardware queue per queue; every block is
+    /// sealed with `crypt` if it is given.
+    pub(super) fn new(session: Session, crypt: Option<DiskCrypt>) -> Result<Self> {
+        let crypt = match crypt {
+            Some(c) => Some(Arc::new(c, GFP_KERNEL)?),
+            None => None,
+        };
         let mut queues = KVec::with_capacity(session.queues().len(), GFP_KERNEL)?;
         for queue in session.queues() {
             let ctx = HwCtxSlot::new()?;
@@ -134,11 +148,21 @@ impl Driver {
                     queue: queue.clone(),
                     ctx,
                     stats: QueueStats::default(),
+                    crypt: crypt.clone(),
                 },
                 GFP_KERNEL,
             )?;
         }
-        Ok(Self { session, queues })
+        Ok(Self {
+            session,
+            queues,
+            crypt,
+        })
+    }
+
+    /// The disk's encryption, if it is encrypted.
+    pub(super) fn crypt(&self) -> Option<&DiskCrypt> {
+        self.crypt.as_deref()
     }
 
     /// The session.
@@ -210,8 +234,15 @@ fn post_on(
     let Some(qp) = conn.qp() else {
         return Err((Refusal::Fail("the connection has no QP"), rq));
     };
-    let Some(nents) = rq.map_sg(|data| data.dma.table()) else {
-        return Err((Refusal::Fail("more segments than the disk allows"), rq));
+    let nents = match (&hwq_crypt(&rq), op) {
+        (Some(crypt), RdmaOp::Write) => match seal(crypt, &mut rq) {
+            Ok(n) => n,
+            Err(why) => return Err((Refusal::Fail(why), rq)),
+        },
+        _ => match rq.map_sg(|data| data.dma.table()) {
+            Some(n) => n,
+            None => return Err((Refusal::Fail("more segments than the disk allows"), rq)),
+        },
     };
     let dir = match op {
         RdmaOp::Read => Direction::FromDevice,
@@ -239,6 +270,66 @@ fn post_on(
         })
 }
 
+/// The disk's encryption, if `rq`'s disk is encrypted.
+fn hwq_crypt(rq: &Request<Driver>) -> Option<Arc<DiskCrypt>> {
+    rq.hw_queue().crypt.clone()
+}
+
+/// Seals the pages of write `rq` into its bounce pages and points its scatterlist at
+/// them; returns how many entries.
+fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usize, &'static str> {
+    let Some(mut rc) = rq.data().crypt.take() else {
+        return Err("no crypto state");
+    };
+    let offset = rq.offset();
+    let sealed = match rq.pages::<CRYPT_PAGES>() {
+        Some(pages) => crypt.seal_write(&mut rc, &pages, offset),
+        None => Err("not whole pages"),
+    };
+    let data = rq.data();
+    let n = match (sealed, data.dma.table()) {
+        // SAFETY: the bounce pages belong to `rc`, which goes back into this request's
+        // data below and stays there while the entries are mapped (it is taken out again
+        // only after the completion unmapped them), until the tag set frees the request.
+        (Ok(()), Some(table)) => unsafe { table.set_pages(rc.sealed_pages()) },
+        (Ok(()), None) => 0,
+        (Err(why), _) => {
+            data.crypt = Some(rc);
+            return Err(why);
+        }
+    };
+    data.crypt = Some(rc);
+    match n {
+        0 => Err("mapping the sealed pages failed"),
+        n => Ok(n),
+    }
+}
+
+/// A completed read or write of an encrypted disk: a write's seals take effect, a read is
+/// opened. `Err` if the read must fail (with why).
+fn finish_crypt(
+    crypt: &DiskCrypt,
+    rq: &mut Request<Driver>,
+) -> core::result::Result<(), CryptError> {
+    let Some(mut rc) = rq.data().crypt.take() else {
+        return Err(CryptError::Failed("no crypto state"));
+    };
+    let offset = rq.offset();
+    let result = match rq.op() {
+        Op::Write => {
+            crypt.commit(&rc, offset);
+            Ok(())
+        }
+        Op::Read => match rq.pages::<CRYPT_PAGES>() {
+            Some(pages) => crypt.open_read(&mut rc, &pages, offset),
+            None => Err(CryptError::Failed("not whole pages")),
+        },
+        Op::Flush | Op::Other(_) => Ok(()),
+    };
+    rq.data().crypt = Some(rc);
+    result
+}
+
 /// The work request carrying `rq` completed: unmap, then end or requeue it. Runs in
 /// softirq context.
 fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
@@ -248,6 +339,12 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     hwq.stats.completed();
     if wc.is_ok() {
         hwq.queue.count_completion();
+        if let Some(crypt) = hwq_crypt(&rq) {
+            if let Err(e) = finish_crypt(&crypt, &mut rq) {
+                return crypt_failed(rq, e);
+            }
+        }
+        let hwq = rq.hw_queue();
         if let Some(at) = issued {
             hwq.stats.done(rq.op(), rq.bytes(), at);
         }
@@ -279,9 +376,44 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     end(rq, Status::IoErr);
 }
 
+/// A read of an encrypted disk did not open (or crypto failed): it ends with an I/O error
+/// and is not retried (the server would send the same bytes again).
+fn crypt_failed(rq: Request<Driver>, e: CryptError) {
+    let hwq = rq.hw_queue();
+    hwq.stats.error();
+    if log_failure() {
+        let queue = &hwq.queue;
+        match e {
+            CryptError::Forged { block } => pr_err!(
+                "{}: queue {}: read at sector {} failed: block {} does not verify (the \
+                 server altered, moved or replayed it)\n",
+                queue.name(),
+                queue.index(),
+                rq.sector(),
+                block
+            ),
+            CryptError::Failed(why) => pr_err!(
+                "{}: queue {}: I/O at sector {} failed: {}\n",
+                queue.name(),
+                queue.index(),
+                rq.sector(),
+                why
+            ),
+        }
+    }
+    end(rq, Status::IoErr);
+}
+
 impl blk::Operations for Driver {
     type RequestData = RequestData;
     type HwQueue = DiskQueue;
+
+    fn init_request(&self, data: &mut RequestData) -> Result {
+        if let Some(crypt) = &self.crypt {
+            data.crypt = Some(crypt.request_state()?);
+        }
+        Ok(())
+    }
 
     fn hw_queue(&self, index: u32) -> Option<&DiskQueue> {
         self.queues.get(usize::try_from(index).ok()?)

@@ -91,9 +91,14 @@ impl ConnectNote {
     }
 
     fn set(&self, index: u16, msg: fmt::Arguments<'_>) {
+        self.set_text(format_args!("queue {}: {}", index, msg));
+    }
+
+    /// Records why a connect failed, for a failure of no particular queue.
+    pub(crate) fn set_text(&self, msg: fmt::Arguments<'_>) {
         let mut text = self.text.lock();
         text.clear();
-        let _ = write!(text, "queue {}: {}", index, msg);
+        let _ = text.write_fmt(msg);
     }
 
     /// A copy of the last failure's text, empty if no connect failed.

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Confidential swap: an encrypted disk seals every 4 KiB block (AES-256-GCM) before its
+//! RDMA WRITE and opens it after its RDMA READ, so the memory server holds only
+//! ciphertext and cannot change a block unnoticed.
+//!
+//! The key is random per `enable` and lives only in the kernel's transform. What proves a
+//! block is kept here, never on the server: for each block, the nonce it was last sealed
+//! under and its tag ([`BlockSeal`], 24 bytes per 4 KiB, i.e. 6 MiB per GiB of disk). The
+//! block's number is the associated data. So a block the server altered, one it moved
+//! from another offset and an old version it replays all fail the tag: the read ends with
+//! an I/O error and is counted, and its pages are zeroed, never handed up.
+//!
+//! Nonces come from one counter per disk, so none is used twice under a key. A write's
+//! seals are published when its RDMA WRITE completes; until then a read of those blocks
+//! opens the previous version (which the server still holds unless the write is under
+//! way: concurrent writes and reads of one block have no defined result on any disk, and
+//! here at worst fail the read). A block never written reads as zeros without looking
+//! at the server's bytes.
+//!
+//! Each request has its own preallocated [`RequestCrypt`]: a crypto request and the
+//! bounce pages its WRITE is sealed into (a write must not change the caller's pages).
+//! Reads are opened in place in the request's pages. Both run where the request is:
+//! sealing in `queue_rq`, opening in the completion (softirq), with a synchronous
+//! transform; nothing allocates or sleeps.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    alloc::KVVec,
+    page::{Page, PAGE_SIZE},
+    prelude::*,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
+
+use crate::{
+    blk::RqPages,
+    kernel_ext::{AeadTag, AesGcm, OpenError, PageCipher},
+};
+
+/// The largest request of an encrypted disk, in pages: also the bounce pages of each
+/// request (32 KiB of memory per tag).
+pub(super) const CRYPT_PAGES: usize = 8;
+
+/// Bytes of one block (one page).
+const BLOCK: u64 = PAGE_SIZE as u64;
+
+/// What the client keeps to verify one block: the nonce it was last sealed under (0:
+/// never written) and the two halves of its tag.
+#[derive(Default)]
+struct BlockSeal {
+    nonce: AtomicU64,
+    tag: [AtomicU64; 2],
+}
+
+impl BlockSeal {
+    fn store(&self, nonce: u64, tag: &AeadTag) {
+        let (lo, hi) = split(tag);
+        self.tag[0].store(lo, Ordering::Relaxed);
+        self.tag[1].store(hi, Ordering::Relaxed);
+        // Last, with release: a reader that sees this nonce sees its tag.
+        self.nonce.store(nonce, Ordering::Release);
+    }
+
+    fn load(&self) -> (u64, AeadTag) {
+        let nonce = self.nonce.load(Ordering::Acquire);
+        let lo = self.tag[0].load(Ordering::Relaxed);
+        let hi = self.tag[1].load(Ordering::Relaxed);
+        (nonce, join(lo, hi))
+    }
+}
+
+fn split(tag: &AeadTag) -> (u64, u64) {
+    let mut lo = [0u8; 8];
+    let mut hi = [0u8; 8];
+    lo.copy_from_slice(&tag[..8]);
+    hi.copy_from_slice(&tag[8..]);
+    (u64::from_le_bytes(lo), u64::from_le_bytes(hi))
+}
+
+fn join(lo: u64, hi: u64) -> AeadTag {
+    let mut tag = [0u8; 16];
+    tag[..8].copy_from_slice(&lo.to_le_bytes());
+    tag[8..].copy_from_slice(&hi.to_le_bytes());
+    tag
+}
+
+/// The encryption state of one disk.
+pub(super) struct DiskCrypt {
+    aead: Arc<AesGcm>,
+    /// The last nonce handed out.
+    nonce: AtomicU64,
+    /// One seal per block of the disk.
+    seals: KVVec<BlockSeal>,
+    /// Blocks sealed and opened, and reads that failed verification.
+    sealed: AtomicU64,
+    opened: AtomicU64,
+    forged: AtomicU64,
+    /// Nanoseconds spent sealing and opening (what encryption costs the CPUs).
+    seal_ns: AtomicU64,
+    open_ns: AtomicU64,
+}
+
+/// Adds the nanoseconds since `start` to `total`.
+fn add_elapsed(total: &AtomicU64, start: Instant<Monotonic>) {
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(0);
+    total.fetch_add(ns, Ordering::Relaxed);
+}
+
+/// The encryption counters of a disk (see [`DiskCrypt::counters`]).
+pub(super) struct CryptCounters {
+    /// Blocks sealed (written), and opened (read and verified).
+    pub(super) sealed: u64,
+    pub(super) opened: u64,
+    /// Reads that failed verification.
+    pub(super) auth_failures: u64,
+    /// Nanoseconds spent sealing and opening.
+    pub(super) seal_ns: u64,
+    pub(super) open_ns: u64,
+}
+
+/// Why an encrypted request cannot go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CryptError {
+    /// A block of the read did not verify: the server altered, moved or replayed it.
+    Forged {
+        /// The first such block.
+        block: u64,
+    },
+    /// The request is not whole pages, or beyond the disk, or crypto failed otherwise.
+    Failed(&'static str),
+}
+
+impl DiskCrypt {
+    /// The state of a disk of `size` bytes, with a fresh random key. Sleeps.
+    pub(super) fn new(size: u64) -> Result<Self> {
+        let aead = Arc::new(AesGcm::with_random_key()?, GFP_KERNEL)?;
+        let blocks = usize::try_from(size / BLOCK).map_err(|_| EINVAL)?;
+        let mut seals = KVVec::with_capacity(blocks, GFP_KERNEL)?;
+        for _ in 0..blocks {
+            seals.push(BlockSeal::default(), GFP_KERNEL)?;
+        }
+        Ok(Self {
+            aead,
+            nonce: AtomicU64::new(0),
+            seals,
+            sealed: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            forged: AtomicU64::new(0),
+            seal_ns: AtomicU64::new(0),
+            open_ns: AtomicU64::new(0),
+        })
+    }
+
+    /// The implementation of AES-GCM in use.
+    pub(super) fn driver(&self) -> &CStr {
+        self.aead.driver()
+    }
+
+    /// Bytes this state takes besides the per-request bounce pages.
+    pub(super) fn seal_bytes(&self) -> usize {
+        self.seals.len() * core::mem::size_of::<BlockSeal>()
+    }
+
+    /// A request's own crypto state. Sleeps.
+    pub(super) fn request_state(&self) -> Result<RequestCrypt> {
+        let mut bounce = KVec::with_capacity(CRYPT_PAGES, GFP_KERNEL)?;
+        for _ in 0..CRYPT_PAGES {
+            bounce.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        Ok(RequestCrypt {
+            cipher: PageCipher::new(&self.aead)?,
+            bounce,
+            pending: [(0, [0; 16]); CRYPT_PAGES],
+            count: 0,
+        })
+    }
+
+    /// The seal of `block`, if the disk has it.
+    fn seal(&self, block: u64) -> Option<&BlockSeal> {
+        self.seals.get(usize::try_from(block).ok()?)
+    }
+
+    /// Seals the pages of a write starting at byte `offset` into `rc`'s bounce pages.
+    /// Their seals wait in `rc` until [`Self::commit`].
+    pub(super) fn seal_write<const N: usize>(
+        &self,
+        rc: &mut RequestCrypt,
+        pages: &RqPages<'_, N>,
+        offset: u64,
+    ) -> core::result::Result<(), &'static str> {
+        let first = offset / BLOCK;
+        let last = (first + pages.len() as u64).checked_sub(1);
+        if pages.len() > CRYPT_PAGES || last.and_then(|b| self.seal(b)).is_none() {
+            return Err("outside the disk, empty or too large to encrypt");
+        }
+        rc.count = 0;
+        let start = Instant::now();
+        for (i, (src, dst)) in pages.iter().zip(rc.bounce.iter()).enumerate() {
+            let block = first + i as u64;
+            let nonce = self.nonce.fetch_add(1, Ordering::Relaxed) + 1;
+            // SAFETY: `src` is a page of a write request this driver owns, which the
+            // block layer keeps for the write (whoever changes it meanwhile changes what
+            // is written, as with DMA); `dst` is a bounce page of this request alone.
+            let tag = unsafe { rc.cipher.seal(&src, dst, nonce, block) }
+                .map_err(|_| "sealing a page failed")?;
+            rc.pending[i] = (nonce, tag);
+            rc.count = i + 1;
+        }
+        self.sealed.fetch_add(rc.count as u64, Ordering::Relaxed);
+        add_elapsed(&self.seal_ns, start);
+        Ok(())
+    }
+
+    /// The write `rc` sealed (at byte `offset`) is in the server's memory: its blocks are
+    /// verified against the new seals from now on.
+    pub(super) fn commit(&self, rc: &RequestCrypt, offset: u64) {
+        let first = offset / BLOCK;
+        for (i, (nonce, tag)) in rc.pending.iter().take(rc.count).enumerate() {
+            if let Some(seal) = self.seal(first + i as u64) {
+                seal.store(*nonce, tag);
+            }
+        }
+    }
+
+    /// Opens, in place, the pages of a read at byte `offset` that its RDMA READ filled
+    /// with ciphertext. If any does not verify, every page of the request is zeroed and
+    /// the first such block is returned.
+    pub(super) fn open_read<const N: usize>(
+        &self,
+        rc: &mut RequestCrypt,
+        pages: &RqPages<'_, N>,
+        offset: u64,
+    ) -> core::result::Result<(), CryptError> {
+        let first = offset / BLOCK;
+        let start = Instant::now();
+        let mut result = Ok(());
+        for (i, page) in pages.iter().enumerate() {
+            let block = first + i as u64;
+            let Some(seal) = self.seal(block) else {
+                result = Err(CryptError::Failed("outside the disk"));
+                break;
+            };
+            let (nonce, tag) = seal.load();
+            if nonce == 0 {
+                // Never written: zeros, whatever the server holds.
+                // SAFETY: the page is the read's, which this driver owns until it ends it.
+                if unsafe { page.fill_zero_raw(0, PAGE_SIZE) }.is_err() {
+                    result = Err(CryptError::Failed("zeroing a page failed"));
+                    break;
+                }
+                continue;
+            }
+            // SAFETY: as above.
+            match unsafe { rc.cipher.open(&page, nonce, block, &tag) } {
+                Ok(()) => {}
+                Err(OpenError::Forged) => {
+                    self.forged.fetch_add(1, Ordering::Relaxed);
+                    result = Err(CryptError::Forged { block });
+                    break;
+                }
+                Err(OpenError::Failed(_)) => {
+                    result = Err(CryptError::Failed("opening a page failed"));
+                    break;
+                }
+            }
+        }
+        match result {
+            Ok(()) => {
+                self.opened.fetch_add(pages.len() as u64, Ordering::Relaxed);
+                add_elapsed(&self.open_ns, start);
+            }
+            Err(_) => {
+                // Nothing of a request that failed is handed up, not even its good pages.
+                for page in pages.iter() {
+                    // SAFETY: as above.
+                    let _ = unsafe { page.fill_zero_raw(0, PAGE_SIZE) };
+                }
+            }
+        }
+        result
+    }
+
+    /// The counters, for the `stats` attribute.
+    pub(super) fn counters(&self) -> CryptCounters {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CryptCounters {
+            sealed: get(&self.sealed),
+            opened: get(&self.opened),
+            auth_failures: get(&self.forged),
+            seal_ns: get(&self.seal_ns),
+            open_ns: get(&self.open_ns),
+        }
+    }
+}
+
+/// The crypto state of one request, preallocated with it: its crypto request, the pages
+/// its writes are sealed into (which its RDMA WRITE sends), and the seals of the write in
+/// flight.
+pub(super) struct RequestCrypt {
+    cipher: PageCipher,
+    bounce: KVec<Page>,
+    pending: [(u64, AeadTag); CRYPT_PAGES],
+    count: usize,
+}
+
+impl RequestCrypt {
+    /// The bounce pages holding the sealed write.
+    pub(super) fn sealed_pages(&self) -> &[Page] {
+        self.bounce.get(..self.count).unwrap_or(&[])
+    }
+}
