@@ -287,6 +287,7 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         instance: s.instance,
         note: ConnectNote::new()?,
         encrypt: s.encrypt,
+        crypt_workqueue: crate::module_parameters::crypt_workqueue.value(),
     };
     let failed = |e: Error| {
         // Copied out: `refuse` takes a mutex, the note is under a spinlock.

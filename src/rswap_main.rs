@@ -30,6 +30,13 @@ module! {
     authors: ["rswap developers"],
     description: "Remote memory over RDMA as a swap block device",
     license: "GPL",
+    params: {
+        crypt_workqueue: bool {
+            default: false,
+            description: "Encrypted targets enabled from now on open (decrypt and verify) \
+                          pages in a workqueue instead of the RDMA completion",
+        },
+    },
 }
 
 /// The loaded module. Dropping it (at `rmmod`) unregisters the IB client, which removes

@@ -35,7 +35,7 @@ use kernel::{
 
 use crate::{
     blk::RqPages,
-    kernel_ext::{AeadTag, AesGcm, OpenError, PageCipher},
+    kernel_ext::{AeadTag, AesGcm, OpenError, PageCipher, ReclaimWorkqueue},
 };
 
 /// The largest request of an encrypted disk, in pages: also the bounce pages of each
@@ -99,6 +99,9 @@ pub(super) struct DiskCrypt {
     /// Nanoseconds spent sealing and opening (what encryption costs the CPUs).
     seal_ns: AtomicU64,
     open_ns: AtomicU64,
+    /// Where reads are opened, if not in their completion (the `crypt_workqueue` module
+    /// parameter).
+    workqueue: Option<ReclaimWorkqueue>,
 }
 
 /// Adds the nanoseconds since `start` to `total`.
@@ -132,8 +135,13 @@ pub(super) enum CryptError {
 }
 
 impl DiskCrypt {
-    /// The state of a disk of `size` bytes, with a fresh random key. Sleeps.
-    pub(super) fn new(size: u64) -> Result<Self> {
+    /// The state of a disk of `size` bytes, with a fresh random key; reads are opened in a
+    /// workqueue of its own if `in_workqueue`. Sleeps.
+    pub(super) fn new(size: u64, in_workqueue: bool) -> Result<Self> {
+        let workqueue = match in_workqueue {
+            true => Some(ReclaimWorkqueue::new(c"rswap_crypt")?),
+            false => None,
+        };
         let aead = Arc::new(AesGcm::with_random_key()?, GFP_KERNEL)?;
         let blocks = usize::try_from(size / BLOCK).map_err(|_| EINVAL)?;
         let mut seals = KVVec::with_capacity(blocks, GFP_KERNEL)?;
@@ -149,7 +157,13 @@ impl DiskCrypt {
             forged: AtomicU64::new(0),
             seal_ns: AtomicU64::new(0),
             open_ns: AtomicU64::new(0),
+            workqueue,
         })
+    }
+
+    /// The workqueue reads are opened in, if not in their completion.
+    pub(super) fn workqueue(&self) -> Option<&ReclaimWorkqueue> {
+        self.workqueue.as_ref()
     }
 
     /// The implementation of AES-GCM in use.

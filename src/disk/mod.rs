@@ -62,6 +62,8 @@ pub(crate) struct DiskConfig {
     pub(crate) note: Arc<ConnectNote>,
     /// Seal every block before it leaves (see [`crypt`]).
     pub(crate) encrypt: bool,
+    /// Open encrypted reads in a workqueue rather than in their completion.
+    pub(crate) crypt_workqueue: bool,
 }
 
 /// A connected disk.
@@ -95,17 +97,19 @@ impl RemoteDisk {
         )?;
         let crypt = match config.encrypt {
             false => None,
-            true => Some(DiskCrypt::new(config.size).inspect_err(|&e| {
-                let why = if e == ENOENT {
-                    "the kernel crypto API has no synchronous gcm(aes)"
-                } else if e == ENOMEM {
-                    "no memory for the key or the seals (24 bytes per 4 KiB)"
-                } else {
-                    "gcm(aes) of the kernel crypto API refused the key"
-                };
-                pr_err!("{}: encryption: {:?}: {}\n", name, e, why);
-                config.note.set_text(format_args!("encryption: {}", why));
-            })?),
+            true => Some(
+                DiskCrypt::new(config.size, config.crypt_workqueue).inspect_err(|&e| {
+                    let why = if e == ENOENT {
+                        "the kernel crypto API has no synchronous gcm(aes)"
+                    } else if e == ENOMEM {
+                        "no memory for the key or the seals (24 bytes per 4 KiB)"
+                    } else {
+                        "gcm(aes) of the kernel crypto API refused the key"
+                    };
+                    pr_err!("{}: encryption: {:?}: {}\n", name, e, why);
+                    config.note.set_text(format_args!("encryption: {}", why));
+                })?,
+            ),
         };
         let session = Session::connect(&SessionConfig {
             name,
@@ -161,10 +165,15 @@ impl RemoteDisk {
         if let Some(crypt) = driver.crypt() {
             pr_info!(
                 "{}: encrypted: AES-256-GCM ({}), key of this enable only; {} KiB of seals \
-                 kept here\n",
+                 kept here; reads opened in {}\n",
                 name,
                 crypt.driver(),
-                crypt.seal_bytes() / 1024
+                crypt.seal_bytes() / 1024,
+                if crypt.workqueue().is_some() {
+                    "a workqueue"
+                } else {
+                    "their completion"
+                }
             );
         }
         Ok(Self {

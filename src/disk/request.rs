@@ -26,6 +26,7 @@ use crate::{
         dma::{Direction, SgDma, Sge},
         qp::RdmaOp,
     },
+    kernel_ext::EmbeddedWork,
     transport::{
         link::{Conn, Link},
         queue::{Queue, Resume, State, Verdict},
@@ -65,6 +66,9 @@ pub(super) struct RequestData {
     /// The request's crypto state, on an encrypted disk. Taken out only for the length of
     /// a seal or an open, never while its bounce pages are mapped.
     crypt: Option<RequestCrypt>,
+    /// The work item that opens the read in a workqueue (`crypt_workqueue`), which owns
+    /// the request from its queueing until it ends it.
+    open_work: EmbeddedWork,
     /// Times this request was requeued because its queue failed.
     retries: u8,
     /// When its work request was posted, for the latency histogram.
@@ -340,15 +344,22 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     if wc.is_ok() {
         hwq.queue.count_completion();
         if let Some(crypt) = hwq_crypt(&rq) {
+            if let (Some(wq), Op::Read) = (crypt.workqueue(), rq.op()) {
+                rq.data().issued = issued;
+                let data = rq.into_data();
+                // SAFETY: `data` is the PDU of the request whose ownership `into_data` just
+                // gave up; its work item was initialised with `open_work_fn` (by
+                // `init_request`, on a disk with a workqueue) and stays in place until the
+                // tag set frees the request, which cannot happen before the work ends it.
+                let queued = unsafe { wq.queue(&data.as_ref().open_work) };
+                debug_assert!(queued, "a request's open work is queued once per read");
+                return;
+            }
             if let Err(e) = finish_crypt(&crypt, &mut rq) {
                 return crypt_failed(rq, e);
             }
         }
-        let hwq = rq.hw_queue();
-        if let Some(at) = issued {
-            hwq.stats.done(rq.op(), rq.bytes(), at);
-        }
-        return end(rq, Status::Ok);
+        return done(rq, issued);
     }
     let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
     if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
@@ -374,6 +385,41 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     }
     rq.hw_queue().stats.error();
     end(rq, Status::IoErr);
+}
+
+/// Ends a request that completed successfully, counting it.
+fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
+    if let Some(at) = issued {
+        rq.hw_queue().stats.done(rq.op(), rq.bytes(), at);
+    }
+    end(rq, Status::Ok);
+}
+
+/// Opens an encrypted read in the disk's crypto workqueue and ends it.
+///
+/// # Safety
+///
+/// `work` is the `open_work` of a request's [`RequestData`], queued by `complete` after it
+/// gave up the request's ownership with `into_data`.
+unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
+    // SAFETY: `work` is the `open_work` field of a `RequestData` (the caller's guarantee);
+    // `EmbeddedWork` is a transparent `work_struct`.
+    let data =
+        unsafe { kernel::container_of!(work.cast::<EmbeddedWork>(), RequestData, open_work) };
+    let Some(data) = NonNull::new(data) else {
+        return;
+    };
+    // SAFETY: the request's ownership was given up to this work by `complete` and is
+    // taken back once, here.
+    let mut rq: Request<Driver> = unsafe { OwnedRequest::from_data(data) };
+    let issued = rq.data().issued.take();
+    let Some(crypt) = hwq_crypt(&rq) else {
+        return crypt_failed(rq, CryptError::Failed("no crypto state"));
+    };
+    match finish_crypt(&crypt, &mut rq) {
+        Ok(()) => done(rq, issued),
+        Err(e) => crypt_failed(rq, e),
+    }
 }
 
 /// A read of an encrypted disk did not open (or crypto failed): it ends with an I/O error
@@ -411,6 +457,11 @@ impl blk::Operations for Driver {
     fn init_request(&self, data: &mut RequestData) -> Result {
         if let Some(crypt) = &self.crypt {
             data.crypt = Some(crypt.request_state()?);
+            if crypt.workqueue().is_some() {
+                // SAFETY: a new request's work item is not queued; blk-mq keeps the
+                // request's data in place until it frees the request, which drops it.
+                unsafe { data.open_work.init(open_work_fn) };
+            }
         }
         Ok(())
     }

@@ -17,7 +17,7 @@ pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use scatterlist::SgTable;
 pub(crate) use text::TextBuf;
-pub(crate) use workqueue::{flush_delayed_work, ReclaimWorkqueue};
+pub(crate) use workqueue::{flush_delayed_work, EmbeddedWork, ReclaimWorkqueue};
 
 /// A random 64-bit number (`get_random_u64`).
 pub(crate) fn random_u64() -> u64 {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A workqueue whose work makes progress when memory is short, and flushing delayed work.
+//! A workqueue whose work makes progress when memory is short, work items embedded in
+//! memory the caller keeps in place, and flushing delayed work.
 
-use kernel::{str::CStrExt, workqueue::DelayedWork};
+use kernel::{str::CStrExt, types::Opaque, workqueue::DelayedWork};
 
 /// A workqueue of rswap's own with a rescuer thread (`WQ_MEM_RECLAIM`), so its work makes
 /// progress when memory is short: rswap is a swap device, and its recovery work is what
@@ -42,6 +43,25 @@ impl ReclaimWorkqueue {
 }
 
 impl ReclaimWorkqueue {
+    /// Queues `work` (unless it is queued already: then `false`). Callable from any
+    /// context, softirq included.
+    ///
+    /// # Safety
+    ///
+    /// `work` must stay in place and allocated until its function has started, and that
+    /// function must be the one [`EmbeddedWork::init`] gave, with what it needs to run.
+    pub(crate) unsafe fn queue(&self, work: &EmbeddedWork) -> bool {
+        // SAFETY: the workqueue is valid (type invariant); `work` is an initialised work
+        // item that stays in place until it ran (the caller's guarantee).
+        unsafe {
+            kernel::bindings::queue_work_on(
+                kernel::bindings::wq_misc_consts_WORK_CPU_UNBOUND as i32,
+                self.wq.as_ptr(),
+                work.0.get(),
+            )
+        }
+    }
+
     /// Waits until every work item queued so far has run.
     pub(crate) fn flush(&self) {
         // SAFETY: valid by the type invariant.
@@ -64,6 +84,50 @@ impl Drop for ReclaimWorkqueue {
         // SAFETY: valid by the type invariant; this is the only destroy. It waits for the
         // queued work to run first.
         unsafe { kernel::bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
+}
+
+/// A `struct work_struct` embedded in memory whose owner keeps it in place (e.g. a block
+/// request's data, which blk-mq allocates once per tag), for work whose function finds its
+/// container with `container_of` rather than through a kernel-crate `Work<T>` pointer.
+#[repr(transparent)]
+pub(crate) struct EmbeddedWork(Opaque<kernel::bindings::work_struct>);
+
+// SAFETY: a work item is queued and run from any thread; the workqueue core serialises
+// what it does to the item.
+unsafe impl Send for EmbeddedWork {}
+// SAFETY: as above.
+unsafe impl Sync for EmbeddedWork {}
+
+impl Default for EmbeddedWork {
+    fn default() -> Self {
+        Self(Opaque::zeroed())
+    }
+}
+
+impl EmbeddedWork {
+    /// Sets the function the work item runs.
+    ///
+    /// # Safety
+    ///
+    /// The item must not be queued, and must stay in place from now until it is dropped
+    /// or initialised again.
+    pub(crate) unsafe fn init(
+        &self,
+        func: unsafe extern "C" fn(*mut kernel::bindings::work_struct),
+    ) {
+        let key = kernel::static_lock_class!();
+        // SAFETY: the item is not queued and stays in place (the caller's guarantee); the
+        // name and the key are static.
+        unsafe {
+            kernel::bindings::init_work_with_key(
+                self.0.get(),
+                Some(func),
+                false,
+                c"rswap::EmbeddedWork".as_char_ptr(),
+                key.as_ptr(),
+            )
+        };
     }
 }
 

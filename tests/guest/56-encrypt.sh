@@ -7,7 +7,8 @@
 # file with encryption on (and is there with it off); a byte flipped, two blocks swapped
 # or an old version replayed in the file turns the read into EIO, counted in the stats,
 # never into wrong data; the swap workload runs with 0 bad pages; a server restart that
-# kept the region changes nothing for the reader.
+# kept the region changes nothing for the reader; and the same with reads opened in a
+# workqueue (crypt_workqueue=1) rather than in the RDMA completion.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -36,6 +37,7 @@ NAMES=(
 	"a block written again after tampering reads back; a never-written block reads zeros whatever the server holds"
 	"the server restarted on its state directory: the encrypted disk reconnects and reads its data back"
 	"swap on an encrypted disk: the swap workload ends with 0 bad pages"
+	"crypt_workqueue=1: reads are opened in a workqueue; data reads back, a flipped byte fails with EIO"
 	"dmesg: no BUG/WARNING/Oops in the encryption tests"
 )
 ktap_plan ${#NAMES[@]}
@@ -86,11 +88,12 @@ flip() {
 	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
 	printf "\\$(printf %03o $((b ^ 1)))" | dd of="$1" bs=1 seek="$2" count=1 conv=notrunc status=none
 }
-# setup ENCRYPT: a fresh target (the previous one disabled first).
+# setup ENCRYPT [MIB]: the target enabled with encrypt=ENCRYPT (disabled first), of
+# SIZE_MB unless given.
 setup() {
 	{ [ -d $T ] && echo 0 > $T/enable; } 2>/dev/null
 	[ -d $T ] || mkdir $T
-	echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
+	echo "$IP" > $T/addr; echo $PORT > $T/port; echo "${2:-$SIZE_MB}M" > $T/size; echo 2 > $T/queues
 	echo "$1" > $T/encrypt && echo 1 > $T/enable
 }
 
@@ -256,6 +259,29 @@ else
 	else
 		ktap_fail "$(ktap_name)" "mkswap/swapon failed"
 	fi
+fi
+
+# 11. the same in a workqueue instead of the completion (rswap.ko crypt_workqueue=1); a new
+# directory is a new client id, whose region must fit beside the old one (kept for --grace)
+echo 0 > $T/enable; rmdir $T
+wq=0
+if rmmod rswap && rswap_load crypt_workqueue=1 && setup 1 16 \
+	&& dmesg | grep -q 'encrypted: .*reads opened in a workqueue'; then
+	wq=1
+fi
+ok=0; fail=0
+if [ $wq = 1 ] && dd if="$OUT/plain" of=/dev/rswap0 bs=64k oflag=direct status=none \
+	&& dd if=/dev/rswap0 of="$OUT/back3" bs=64k count=16 iflag=direct status=none \
+	&& cmp -s "$OUT/plain" "$OUT/back3"; then
+	ok=1
+	flip "$(region)" $((2 * 4096 + 7))
+	dev_read 2 >/dev/null 2>&1 || fail=1
+fi
+if [ $ok = 1 ] && [ $fail = 1 ] && [ "$(stat_of auth_failures)" = 1 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(grep '^encryption' $T/stats)"
+else
+	ktap_fail "$(ktap_name)" "module reloaded with the workqueue=$wq, read back=$ok, flipped byte failed=$fail; $(grep '^encryption' $T/stats 2>&1)"
 fi
 
 echo 0 > $T/enable
