@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! DMA mapping for RDMA: small buffers, and the scatterlists of block requests.
+//! DMA mapping for RDMA: heap buffers (control messages, pages), and the scatterlists of
+//! block requests.
 
 use core::ptr::NonNull;
 use kernel::{error::to_result, prelude::*, sync::Arc};
@@ -150,22 +151,28 @@ impl<const N: usize> SgDma<N> {
     }
 }
 
-/// A small heap buffer mapped for DMA on one device, unmapped and freed on drop.
+/// A heap buffer of `N` bytes mapped for DMA on one device, unmapped and freed on drop.
+///
+/// [`DmaBuf`] is the small one every control message uses; a larger `N` (a page, for
+/// one-sided I/O of a block's size) works the same way.
 ///
 /// # Invariants
 ///
 /// `addr` is the mapping of `buf` for `dir` on `dev`'s device, which `dev` keeps valid.
-pub(crate) struct DmaBuf {
-    buf: KBox<[u8; DmaBuf::SIZE]>,
+pub(crate) struct DmaBuffer<const N: usize> {
+    buf: KBox<[u8; N]>,
     addr: u64,
     dev: Arc<RdmaDevice>,
     dir: Direction,
     sge: [Sge; 1],
 }
 
-impl DmaBuf {
-    /// The size of every `DmaBuf` (room for any control message of the wire format).
-    pub(crate) const SIZE: usize = 128;
+/// The buffer of control messages: room for any message of the wire format.
+pub(crate) type DmaBuf = DmaBuffer<128>;
+
+impl<const N: usize> DmaBuffer<N> {
+    /// The size of the buffer.
+    pub(crate) const SIZE: usize = N;
 
     /// Allocates a buffer holding `contents` (zero-padded; at most `SIZE` bytes are used)
     /// and maps it for `dir` on `dev`. The contents are written before mapping.
@@ -174,24 +181,26 @@ impl DmaBuf {
         dir: Direction,
         contents: &[u8],
     ) -> Result<Self> {
-        let mut buf = KBox::new([0u8; Self::SIZE], GFP_KERNEL)?;
+        let length = u32::try_from(N).map_err(|_| EINVAL)?;
+        // Zeroed in place: a page-sized array does not belong on the kernel stack.
+        let mut buf = KBox::<[u8; N]>::zeroed(GFP_KERNEL)?;
         let n = contents.len().min(Self::SIZE);
         buf[..n].copy_from_slice(&contents[..n]);
         let mut addr = 0u64;
         // SAFETY: the device is valid while `dev` exists, and `buf` is a live heap
-        // allocation of `SIZE` bytes.
+        // allocation of `N` bytes.
         to_result(unsafe {
             bindings::rswap_ib_dma_map_single(
                 dev.device().as_raw(),
                 buf.as_mut_ptr().cast(),
-                Self::SIZE,
+                N,
                 dir.as_raw(),
                 &mut addr,
             )
         })?;
         let sge = [Sge(bindings::ib_sge {
             addr,
-            length: Self::SIZE as u32,
+            length,
             lkey: dev.pd().local_dma_lkey(),
         })];
         // INVARIANT: `addr` maps `buf` for `dir` on `dev`.
@@ -211,14 +220,14 @@ impl DmaBuf {
 
     /// The buffer's contents once the device is done with it (after the completion of
     /// the work request that used it): synchronised for the CPU first.
-    pub(crate) fn contents_for_cpu(&mut self) -> &[u8; Self::SIZE] {
+    pub(crate) fn contents_for_cpu(&mut self) -> &[u8; N] {
         // SAFETY: by the type invariant `addr` maps `buf` on the device; the device no
         // longer accesses it (its work request completed).
         unsafe {
             bindings::rswap_ib_dma_sync_single_for_cpu(
                 self.dev.device().as_raw(),
                 self.addr,
-                Self::SIZE,
+                N,
                 self.dir.as_raw(),
             )
         };
@@ -226,14 +235,14 @@ impl DmaBuf {
     }
 }
 
-impl Drop for DmaBuf {
+impl<const N: usize> Drop for DmaBuffer<N> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant `addr` maps `buf` on the device, still valid.
         unsafe {
             bindings::rswap_ib_dma_unmap_single(
                 self.dev.device().as_raw(),
                 self.addr,
-                Self::SIZE,
+                N,
                 self.dir.as_raw(),
             )
         };
