@@ -2,15 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0
 # samples/rdma_rw: the sample module connects to rswap-server through rswap's safe RDMA
 # layer, RDMA-WRITEs one buffer and RDMA-READs it back; with no server it fails to load.
+# samples/rdma_bench: the benchmark module (make bench's transport reference) measures
+# 4 KiB RDMA READ and WRITE at QD1 and QD4 for a moment against the same server, reports
+# non-zero figures and unloads; with no server it fails to load.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 KO=$RSWAP_TOP/rswap_rdma_rw.ko
+KO_BENCH=$RSWAP_TOP/rswap_rdma_bench.ko
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
 OUT=$RSWAP_OUT/35-sample
 mkdir -p "$OUT"
-ktap_plan 3
-if [ ! -f "$KO" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/null; then
-	for n in 1 2 3; do ktap_skip "sample $n" "needs rswap_rdma_rw.ko, rswap-server and rxe"; done
+ktap_plan 5
+if [ ! -f "$KO" ] || [ ! -f "$KO_BENCH" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/null; then
+	for n in 1 2 3 4 5; do
+		ktap_skip "sample $n" "needs rswap_rdma_rw.ko, rswap_rdma_bench.ko, rswap-server and rxe"
+	done
 	ktap_finish
 fi
 modprobe -a ib_core rdma_cm
@@ -28,6 +34,30 @@ else
 	ktap_fail "sample: RDMA WRITE then READ of one buffer through the safe layer round-trips" \
 		"$(dmesg | grep rswap_rdma_rw | tail -5)"
 fi
+# The benchmark: every figure of the four phases must be there and non-zero.
+dmesg_mark "bench"
+bench_ok() {
+	local line n=0 k
+	for line in "read qd=1" "read qd=4" "write qd=1" "write qd=4"; do
+		set -- $(dmesg | grep -o "rswap_rdma_bench: result op=${line% *} ${line#* } .*" | tail -1)
+		[ $# -gt 0 ] || { echo "no result line for $line"; return 1; }
+		for k in ops ns ops_per_s lat_mean_ns lat_p50_ns lat_p99_ns wc_mean_ns; do
+			[[ " $* " =~ \ $k=([0-9]+)\  ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] \
+				|| { echo "$line: $k missing or zero: $*"; return 1; }
+		done
+		n=$((n + 1))
+	done
+	[ $n = 4 ]
+}
+if timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 qd=4 size_mb=4 \
+	&& why=$(bench_ok) && timeout 20 rmmod rswap_rdma_bench; then
+	ktap_pass "bench: 4 KiB READ and WRITE at QD1 and QD4 report non-zero figures, then rmmod"
+	ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "bench: 4 KiB READ and WRITE at QD1 and QD4 report non-zero figures, then rmmod" \
+		"${why:-} $(dmesg | grep rswap_rdma_bench | tail -6)"
+	rmmod rswap_rdma_bench 2>/dev/null
+fi
 kill "$spid"; wait "$spid"
 start=$(date +%s)
 if ! insmod "$KO" addr="$hex" port=18517 2>/dev/null && [ $(( $(date +%s) - start )) -lt 20 ] \
@@ -36,6 +66,15 @@ if ! insmod "$KO" addr="$hex" port=18517 2>/dev/null && [ $(( $(date +%s) - star
 else
 	ktap_fail "sample: with no server the module refuses to load, promptly"
 	rmmod rswap_rdma_rw 2>/dev/null
+fi
+start=$(date +%s)
+if ! timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 2>/dev/null \
+	&& [ $(( $(date +%s) - start )) -lt 20 ] && ! grep -q '^rswap_rdma_bench ' /proc/modules; then
+	ktap_pass "bench: with no server the module refuses to load, promptly, saying why"
+	ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "bench: with no server the module refuses to load, promptly, saying why"
+	rmmod rswap_rdma_bench 2>/dev/null
 fi
 ktap_check "dmesg: no BUG/WARNING/Oops in the sample test" dmesg_clean
 ktap_finish
