@@ -1,17 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The benchmark's client guest: raw RDMA (perftest), then every block device of
-# tests/bench/backends.sh under fio and the swap workload (the swap workload only for the
-# backends in SWAP_ONLY). Started by scripts/bench.sh
+# The benchmark's client guest: raw RDMA (perftest, then samples/rdma_bench from kernel
+# verbs against rswap-server), then every block device of tests/bench/backends.sh under fio
+# and the swap workload, $SWAP_RUNS times (the swap workload only for the backends in
+# SWAP_ONLY). Started by scripts/bench.sh
 # through qemu/run-pair.sh (two guests) or qemu/run.sh (--loopback, one guest that also
 # runs tests/bench/server.sh in the background).
 #
 #   client.sh [--quick] [--time SECS] [--swap-mb MIB] [--loopback]
 #
-# Raw results go to $RSWAP_OUT/bench/ (perftest text, fio JSON, swap JSON, status.tsv,
-# env.json); scripts/bench.sh turns them into the table, results.json and the plot.
-# Progress lines "@@BENCH ..." on the console tell the host which step runs and how long
-# is left. Exit 0 when every baseline (perftest, nvme-rdma, local) produced its numbers.
+# Raw results go to $RSWAP_OUT/bench/ (perftest text, the in-kernel benchmark's result
+# lines, fio JSON, swap JSON per run, status.tsv, env.json); scripts/bench.sh turns them
+# into the table, results.json and the plot. Progress lines "@@BENCH ..." on the console
+# tell the host which step runs and how long is left. Exit 0 when every baseline
+# (perftest, the in-kernel RDMA benchmark, nvme-rdma, local) produced its numbers.
 . "$RSWAP_TOP/tests/bench/lib.sh"
 . "$BENCH/backends.sh"
 
@@ -27,9 +29,14 @@ while [ $# -gt 0 ]; do
 done
 if [ $quick = 1 ]; then
 	: "${T:=2}" "${SWAP_MB:=16}"; RAMP=0 LAT_N=100 BW_N=500 REGION_MB=16 DEV_MB=64 SWAP_TIMEOUT=180
+	KB_MS=1000 SWAP_RUNS=2
 else
-	: "${T:=20}" "${SWAP_MB:=64}"; RAMP=2 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256 SWAP_TIMEOUT=600
+	: "${T:=20}" "${SWAP_MB:=96}"; RAMP=2 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256 SWAP_TIMEOUT=600
+	KB_MS=10000 SWAP_RUNS=3
 fi
+# The in-kernel RDMA benchmark (samples/rdma_bench): KB_MS per phase (READ QD1, READ
+# QD$KB_QD, WRITE QD1, WRITE QD$KB_QD) over one queue of the kind rswap uses.
+KB_QD=32
 # The swap workload's cgroup: memory.max at half the working set, memory.high at 7/8 of
 # that. Without memory.high the memcg OOM killer fired on nvme-rdma (16 and 32 MiB limits,
 # TCG): reclaim outran the slow network swap device's writeback. memory.high throttles
@@ -37,7 +44,7 @@ fi
 SWAP_LIMIT_MB=$((SWAP_MB / 2)) SWAP_HIGH_KB=$((SWAP_MB * 1024 * 7 / 16))
 [ "$DEV_MB" -ge $((SWAP_MB + 16)) ] || DEV_MB=$((SWAP_MB + 16))
 R=$RSWAP_OUT/bench
-rm -rf "$R"; mkdir -p "$R/perftest"
+rm -rf "$R"; mkdir -p "$R/perftest" "$R/kbench"
 PEER=${RSWAP_PEER_IP:-}
 [ $loopback = 1 ] && PEER=$RSWAP_GUEST_IP
 : > "$R/status.tsv"
@@ -79,6 +86,7 @@ plan_add perf.rl $lat_est "perftest:ib_read_lat"
 plan_add perf.wl $lat_est "perftest:ib_write_lat"
 plan_add perf.rb $bw_est "perftest:ib_read_bw"
 plan_add perf.wb $bw_est "perftest:ib_write_bw"
+plan_add kbench $((KB_MS * 4 / 1000 + 12)) "in-kernel:rdma_bench"
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
 	plan_add "$id.setup" 10 "$label:setup"
@@ -88,8 +96,10 @@ for b in "${BACKENDS[@]}"; do
 		plan_add "$id.fill" $((REGION_MB / 16 + 2)) "$label:fill"
 		for j in "${FIO_JOBS[@]}"; do plan_add "$id.$j" $((T + RAMP + 2)) "$label:fio-$j"; done
 	fi
-	if [ "$id" = local ]; then plan_add "$id.swap" $((SWAP_MB / 16 + 3)) "$label:swap"
-	else plan_add "$id.swap" $((SWAP_MB * 3 / 2 + 5)) "$label:swap"; fi
+	for n in $(seq "$SWAP_RUNS"); do
+		if [ "$id" = local ]; then plan_add "$id.swap$n" $((SWAP_MB / 16 + 3)) "$label:swap-$n"
+		else plan_add "$id.swap$n" $((SWAP_MB * 3 / 2 + 5)) "$label:swap-$n"; fi
+	done
 done
 echo "@@BENCH plan ${#PLAN[@]} left=$(plan_left)"
 
@@ -110,6 +120,8 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 	printf ' "fio_time_s": %s, "fio_ramp_s": %s, "fio_region_mb": %s, "device_mb": %s,\n' "$T" "$RAMP" "$REGION_MB" "$DEV_MB"
 	printf ' "perftest_lat_iters": %s, "perftest_bw_iters": %s, "swap_mb": %s, "swap_limit_mb": %s,\n' \
 		"$LAT_N" "$BW_N" "$SWAP_MB" "$SWAP_LIMIT_MB"
+	printf ' "swap_runs": %s, "kbench_ms_per_phase": %s, "kbench_qd": %s, "kbench_region_mb": %s,\n' \
+		"$SWAP_RUNS" "$KB_MS" "$KB_QD" "$REGION_MB"
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 
@@ -147,6 +159,37 @@ perftest_run perf.wl ib_write_lat "$LAT_N" $((LAT_N * 35 / 1000 + 40))
 perftest_run perf.rb ib_read_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
 perftest_run perf.wb ib_write_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
 
+# ---- raw RDMA from kernel verbs: samples/rdma_bench against rswap-server ----------------
+# The transport reference rswap's rows are divided by: 4 KiB RDMA READ and WRITE at QD1
+# and QD$KB_QD over one RC queue made like rswap's, against an rswap-server on the
+# memory-server guest (the same server program rswap uses, started for it and stopped
+# after, so rswap's backend starts on a fresh one). The result lines go to kbench/result.txt.
+KBENCH_KO=$RSWAP_TOP/rswap_rdma_bench.ko
+kbench_run() {
+	local out hex rc=0 k=$R/kbench
+	step kbench
+	[ -f "$KBENCH_KO" ] || { echo "not built: $KBENCH_KO (make)" > "$k/error.txt"; return 1; }
+	if ! out=$(ctl run rswap_server_start "$PEER" "$REGION_MB" 2>&1); then
+		echo "rswap-server on $PEER: $(echo "$out" | tail -1)" > "$k/error.txt"; return 1
+	fi
+	hex=$(printf '0x%02x%02x%02x%02x' ${PEER//./ })
+	dmesg_mark "bench in-kernel RDMA"
+	timeout $((KB_MS * 4 / 1000 + 90)) insmod "$KBENCH_KO" addr="$hex" port="$RSWAP_SERVER_PORT" \
+		ms="$KB_MS" qd="$KB_QD" size_mb="$REGION_MB" > "$k/insmod.log" 2>&1 || rc=$?
+	dmesg | sed -n '/rswap-test-mark: bench in-kernel RDMA/,$p' | grep 'rswap_rdma_bench:' \
+		| sed 's/^\[[^]]*\] //' > "$k/dmesg.txt"
+	grep -o 'result op=.*' "$k/dmesg.txt" > "$k/result.txt"
+	grep -q '^rswap_rdma_bench ' /proc/modules && { timeout 60 rmmod rswap_rdma_bench || rc=1; }
+	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" > /dev/null 2>&1
+	dmesg_clean > "$k/dmesg-bad.txt" || { echo "kernel warnings during the in-kernel benchmark" >> "$k/error.txt"; rc=1; }
+	[ $rc = 0 ] || { echo "insmod exit $rc: $(tail -1 "$k/dmesg.txt")" >> "$k/error.txt"; return 1; }
+	[ "$(wc -l < "$k/result.txt")" = 4 ] || { echo "expected 4 result lines" >> "$k/error.txt"; return 1; }
+}
+if ! kbench_run; then
+	echo "bench client: in-kernel RDMA benchmark failed: $(tr '\n' ' ' < "$R/kbench/error.txt")"
+	failures=$((failures + 1))
+fi
+
 # ---- fio --------------------------------------------------------------------------------
 fio_job() { # DEV OUTFILE JOB
 	local dev=$1 outf=$2 spec
@@ -166,14 +209,14 @@ fio_job() { # DEV OUTFILE JOB
 # ---- swap workload ------------------------------------------------------------------------
 SWAPLOAD=/tmp/swapload
 vmstat_get() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
-swap_run() { # DEV DIR
-	local dev=$1 d=$2 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 oom
+swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
+	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 oom
 	swapoff -a 2>/dev/null || true
 	# zswap would keep compressed pages in RAM and hide the device: the device must be the
 	# only place pages go.
 	[ -w /sys/module/zswap/parameters/enabled ] && echo N > /sys/module/zswap/parameters/enabled
-	mkswap -f "$dev" > "$d/mkswap.log" 2>&1 && swapon "$dev" 2>> "$d/mkswap.log" \
-		|| { echo "mkswap/swapon $dev failed: $(tail -1 "$d/mkswap.log")"; return 1; }
+	mkswap -f "$dev" > "$d/mkswap-$n.log" 2>&1 && swapon "$dev" 2>> "$d/mkswap-$n.log" \
+		|| { echo "mkswap/swapon $dev failed: $(tail -1 "$d/mkswap-$n.log")"; return 1; }
 	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control || echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 	rmdir "$cg" 2>/dev/null; mkdir "$cg"
 	echo "${SWAP_LIMIT_MB}M" > "$cg/memory.max"
@@ -182,17 +225,17 @@ swap_run() { # DEV DIR
 	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout)
 	t0=$(date +%s.%N)
 	timeout "$SWAP_TIMEOUT" bash -c "echo \$\$ > $cg/cgroup.procs && exec $SWAPLOAD $SWAP_MB" \
-		> "$d/swapload.json" 2> "$d/swapload.err" || rc=$?
+		> "$d/swapload-$n.json" 2> "$d/swapload-$n.err" || rc=$?
 	t1=$(date +%s.%N)
 	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout)
 	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.events")
-	printf '{"device": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
-		"$(json_str "$dev")" "$rc" "$(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }")" \
+	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
+		"$(json_str "$dev")" "$n" "$rc" "$(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }")" \
 		$((in1 - in0)) $((out1 - out0)) "${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
-		"$(json_str "$(tail -n +2 /proc/swaps)")" > "$d/swap.json"
+		"$(json_str "$(tail -n +2 /proc/swaps)")" > "$d/swap-$n.json"
 	timeout 300 swapoff "$dev" || echo "swapoff $dev failed or timed out"
 	rmdir "$cg" 2>/dev/null
-	[ $rc = 0 ] || { echo "swapload on $dev: exit $rc $(cat "$d/swapload.err")"; return 1; }
+	[ $rc = 0 ] || { echo "swapload on $dev: exit $rc $(cat "$d/swapload-$n.err")"; return 1; }
 }
 cp "$RSWAP_OUT/swapload" "$SWAPLOAD" 2>/dev/null && chmod +x "$SWAPLOAD" \
 	|| echo "bench client: no swapload binary in \$RSWAP_OUT (scripts/bench.sh builds it)"
@@ -224,12 +267,11 @@ for b in "${BACKENDS[@]}"; do
 			fio_job "$BK_DEV" "$d/fio-$j.json" "$j" || { bad+=" $j"; echo "bench client: fio $j on $label failed"; tail -3 "$d/fio-$j.json.log"; }
 		done
 	fi
-	step "$id.swap"
-	if [ -x "$SWAPLOAD" ]; then
-		msg=$(swap_run "$BK_DEV" "$d") || { bad+=" swap"; echo "bench client: $msg"; }
-	else
-		bad+=" swap"
-	fi
+	for n in $(seq "$SWAP_RUNS"); do
+		step "$id.swap$n"
+		if [ ! -x "$SWAPLOAD" ]; then bad+=" swap"; break; fi
+		msg=$(swap_run "$BK_DEV" "$d" "$n") || { bad+=" swap-$n"; echo "bench client: $msg"; break; }
+	done
 	"backend_${id}_teardown" || true
 	dmesg_clean > "$d/dmesg-bad.txt" || { bad+=" dmesg"; echo "bench client: kernel warnings during $label"; }
 	if [ -n "$bad" ]; then

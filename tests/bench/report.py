@@ -4,16 +4,19 @@
 
   report.py --raw DIR --host-env FILE --out DIR [--plot] [--check]
 
---raw       the client guest's bench/ folder (perftest/*.txt, <backend>/fio-*.json,
-            <backend>/swap.json, status.tsv, env.json), written by tests/bench/client.sh
+--raw       the client guest's bench/ folder (perftest/*.txt, kbench/result.txt,
+            <backend>/fio-*.json, <backend>/swap-N.json, status.tsv, env.json), written by
+            tests/bench/client.sh
 --host-env  JSON with what only the host knows (accelerator, vCPUs, git revision, date)
 --plot      also draw bench.png (needs matplotlib; skipped with a message without it)
 --check     exit 1 unless every baseline produced its numbers (the --quick smoke test);
             rswap and rswap-md1 may be n/a. It checks that numbers exist, never what
             they are.
-The markdown tables go to stdout and to OUT/table.md: the main one (raw RDMA and the
-block devices under fio and the swap workload) and "mirrored swap" (the swap workload on
-rswap-md1, md RAID1 over two rswap disks, against rswap).
+The markdown tables go to stdout and to OUT/table.md: the main one (the raw transport,
+measured from kernel verbs by samples/rdma_bench and by perftest from user space, and the
+block devices under fio and the swap workload), the targets (three ratios of this run,
+each with pass or miss) and "mirrored swap" (the swap workload on rswap-md1, md RAID1 over
+two rswap disks, against rswap).
 """
 import argparse
 import json
@@ -30,6 +33,22 @@ SWAP_ONLY = ["rswap-md1"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
 OPTIONAL = ["rswap", "rswap-md1"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
+# The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
+# queue made like rswap's, against rswap-server) and perftest (user space, secondary).
+RAW = ["kernel", "perftest"]
+NAMES = {"kernel": "in-kernel RDMA", "perftest": "perftest"}
+# The issue's targets, ratios of one run: (key, what, numerator, denominator, metric,
+# goal, "max" when the ratio must not exceed the goal, "min" when it must reach it).
+TARGETS = [
+    ("qd1_read_latency", "4K rand read QD1 mean latency, rswap / in-kernel RDMA READ QD1",
+     "rswap", "kernel", "4K rand read QD1, mean latency (us)", 1.10, "max"),
+    ("qd32_read_iops_vs_kernel", "4K rand read QD32 IOPS, rswap (QD32x2) / in-kernel RDMA READ (QD32)",
+     "rswap", "kernel", "4K rand read QD32x2, IOPS", 0.90, "min"),
+    ("qd32_read_iops_vs_nvme", "4K rand read QD32x2 IOPS, rswap / nvme-rdma",
+     "rswap", "nvme-rdma", "4K rand read QD32x2, IOPS", 2.0, "min"),
+    ("swap_wall_time", "swap workload wall time, rswap / nvme-rdma",
+     "rswap", "nvme-rdma", "swap workload, wall time (s)", 0.5, "max"),
+]
 
 
 def parse_perftest(path):
@@ -62,6 +81,71 @@ def parse_perftest(path):
     return None
 
 
+def parse_kbench(raw):
+    """The in-kernel benchmark's result lines (kbench/result.txt): per "op_qdN", its
+    integer figures; "error" when the run failed."""
+    out = {}
+    try:
+        for line in open(os.path.join(raw, "kbench", "result.txt")):
+            kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            try:
+                key = "%s_qd%s" % (kv.pop("op"), kv.pop("qd"))
+                out[key] = {k: int(v) for k, v in kv.items()}
+            except (KeyError, ValueError):
+                continue
+    except OSError:
+        pass
+    try:
+        err = open(os.path.join(raw, "kbench", "error.txt")).read().strip()
+        if err:
+            out["error"] = err
+    except OSError:
+        pass
+    return out
+
+
+def load_swap(d):
+    """The swap workload's runs in backend folder d (swap-N.json, swapload-N.json; an older
+    single swap.json too), and their summary: the first run's record with the mean of each
+    figure over the runs, their wall times, min and max, and rc 0 only if every run
+    passed. None when there is no run."""
+    runs = []
+    names = sorted((f for f in os.listdir(d) if re.match(r"swap-\d+\.json$", f)),
+                   key=lambda f: int(re.findall(r"\d+", f)[0])) if os.path.isdir(d) else []
+    if not names and os.path.exists(os.path.join(d, "swap.json")):
+        names = ["swap.json"]
+    for name in names:
+        try:
+            sw = json.load(open(os.path.join(d, name)))
+        except (OSError, ValueError):
+            continue
+        try:
+            sw["swapload"] = json.load(open(os.path.join(d, name.replace("swap", "swapload", 1))))
+        except (OSError, ValueError):
+            sw["swapload"] = None
+        runs.append(sw)
+    if not runs:
+        return None
+    summary = dict(runs[0])
+    summary["runs"] = runs
+    summary["rc"] = 0 if all(r.get("rc") == 0 for r in runs) else next(
+        r.get("rc") for r in runs if r.get("rc") != 0)
+    ok = [r for r in runs if r.get("rc") == 0]
+    if ok:
+        for k in ["wall_s", "pswpin", "pswpout"]:
+            summary[k] = sum(r.get(k, 0) for r in ok) / len(ok)
+        walls = [r.get("wall_s", 0) for r in ok]
+        summary["wall_s_runs"] = walls
+        summary["wall_s_min"], summary["wall_s_max"] = min(walls), max(walls)
+        faults = [g(r, "swapload", "majflt") for r in ok]
+        summary["swapload"] = dict(runs[0].get("swapload") or {})
+        if all(isinstance(f, (int, float)) for f in faults):
+            summary["swapload"]["majflt"] = sum(faults) / len(faults)
+        summary["swapload"]["bad_pages"] = sum(g(r, "swapload", "bad_pages") or 0 for r in runs) \
+            if all(g(r, "swapload", "bad_pages") is not None for r in runs) else None
+    return summary
+
+
 def parse_fio(path):
     try:
         data = json.load(open(path))
@@ -88,7 +172,7 @@ def load(raw, host_env):
     except (OSError, ValueError) as e:
         env["guest_env_error"] = str(e)
     env.update(host_env)
-    res = {"env": env, "raw_rdma": {}, "backends": {}}
+    res = {"env": env, "raw_rdma": {}, "raw_kernel": parse_kbench(raw), "backends": {}}
     for tool in ["ib_read_lat", "ib_write_lat", "ib_read_bw", "ib_write_bw"]:
         res["raw_rdma"][tool] = parse_perftest(os.path.join(raw, "perftest", tool + ".txt"))
     status = {}
@@ -116,16 +200,7 @@ def load(raw, host_env):
                 entry["fio"] = {j: parse_fio(os.path.join(d, "fio-%s.json" % j))
                                 for j in FIO_JOBS}
                 entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
-            try:
-                sw = json.load(open(os.path.join(d, "swap.json")))
-            except (OSError, ValueError):
-                sw = None
-            if sw is not None:
-                try:
-                    sw["swapload"] = json.load(open(os.path.join(d, "swapload.json")))
-                except (OSError, ValueError):
-                    sw["swapload"] = None
-            entry["swap"] = sw
+            entry["swap"] = load_swap(d)
         res["backends"][b] = entry
     return res
 
@@ -143,9 +218,25 @@ def swap_ok(sw):
     return sw is not None and sw.get("rc") == 0
 
 
-# (label, value of a backend, value of raw RDMA, unit/better, take ratios)
+def kernel_rate_key(res):
+    """The key of the in-kernel benchmark's deep-queue phase, e.g. "qd32"."""
+    qd = res["env"].get("kbench_qd", 32)
+    return "qd%s" % qd
+
+
+# (label, value of a backend, {raw column: value}, unit/better, take ratios)
 def rows(res):
     rr = res["raw_rdma"]
+    kb = res["raw_kernel"]
+    deep = kernel_rate_key(res)
+
+    def kus(phase, k):
+        v = g(kb, phase, k)
+        return v / 1000.0 if v else None
+
+    def kmib(phase):
+        v = g(kb, phase, "ops_per_s")
+        return v * g(kb, phase, "bytes") / 2**20 if v and g(kb, phase, "bytes") else None
 
     def fio(j, k):
         return lambda b: g(res["backends"][b], "fio", j, k)
@@ -159,30 +250,32 @@ def rows(res):
                 return g(sw, "swapload", "majflt")
             return sw.get(k)
         return f
+    def raw(kernel, perftest):
+        return {"kernel": kernel, "perftest": perftest}
     return [
         ("4K rand read QD1, mean latency (us)", fio("rr_qd1", "lat_mean_us"),
-         g(rr, "ib_read_lat", "avg_us"), "lower", True),
+         raw(kus("read_qd1", "lat_mean_ns"), g(rr, "ib_read_lat", "avg_us")), "lower", True),
         ("4K rand read QD1, p99 latency (us)", fio("rr_qd1", "lat_p99_us"),
-         g(rr, "ib_read_lat", "p99_us"), "lower", True),
+         raw(kus("read_qd1", "lat_p99_ns"), g(rr, "ib_read_lat", "p99_us")), "lower", True),
         ("4K rand write QD1, mean latency (us)", fio("rw_qd1", "lat_mean_us"),
-         g(rr, "ib_write_lat", "avg_us"), "lower", True),
+         raw(kus("write_qd1", "lat_mean_ns"), g(rr, "ib_write_lat", "avg_us")), "lower", True),
         ("4K rand write QD1, p99 latency (us)", fio("rw_qd1", "lat_p99_us"),
-         g(rr, "ib_write_lat", "p99_us"), "lower", True),
+         raw(kus("write_qd1", "lat_p99_ns"), g(rr, "ib_write_lat", "p99_us")), "lower", True),
         ("4K rand read QD32x2, IOPS", fio("rr_qd32", "iops"),
-         g(rr, "ib_read_bw", "msg_per_s"), "higher", True),
+         raw(g(kb, "read_" + deep, "ops_per_s"), g(rr, "ib_read_bw", "msg_per_s")), "higher", True),
         ("4K rand write QD32x2, IOPS", fio("rw_qd32", "iops"),
-         g(rr, "ib_write_bw", "msg_per_s"), "higher", True),
+         raw(g(kb, "write_" + deep, "ops_per_s"), g(rr, "ib_write_bw", "msg_per_s")), "higher", True),
         ("64K seq read QD16, MiB/s", fio("seqread", "bw_mib_s"),
-         g(rr, "ib_read_bw", "bw_avg_mib_s"), "higher", True),
-        ("swap workload, wall time (s)", swap("wall_s"), None, "lower", True),
-        ("swap workload, major faults", swap("majflt"), None, "", False),
-        ("swap workload, pswpin (pages)", swap("pswpin"), None, "", False),
-        ("swap workload, pswpout (pages)", swap("pswpout"), None, "", False),
+         raw(kmib("read_" + deep), g(rr, "ib_read_bw", "bw_avg_mib_s")), "higher", True),
+        ("swap workload, wall time (s)", swap("wall_s"), raw(None, None), "lower", True),
+        ("swap workload, major faults", swap("majflt"), raw(None, None), "", False),
+        ("swap workload, pswpin (pages)", swap("pswpin"), raw(None, None), "", False),
+        ("swap workload, pswpout (pages)", swap("pswpout"), raw(None, None), "", False),
     ]
 
 
-RATIOS = [("rswap", "raw"), ("rswap", "nvme-rdma"), ("rswap", "local"),
-          ("nvme-rdma", "raw"), ("nvme-rdma", "local")]
+RATIOS = [("rswap", "kernel"), ("rswap", "perftest"), ("rswap", "nvme-rdma"), ("rswap", "local"),
+          ("nvme-rdma", "kernel"), ("nvme-rdma", "local")]
 # The mirrored-swap table: what md RAID1 over two rswap disks costs against one rswap disk
 # (a cost ratio: above 1, mirroring is slower). Swap rows only.
 MIRROR = ["rswap", "rswap-md1"]
@@ -190,7 +283,7 @@ MIRROR_RATIOS = [("rswap-md1", "rswap")]
 
 
 def ratio_key(a, b):
-    return "%s/%s" % (a, "raw RDMA" if b == "raw" else b)
+    return "%s/%s" % (a, NAMES.get(b, b))
 
 
 def swap_row(label):
@@ -223,13 +316,35 @@ def compute(res):
     table = []
     for label, fn, raw, better, take in rows(res):
         vals = {b: fn(b) for b in BACKENDS}
-        vals["raw"] = raw
+        vals.update(raw)
         rats = {}
         for a, b in RATIOS + (MIRROR_RATIOS if swap_row(label) else []):
             rats[ratio_key(a, b)] = ratio(vals[a], vals[b]) if take else None
         table.append({"metric": label, "better": better, "values": vals, "ratios": rats})
     res["table"] = table
+    res["targets"] = targets(res, table)
     return table
+
+
+def targets(res, table):
+    """The issue's target ratios of this run, each with its goal and pass/miss (None when
+    a figure is missing)."""
+    by = {r["metric"]: r for r in table}
+    out = []
+    for key, what, a, b, metric, goal, kind in TARGETS:
+        v = by[metric]["values"]
+        r = ratio(v[a], v[b])
+        t = {"key": key, "what": what, "ratio": r, "goal": goal, "kind": kind,
+             "pass": None if r is None else (r <= goal if kind == "max" else r >= goal)}
+        if key == "swap_wall_time":
+            sa, sb = g(res["backends"][a], "swap"), g(res["backends"][b], "swap")
+            if swap_ok(sa) and swap_ok(sb) and sa.get("wall_s_min") and sb.get("wall_s_min"):
+                # The best and worst pairing of one run of each.
+                t["ratio_min"] = sa["wall_s_min"] / sb["wall_s_max"]
+                t["ratio_max"] = sa["wall_s_max"] / sb["wall_s_min"]
+                t["runs"] = [len(sa["wall_s_runs"]), len(sb["wall_s_runs"])]
+        out.append(t)
+    return out
 
 
 def markdown(res, table):
@@ -242,18 +357,54 @@ def markdown(res, table):
                    env.get("server_vcpus") or "-", env.get("git_revision", "?"),
                    env.get("fio_time_s", "?")))
     out.append("")
-    hdr = ["metric", "better", "raw RDMA"] + MAIN + [ratio_key(a, b) for a, b in RATIOS]
+    hdr = ["metric", "better"] + [NAMES[k] for k in RAW] + MAIN + [ratio_key(a, b) for a, b in RATIOS]
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
         v = r["values"]
-        cells = [r["metric"], r["better"] or "", fmt(v["raw"]) if v["raw"] is not None else "-"]
+        cells = [r["metric"], r["better"] or ""]
+        cells += [("-" if swap_row(r["metric"]) else fmt(v[k])) for k in RAW]
         cells += [fmt(v[b]) for b in MAIN]
         cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in RATIOS]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    out.append("Targets (ratios of this one run; under TCG they move between runs, see "
+               "Documentation/benchmarks.md):")
+    out.append("")
+    out.append("| target | ratio | goal | result |")
+    out.append("|---|--:|--:|:-:|")
+    for t in res.get("targets", []):
+        what, cell = t["what"], fmt_ratio(t["ratio"])
+        if "ratio_min" in t:
+            n_a, n_b = t["runs"]
+            what += " (mean of %s runs each; range: best and worst pairing of single runs)" % (
+                n_a if n_a == n_b else "%d and %d" % (n_a, n_b))
+            cell += " (%.2f-%.2fx)" % (t["ratio_min"], t["ratio_max"])
+        mark = {True: "pass", False: "MISS", None: "n/a"}[t["pass"]]
+        out.append("| %s | %s | %s %.2fx | %s |" % (what, cell, "<=" if t["kind"] == "max" else ">=",
+                                                   t["goal"], mark))
+    out.append("")
+    kb = res["raw_kernel"]
+    deep = kernel_rate_key(res)
+    if "error" in kb or not g(kb, "read_qd1", "ops"):
+        out.append("In-kernel RDMA: n/a (%s)" % kb.get("error", "no results"))
+    else:
+        out.append("In-kernel RDMA (samples/rdma_bench: kernel verbs, one RC queue made like "
+                   "rswap's, against rswap-server, 4 KiB at random offsets of a %s MiB region, "
+                   "%s s per phase): READ QD1 mean %s us (p50 %s, p99 %s; completion handler "
+                   "%s us); WRITE QD1 mean %s us (p50 %s, p99 %s); READ %s %s ops/s; "
+                   "WRITE %s %s ops/s." % (
+                       res["env"].get("kbench_region_mb", "?"),
+                       fmt(res["env"].get("kbench_ms_per_phase", 0) / 1000.0),
+                       *[fmt((g(kb, p, k) or 0) / 1000.0) for p, k in [
+                           ("read_qd1", "lat_mean_ns"), ("read_qd1", "lat_p50_ns"),
+                           ("read_qd1", "lat_p99_ns"), ("read_qd1", "wc_mean_ns"),
+                           ("write_qd1", "lat_mean_ns"), ("write_qd1", "lat_p50_ns"),
+                           ("write_qd1", "lat_p99_ns")]],
+                       deep.upper(), fmt(g(kb, "read_" + deep, "ops_per_s")),
+                       deep.upper(), fmt(g(kb, "write_" + deep, "ops_per_s"))))
     rr = res["raw_rdma"]
-    out.append("Raw RDMA (perftest over rxe, 4 KiB): ib_read_lat avg %s us / p99 %s us; "
+    out.append("Perftest (user space over rxe, 4 KiB; secondary reference): ib_read_lat avg %s us / p99 %s us; "
                "ib_write_lat avg %s us / p99 %s us; ib_read_bw %s MiB/s (%s msg/s); "
                "ib_write_bw %s MiB/s (%s msg/s)." % (
                    fmt(g(rr, "ib_read_lat", "avg_us")), fmt(g(rr, "ib_read_lat", "p99_us")),
@@ -268,9 +419,14 @@ def markdown(res, table):
             out.append("- %s: %s on %s (%s)" % (b, e["status"], e.get("device"), e.get("problem", "")))
         else:
             sw = e.get("swap") or {}
-            out.append("- %s: %s, %s; swap %s MiB in a %s MiB cgroup, %s" % (
-                b, e.get("device"), e.get("description", ""), sw.get("mib"), sw.get("limit_mib"),
-                "data verified" if swap_ok(sw) else "FAILED"))
+            walls = sw.get("wall_s_runs") or []
+            out.append("- %s: %s, %s; swap %s MiB in a %s MiB cgroup, %s; wall time of %d "
+                       "run%s: %s s (mean %s, min-max %s-%s)" % (
+                           b, e.get("device"), e.get("description", ""), sw.get("mib"),
+                           sw.get("limit_mib"), "data verified" if swap_ok(sw) else "FAILED",
+                           len(walls), "" if len(walls) == 1 else "s",
+                           ", ".join(fmt(w) for w in walls), fmt(sw.get("wall_s")),
+                           fmt(sw.get("wall_s_min")), fmt(sw.get("wall_s_max"))))
     out.append("")
     out.append("Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
                "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
@@ -297,17 +453,17 @@ def plot(res, table, path):
     except ImportError as e:
         print("report: no plot (%s)" % e, file=sys.stderr)
         return False
-    names = ["raw RDMA"] + BACKENDS
-    keys = ["raw"] + BACKENDS
-    colors = ["#777777", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
+    names = [NAMES[k] for k in RAW] + BACKENDS
+    keys = RAW + BACKENDS
+    colors = ["#444444", "#aaaaaa", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
          ["4K rand read QD1, mean latency (us)", "4K rand write QD1, mean latency (us)"],
          ["read", "write"]),
-        ("QD32x2 4K IOPS (raw RDMA: msg/s; higher is better)",
+        ("QD32x2 4K IOPS (raw: msg/s at QD32; higher is better)",
          ["4K rand read QD32x2, IOPS", "4K rand write QD32x2, IOPS"], ["read", "write"]),
-        ("64K sequential read (MiB/s; raw RDMA: 4K ib_read_bw; higher is better)",
+        ("64K sequential read (MiB/s; raw: 4K READ at QD32; higher is better)",
          ["64K seq read QD16, MiB/s"], ["read"]),
         ("swap workload wall time (s, lower is better)",
          ["swap workload, wall time (s)"], ["wall"]),
@@ -316,9 +472,9 @@ def plot(res, table, path):
     from matplotlib.transforms import blended_transform_factory
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     for ax, (title, metrics, groups) in zip(axes.flat, panels):
-        # raw RDMA has no swap figure; a swap-only backend has nothing but.
+        # The raw transport has no swap figure; a swap-only backend has nothing but.
         swap = swap_row(metrics[0])
-        ks = [k for k in keys if (k != "raw" if swap else k not in SWAP_ONLY)]
+        ks = [k for k in keys if (k not in RAW if swap else k not in SWAP_ONLY)]
         width = 0.8 / len(ks)
         trans = blended_transform_factory(ax.transData, ax.transAxes)
         for ki, k in enumerate(ks):
@@ -357,6 +513,17 @@ def check(res):
             v = g(res["raw_rdma"], tool, k)
             if not isinstance(v, (int, float)) or v <= 0:
                 bad.append("raw RDMA %s %s missing" % (tool, k))
+    kb = res["raw_kernel"]
+    if "error" in kb:
+        bad.append("in-kernel RDMA: %s" % kb["error"])
+    for phase, keys in [("read_qd1", ["lat_mean_ns", "lat_p99_ns"]),
+                        ("write_qd1", ["lat_mean_ns", "lat_p99_ns"]),
+                        ("read_" + kernel_rate_key(res), ["ops_per_s"]),
+                        ("write_" + kernel_rate_key(res), ["ops_per_s"])]:
+        for k in keys:
+            v = g(kb, phase, k)
+            if not isinstance(v, int) or v <= 0:
+                bad.append("in-kernel RDMA %s %s missing" % (phase, k))
     for b in BACKENDS:
         e = res["backends"][b]
         if b in OPTIONAL and e["status"] == "n/a":
@@ -371,10 +538,13 @@ def check(res):
             elif j.endswith("qd1") and not f.get("lat_p99_us"):
                 bad.append("%s: fio %s has no p99" % (b, j))
         sw = e.get("swap")
-        if not swap_ok(sw) or sw.get("wall_s", 0) <= 0 or sw.get("pswpout", 0) <= 0 \
-                or g(sw, "swapload", "bad_pages") != 0:
-            bad.append("%s: swap workload did not complete with data verified and pages "
-                       "swapped out (%s)" % (b, sw))
+        runs = (sw or {}).get("runs") or []
+        want = res["env"].get("swap_runs", 1)
+        if not swap_ok(sw) or len(runs) < want or any(
+                r.get("wall_s", 0) <= 0 or r.get("pswpout", 0) <= 0
+                or g(r, "swapload", "bad_pages") != 0 for r in runs):
+            bad.append("%s: the swap workload's %s runs did not all complete with data "
+                       "verified and pages swapped out (%s)" % (b, want, runs or sw))
     return bad
 
 
