@@ -20,7 +20,7 @@ run "rdma resource show pd | grep rswap"
 say "3. a memory server hands out 256 MiB of registered memory to the clients it knows"
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 run "(umask 077; echo 0xd3e0 \$SECRET > /tmp/clients)"
-"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" --listen "$IP:18515" --size 512M \
+"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" --listen "$IP:7471" --size 512M \
 	--allow-list /tmp/clients > /tmp/server.log 2>&1 &
 sleep 1
 run "cat /tmp/server.log"
@@ -28,7 +28,7 @@ run "cat /tmp/server.log"
 say "4. configfs: connect and create /dev/rswap0"
 T=/sys/kernel/config/rswap/demo
 run "mkdir $T"
-run "echo $IP > $T/addr; echo 18515 > $T/port; echo 256M > $T/size; echo 2 > $T/queues"
+run "echo $IP > $T/addr; echo 7471 > $T/port; echo 256M > $T/size; echo 2 > $T/queues"
 run "echo 0xd3e0 > $T/client_id; echo \$SECRET > $T/secret; cat $T/secret"
 run "echo 1 > $T/enable"
 run "cat $T/state $T/device"

@@ -42,7 +42,7 @@ use crate::{
 };
 
 /// Default port of `rswap-server`.
-const DEFAULT_PORT: u16 = 18515;
+const DEFAULT_PORT: u16 = 7471;
 /// Default work requests in flight per queue.
 const DEFAULT_DEPTH: u32 = 128;
 /// Default time each connection step may take.

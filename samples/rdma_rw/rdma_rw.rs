@@ -8,7 +8,7 @@
 //! reports. Loading fails if any step does.
 //!
 //! ```text
-//! insmod rswap_rdma_rw.ko addr=0xc0000201 port=18515    # 192.0.2.1:18515
+//! insmod rswap_rdma_rw.ko addr=0xc0000201 port=7471    # 192.0.2.1:7471
 //! ```
 
 #[allow(
@@ -57,7 +57,7 @@ module! {
             description: "Server IPv4 address as a number (0xc0000201 is 192.0.2.1)",
         },
         port: u32 {
-            default: 18515,
+            default: 7471,
             description: "Server port",
         },
     },

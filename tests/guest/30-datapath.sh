@@ -9,7 +9,7 @@
 KO=$RSWAP_TOP/rswap.ko
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
-PORT=18515
+PORT=7471 # rswap's port: both sides below leave it at its default
 CFG=/sys/kernel/config/rswap
 T=$CFG/t0
 OUT=$RSWAP_OUT/30-datapath
@@ -38,7 +38,8 @@ NAMES=(
 target_suite_start
 dmesg_mark "30-datapath"
 
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size 192M --grace 120 --insecure \
+# No port: rswap-server listens on rswap's, 7471.
+server_start "$OUT/server.log" --listen "$IP" --size 192M --grace 120 --insecure \
 	|| ktap_skip_rest "rswap-server does not start"
 
 rswap_load && [ -d $CFG ]
@@ -76,9 +77,10 @@ echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "
 if [ $bad = 0 ]; then ktap_pass "$(ktap_name)"; ktap_diag "last_error: $(cat $T/last_error)"; else ktap_fail "$(ktap_name)" "$why"; fi
 dmesg_mark "configure"
 
-echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
+# The port is left at its default, which must be rswap's 7471, where the server listens.
+echo "$IP" > $T/addr; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
 echo 0x1234 > $T/client_id; echo 32 > $T/queue_depth
-if echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
+if [ "$(cat $T/port)" = "$PORT" ] && echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
 	&& [ "$(cat $T/device)" = rswap0 ] && [ "$(blockdev --getss $DEV)" = 4096 ]; then
 	ktap_pass "$(ktap_name)"
 else

@@ -21,7 +21,7 @@ ktap_plan $(( ${#NAMES[@]} + 6 ))
 rdma_up >/dev/null || { echo "soft-RoCE unavailable"; exit 1; }
 rswap_load
 mkdir $T
-echo "$RSWAP_PEER_IP" > $T/addr; echo 18515 > $T/port; echo 64M > $T/size; echo 2 > $T/queues
+echo "$RSWAP_PEER_IP" > $T/addr; echo 7471 > $T/port; echo 64M > $T/size; echo 2 > $T/queues
 ok=0
 for _ in $(seq 60); do # the server guest may still be booting
 	echo 1 > $T/enable 2>/dev/null && { ok=1; break; }
@@ -143,7 +143,7 @@ fi
 echo 0 > $T/enable; rmdir $T; rmmod rswap
 
 # The swap suite, with the server in the other guest (it starts none of its own).
-RSWAP_SWAP_PORT=18515 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64 bash "$RSWAP_TOP/tests/guest/40-swap.sh" \
+RSWAP_SWAP_PORT=7471 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64 bash "$RSWAP_TOP/tests/guest/40-swap.sh" \
 	| grep -v '^KTAP\|^1\.\.\|^# totals' | while IFS= read -r line; do
 		case $line in
 		"ok "*) echo "ok $((++KTAP_N)) two guests: ${line#ok [0-9]* }" ;;
@@ -155,7 +155,7 @@ RSWAP_SWAP_PORT=18515 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64 bash "$RSWAP
 # keep-alive notices, tests/pair/server.sh).
 rswap_load
 mkdir $CFG/ghost
-echo "$RSWAP_PEER_IP" > $CFG/ghost/addr; echo 18515 > $CFG/ghost/port; echo 16M > $CFG/ghost/size
+echo "$RSWAP_PEER_IP" > $CFG/ghost/addr; echo 7471 > $CFG/ghost/port; echo 16M > $CFG/ghost/size
 echo 1 > $CFG/ghost/queues; echo 0x5a5a > $CFG/ghost/client_id
 echo 1 > $CFG/ghost/enable && head -c 1M /dev/urandom | dd of=/dev/rswap0 bs=1M oflag=direct status=none \
 	&& echo "# ghost target enabled: $(cat $CFG/ghost/state); powering off with it"

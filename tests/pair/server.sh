@@ -18,7 +18,7 @@ rdma_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
 # The grace period outlasts the client's 20 s network blackout test, so its region
 # survives that (the keep-alive closes its queues within about two periods).
 "$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
-	--listen "$RSWAP_GUEST_IP:18515" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
+	--listen "$RSWAP_GUEST_IP:7471" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
 	>"$LOG" 2>&1 &
 SPID=$!
 name="two guests: server keep-alive: the client guest powers off with its disk enabled; the server closes its queues (why=keepalive_*) and frees its region after the grace period"

@@ -10,7 +10,7 @@ arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 # The secret that the client's secret file and the server's allow-list share.
 SECRET=3c6e0b8a5f1d47e29a0c4b7d6e8f10213243546576879809aabbccddeeff0011
 CLIENT_ID=0x5301
-PORT=18515
+PORT=7471
 
 # prepare_common: what both guests get: rswapctl, rswap-server and rswap's units and
 # /etc/rswap as a package installs them, the test's network and report units, no

@@ -2,7 +2,7 @@
 
 //! Command lines of `rswap-server` and `rswap-testclient`, parsed into plain structs.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -77,12 +77,31 @@ fn no_value(opt: &str, inline: Option<String>) -> Result<(), String> {
     }
 }
 
+/// rswap's port: the kernel module's default, and where `--listen` / `--connect` go
+/// when the address has no `:PORT`. Not perftest's 18515, so both can run on one host.
+pub(crate) const DEFAULT_PORT: u16 = 7471;
+
+/// `IP:PORT`, or an IP alone (IPv6 bare or in brackets, with a scope id or not) on
+/// [`DEFAULT_PORT`].
 fn parse_addr(opt: &str, v: &str) -> Result<SocketAddr, String> {
-    v.parse().map_err(|_| {
-        format!(
-            "{opt}: invalid address {v:?} (expected IP:PORT, e.g. 192.0.2.1:7471 or [::1]:7471)"
-        )
-    })
+    let bare = v
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(v);
+    v.parse()
+        .ok()
+        .or_else(|| {
+            v.parse::<Ipv4Addr>()
+                .ok()
+                .map(|ip| SocketAddr::from((ip, DEFAULT_PORT)))
+        })
+        .or_else(|| format!("[{bare}]:{DEFAULT_PORT}").parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "{opt}: invalid address {v:?} (expected IP or IP:PORT, e.g. 192.0.2.1, \
+                 192.0.2.1:7471 or [::1]:7471; the port defaults to {DEFAULT_PORT})"
+            )
+        })
 }
 
 fn parse_num<T: std::str::FromStr>(opt: &str, v: &str) -> Result<T, String> {
@@ -144,8 +163,8 @@ pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 1000..=600_
 pub(crate) const SERVER_HELP: &str = "\
 rswap-server: hand out registered remote memory to rswap clients over rdma_cm.
 
-Usage: rswap-server --listen ADDR:PORT --size SIZE --allow-list FILE [options]
-       rswap-server --listen ADDR:PORT --size SIZE --insecure [options]
+Usage: rswap-server --listen ADDR[:PORT] --size SIZE --allow-list FILE [options]
+       rswap-server --listen ADDR[:PORT] --size SIZE --insecure [options]
        rswap-server --version | --help | -h
 
 Each client (identified by the client id in its connect request) gets one memory
@@ -161,8 +180,9 @@ descriptor), and a region belongs to one instance of its client: another instanc
 with the same client id is refused (InUse) while the region exists.
 
 Options:
-  --listen ADDR:PORT   address to listen on with rdma_cm (RC, port space TCP), e.g.
-                       192.0.2.1:7471 or [fe80::1%2]:7471. Required.
+  --listen ADDR[:PORT] address to listen on with rdma_cm (RC, port space TCP), e.g.
+                       192.0.2.1:7471 or [fe80::1%2]:7471; the port defaults to
+                       7471, rswap's (the kernel module's default). Required.
   --allow-list FILE    the clients that may connect: one per line,
                          CLIENT_ID SECRET [ADDR[,ADDR...]]
                        CLIENT_ID decimal or 0x hex (not 0), SECRET 32 to 128 hex
@@ -373,7 +393,7 @@ pub(crate) fn parse_server_args(
             _ => return Err(format!("unknown option {opt:?} (see --help)")),
         }
     }
-    let listen = listen.ok_or("--listen ADDR:PORT is required (see --help)")?;
+    let listen = listen.ok_or("--listen ADDR[:PORT] is required (see --help)")?;
     let size = size.ok_or("--size SIZE is required (see --help)")?;
     if allow_list.is_none() && !insecure {
         return Err(NO_ALLOW_LIST.into());
@@ -454,7 +474,7 @@ pub(crate) const DEFAULT_INSTANCE: u64 = 1;
 pub(crate) const CLIENT_HELP: &str = "\
 rswap-testclient: connect to rswap-server like the kernel module would, and test it.
 
-Usage: rswap-testclient --connect ADDR:PORT --client-id ID --size SIZE [options]
+Usage: rswap-testclient --connect ADDR[:PORT] --client-id ID --size SIZE [options]
        rswap-testclient --version | --help | -h
 
 Opens --queues connections (queue 0 first), each with a receive posted before
@@ -469,7 +489,7 @@ secret the request carries no authentication, which only a server started with
 --insecure admits.
 
 Options:
-  --connect ADDR:PORT   server address. Required.
+  --connect ADDR[:PORT] server address (the port defaults to 7471). Required.
   --client-id ID        client id (decimal or 0x hex). Required.
   --size SIZE           requested region size, suffixes K/M/G/T. Required.
   --queues N            connections to open (default 1).
@@ -650,7 +670,7 @@ pub(crate) fn parse_client_args(
     if flood_id && flood.is_none() {
         return Err("--flood-id needs --flood N".into());
     }
-    let connect = connect.ok_or("--connect ADDR:PORT is required (see --help)")?;
+    let connect = connect.ok_or("--connect ADDR[:PORT] is required (see --help)")?;
     if source.is_some_and(|s| s.is_ipv4() != connect.is_ipv4()) {
         return Err(
             "--source and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
@@ -701,6 +721,31 @@ mod tests {
 
     fn cli(args: &[&str]) -> Result<Parsed<ClientConfig>, String> {
         parse_client_args(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn listen_port_defaults_to_7471() {
+        for (arg, want) in [
+            ("192.0.2.1", "192.0.2.1:7471"),
+            ("192.0.2.1:18515", "192.0.2.1:18515"),
+            ("::1", "[::1]:7471"),
+            ("[::1]", "[::1]:7471"),
+            ("[::1]:9", "[::1]:9"),
+            ("fe80::1%2", "[fe80::1%2]:7471"),
+            ("[fe80::1%2]", "[fe80::1%2]:7471"),
+        ] {
+            let Ok(Parsed::Run(c)) = srv(&["--listen", arg, "--size", "96M"]) else {
+                panic!("{arg} did not parse");
+            };
+            assert_eq!(c.listen, want.parse().unwrap(), "{arg}");
+        }
+        assert_eq!(DEFAULT_PORT, 7471);
+        let Ok(Parsed::Run(c)) =
+            cli(&["--connect", "192.0.2.2", "--client-id", "1", "--size", "1M"])
+        else {
+            panic!("--connect without a port did not parse");
+        };
+        assert_eq!(c.connect, "192.0.2.2:7471".parse().unwrap());
     }
 
     #[test]
@@ -950,7 +995,12 @@ mod tests {
         };
         err(&["--size", "1G"], "--listen");
         err(&["--listen", "1.2.3.4:5"], "--size");
-        err(&["--listen", "1.2.3.4", "--size", "1G"], "invalid address");
+        err(&["--listen", "1.2.3.4:", "--size", "1G"], "invalid address");
+        err(
+            &["--listen", "[1.2.3.4]", "--size", "1G"],
+            "invalid address",
+        );
+        err(&["--listen", "::1:", "--size", "1G"], "invalid address");
         err(&["--listen", "nohost:5", "--size", "1G"], "invalid address");
         err(&["--listen", "1.2.3.4:5", "--size", "1Q"], "--size");
         err(&["--listen", "1.2.3.4:5", "--size", "100"], "less than 4K");

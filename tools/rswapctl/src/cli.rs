@@ -74,7 +74,7 @@ pub enum Cmd {
         name: String,
         /// The memory server: ADDR:PORT, ADDR an IPv4 address or a bracketed IPv6 one
         /// (`[fd00::2]:7471`, `[fe80::2%eth0]:7471`); without a port, the module's
-        /// default (18515).
+        /// default (7471).
         #[arg(long, value_name = "ADDR:PORT", value_parser = target::parse_server)]
         server: (target::ServerAddr, Option<u16>),
         /// Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).

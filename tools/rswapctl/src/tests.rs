@@ -148,7 +148,7 @@ impl Host for Fake {
         fs::create_dir(path)?;
         for (attr, value) in [
             ("addr", "(unset)"),
-            ("port", "18515"),
+            ("port", "7471"),
             ("size", "(unset)"),
             ("queues", "2"),
             ("queue_depth", "128"),
@@ -302,7 +302,7 @@ fn add_only_writes_what_is_given() {
         *fake.writes.borrow(),
         ["addr=192.0.2.2", "size=8G", "enable=1"]
     );
-    assert_eq!(fake.attr("mem0", "port"), "18515");
+    assert_eq!(fake.attr("mem0", "port"), "7471");
 }
 
 #[test]
@@ -533,7 +533,7 @@ fn list_json() {
         out,
         json!([
             {
-                "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 18515,
+                "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 7471,
                 "size_bytes": 8589934592u64, "secret": true, "state": "connected",
                 "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
@@ -541,7 +541,7 @@ fn list_json() {
                 "encrypt": false, "auth_failures": null
             },
             {
-                "name": "b", "device": null, "addr": "192.0.2.3", "port": 18515,
+                "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
                 "size_bytes": null, "secret": null, "state": "disabled",
                 "queues_live": null, "queues_total": null, "recovering": null,
                 "dead": null, "recoveries": null, "retried": null, "region": null,
@@ -557,9 +557,12 @@ fn list_table() {
     let fake = two_targets();
     assert_eq!(
         run(&fake, &["list"]).unwrap(),
-        "NAME  DEVICE  SERVER           SIZE  STATE      RECOVERIES  USED  SECRET  ENC\n\
-         a     rswap0  192.0.2.2:18515  8G    connected  3           2M    yes     no\n\
-         b     -       192.0.2.3:18515  -     disabled   -           -     -       -\n"
+        "NAME  DEVICE  SERVER          SIZE  STATE      RECOVERIES  USED  SECRET  ENC
+\
+         a     rswap0  192.0.2.2:7471  8G    connected  3           2M    yes     no
+\
+         b     -       192.0.2.3:7471  -     disabled   -           -     -       -
+"
     );
 }
 
@@ -612,7 +615,7 @@ fn status_text() {
     assert!(lines.contains(&"encrypt: -"));
     assert!(lines.contains(&"auth_failures: -"));
     assert!(lines.contains(&"state: disabled"));
-    assert!(lines.contains(&"port: 18515"));
+    assert!(lines.contains(&"port: 7471"));
     let attrs: Vec<&str> = lines
         .iter()
         .filter(|l| l.starts_with("attr."))
@@ -1426,7 +1429,7 @@ fn conf_fuzz() {
         "8G",
         "0x10",
         "192.0.2.2",
-        "192.0.2.2:18515",
+        "192.0.2.2:7471",
         "[::1]:1",
         "/etc/x",
         "x=y",
