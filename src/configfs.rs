@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! mkdir /sys/kernel/config/rswap/NAME
-//! echo 192.0.2.2 > addr; echo 18515 > port; echo 256M > size
+//! echo 192.0.2.2 > addr; echo 7471 > port; echo 256M > size
 //! echo 1 > enable          # connect and create /dev/rswapN
 //! cat state device         # what it is doing, which disk it made
 //! echo 0 > enable          # tear down (refused while the disk is open)

@@ -80,7 +80,7 @@ impl SockAddr {
         (&raw const self.0).cast()
     }
 
-    /// Displays the address with its port (`192.0.2.2:18515`, `[fd00::2]:18515`).
+    /// Displays the address with its port (`192.0.2.2:7471`, `[fd00::2]:7471`).
     pub(crate) fn with_port_shown(&self) -> WithPort<'_> {
         WithPort(self)
     }
