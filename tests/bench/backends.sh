@@ -17,13 +17,15 @@ BACKENDS=(
 	"nvme_rdma:nvme-rdma:NVMe-oF RDMA (nvmet-rdma target, brd namespace on the memory-server guest)"
 	"local:local:brd RAM disk on the client guest"
 	"rswap:rswap:/dev/rswap0 backed by rswap-server on the memory-server guest"
+	"rswap_enc:rswap-enc:/dev/rswap0 with encrypt=1 (every block sealed with AES-256-GCM; reads opened in the RDMA completion)"
+	"rswap_enc_wq:rswap-enc-wq:/dev/rswap0 with encrypt=1, rswap.ko crypt_workqueue=1 (reads opened in a workqueue)"
 	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
 )
 # Backends that run the swap workload only (no fill, no fio jobs).
 SWAP_ONLY=(rswap_md)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_md)
+OPTIONAL=(rswap rswap_enc rswap_enc_wq rswap_md)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 
@@ -33,6 +35,8 @@ backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 # configure /sys/kernel/config/rswap/bench (Documentation/configuration.md), enable.
 # Reports "not available" while rswap.ko or rswap-server is not built.
 RSWAP_CFG=/sys/kernel/config/rswap/bench
+# What the rswap family's setup varies: encrypt=1 on the target, and rswap.ko's parameters.
+RSWAP_BK_ENCRYPT=0 RSWAP_BK_PARAMS=
 backend_rswap_setup() {
 	local out
 	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
@@ -40,12 +44,22 @@ backend_rswap_setup() {
 		BK_REASON="rswap-server on $PEER: $(echo "$out" | tail -1)"; return 1
 	fi
 	if ! grep -q '^rswap ' /proc/modules; then
-		out=$(rswap_load 2>&1) || { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
+		# shellcheck disable=SC2086 # the parameters are words
+		out=$(rswap_load $RSWAP_BK_PARAMS 2>&1) \
+			|| { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
 	fi
 	mkdir -p "$RSWAP_CFG" || { BK_REASON="no rswap configfs directory $RSWAP_CFG"; return 1; }
 	echo "$PEER" > "$RSWAP_CFG/addr" && echo "$RSWAP_SERVER_PORT" > "$RSWAP_CFG/port" \
 		&& echo "${DEV_MB}M" > "$RSWAP_CFG/size" \
 		|| { BK_REASON="configuring $RSWAP_CFG failed: $(dmesg | grep rswap | tail -1)"; return 1; }
+	# encrypt is written either way, so that the module's default does not decide.
+	# aesni_intel: the kernel's fastest gcm(aes), which udev loads at boot on a CPU with
+	# AES-NI (the guests have no udev).
+	[ "$RSWAP_BK_ENCRYPT" = 1 ] && modprobe -q aesni_intel 2>/dev/null
+	if [ -e "$RSWAP_CFG/encrypt" ] || [ "$RSWAP_BK_ENCRYPT" = 1 ]; then
+		echo "$RSWAP_BK_ENCRYPT" > "$RSWAP_CFG/encrypt" \
+			|| { BK_REASON="encrypt=$RSWAP_BK_ENCRYPT refused: $(cat "$RSWAP_CFG/last_error")"; return 1; }
+	fi
 	timeout 120 sh -c "echo 1 > $RSWAP_CFG/enable" \
 		|| { BK_REASON="enable failed: $(dmesg | grep rswap | tail -1)"; return 1; }
 	out=/dev/$(cat "$RSWAP_CFG/device")
@@ -54,6 +68,10 @@ backend_rswap_setup() {
 }
 backend_rswap_teardown() {
 	if [ -d "$RSWAP_CFG" ]; then
+		# The counters (the encryption line: time per block sealed and opened), and the
+		# enable's log line naming the gcm(aes) implementation.
+		cat "$RSWAP_CFG/stats" > "$BK_DIR/stats.txt" 2>/dev/null
+		dmesg | grep -o 'rswap[0-9]*: encrypted: .*' | tail -n1 > "$BK_DIR/encrypted.txt"
 		timeout 120 sh -c "echo 0 > $RSWAP_CFG/enable" 2>/dev/null
 		rmdir "$RSWAP_CFG" 2>/dev/null
 	fi
@@ -61,6 +79,12 @@ backend_rswap_teardown() {
 	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" >/dev/null 2>&1
 	true
 }
+backend_rswap_enc_setup() { RSWAP_BK_ENCRYPT=1 RSWAP_BK_PARAMS= backend_rswap_setup; }
+backend_rswap_enc_teardown() { backend_rswap_teardown; }
+backend_rswap_enc_wq_setup() {
+	RSWAP_BK_ENCRYPT=1 RSWAP_BK_PARAMS=crypt_workqueue=1 backend_rswap_setup
+}
+backend_rswap_enc_wq_teardown() { backend_rswap_teardown; }
 # ----------------------------------------------------------------------------------------
 
 # ---- rswap-md1: md RAID1 over two rswap disks --------------------------------------------

@@ -25,13 +25,15 @@ import os
 import re
 import sys
 
-BACKENDS = ["rswap", "nvme-rdma", "local", "rswap-md1"]
+BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1"]
 # The main table's backend columns; the others have a table of their own.
-MAIN = ["rswap", "nvme-rdma", "local"]
+MAIN = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
 SWAP_ONLY = ["rswap-md1"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
-OPTIONAL = ["rswap", "rswap-md1"]
+OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1"]
+# Encrypted rswap (encrypt=1): its cost is its ratio to rswap in the same run.
+ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 # The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
 # queue made like rswap's, against rswap-server) and perftest (user space, secondary).
@@ -146,6 +148,33 @@ def load_swap(d):
     return summary
 
 
+def parse_encryption(d):
+    """What an encrypted backend's target said: the stats' encryption line (blocks sealed
+    and opened, auth_failures, nanoseconds spent) as numbers, with the time per block in
+    microseconds, and the enable's log line naming the gcm(aes) implementation."""
+    out = {}
+    try:
+        for line in open(os.path.join(d, "stats.txt")):
+            if line.startswith("encryption "):
+                for f in line.split()[2:]:
+                    k, _, v = f.partition("=")
+                    if v.isdigit():
+                        out[k] = int(v)
+    except OSError:
+        pass
+    for op, n in [("seal", "sealed"), ("open", "opened")]:
+        if out.get(n):
+            out[op + "_us_per_block"] = out.get(op + "_ns", 0) / out[n] / 1000.0
+    try:
+        line = open(os.path.join(d, "encrypted.txt")).read().strip()
+        m = re.search(r"AES-256-GCM \(([^)]*)\)", line)
+        if m:
+            out["driver"] = m.group(1)
+    except OSError:
+        pass
+    return out
+
+
 def parse_fio(path):
     try:
         data = json.load(open(path))
@@ -201,6 +230,8 @@ def load(raw, host_env):
                                 for j in FIO_JOBS}
                 entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
             entry["swap"] = load_swap(d)
+            if b in ENCRYPTED:
+                entry["encryption"] = parse_encryption(d)
         res["backends"][b] = entry
     return res
 
@@ -275,6 +306,7 @@ def rows(res):
 
 
 RATIOS = [("rswap", "kernel"), ("rswap", "perftest"), ("rswap", "nvme-rdma"), ("rswap", "local"),
+          ("rswap-enc", "rswap"), ("rswap-enc-wq", "rswap"), ("rswap-enc", "nvme-rdma"),
           ("nvme-rdma", "kernel"), ("nvme-rdma", "local")]
 # The mirrored-swap table: what md RAID1 over two rswap disks costs against one rswap disk
 # (a cost ratio: above 1, mirroring is slower). Swap rows only.
@@ -428,6 +460,17 @@ def markdown(res, table):
                            ", ".join(fmt(w) for w in walls), fmt(sw.get("wall_s")),
                            fmt(sw.get("wall_s_min")), fmt(sw.get("wall_s_max"))))
     out.append("")
+    for b in ENCRYPTED:
+        enc = g(res["backends"][b], "encryption")
+        if enc:
+            out.append("- %s: gcm(aes) implementation %s; %s blocks sealed, %s opened, "
+                       "%s auth_failures; CPU time %s us per block sealed (queue_rq), %s us "
+                       "per block opened (%s)." % (
+                           b, enc.get("driver", "?"), enc.get("sealed", "?"),
+                           enc.get("opened", "?"), enc.get("auth_failures", "?"),
+                           fmt(enc.get("seal_us_per_block")), fmt(enc.get("open_us_per_block")),
+                           "in a workqueue" if b.endswith("-wq") else "in the RDMA completion"))
+    out.append("")
     out.append("Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
                "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
                "one memory-server guest, over the one link: this is the cost of writing "
@@ -455,7 +498,8 @@ def plot(res, table, path):
         return False
     names = [NAMES[k] for k in RAW] + BACKENDS
     keys = RAW + BACKENDS
-    colors = ["#444444", "#aaaaaa", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
+    colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
+              "#9467bd"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
