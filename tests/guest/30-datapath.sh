@@ -162,7 +162,7 @@ def parse(path):
     lines = {}
     for line in open(path):
         label, *pairs = line.split()
-        lines[label] = {k: int(v) for k, v in (p.split("=") for p in pairs)}
+        lines[label] = {k: int(v) for k, v in (p.split("=", 1) for p in pairs if "=" in p)}
     return lines
 
 before, after = parse(sys.argv[1]), parse(sys.argv[2])
