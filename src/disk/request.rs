@@ -26,7 +26,7 @@ use crate::{
         dma::{Direction, SgDma, Sge},
         qp::RdmaOp,
     },
-    kernel_ext::EmbeddedWork,
+    kernel_ext::{EmbeddedWork, ReclaimWorkqueue},
     transport::{
         link::{Conn, Link},
         queue::{Queue, Resume, State, Verdict},
@@ -343,23 +343,27 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     hwq.stats.completed();
     if wc.is_ok() {
         hwq.queue.count_completion();
-        if let Some(crypt) = hwq_crypt(&rq) {
-            if let (Some(wq), Op::Read) = (crypt.workqueue(), rq.op()) {
-                rq.data().issued = issued;
-                let data = rq.into_data();
-                // SAFETY: `data` is the PDU of the request whose ownership `into_data` just
-                // gave up; its work item was initialised with `open_work_fn` (by
-                // `init_request`, on a disk with a workqueue) and stays in place until the
-                // tag set frees the request, which cannot happen before the work ends it.
-                let queued = unsafe { wq.queue(&data.as_ref().open_work) };
-                debug_assert!(queued, "a request's open work is queued once per read");
-                return;
-            }
-            if let Err(e) = finish_crypt(&crypt, &mut rq) {
-                return crypt_failed(rq, e);
-            }
-        }
-        return done(rq, issued);
+        // The disk's crypto state is let go of before the request ends (see `open_work_fn`).
+        let crypted = match hwq_crypt(&rq) {
+            None => Ok(()),
+            Some(crypt) => match (crypt.workqueue(), rq.op()) {
+                (Some(wq), Op::Read) => {
+                    rq.data().issued = issued;
+                    match defer_open(wq, rq) {
+                        None => return,
+                        // Not queued (it cannot be: the item is queued once per read); open
+                        // it here rather than lose it.
+                        Some(back) => rq = back,
+                    }
+                    finish_crypt(&crypt, &mut rq)
+                }
+                _ => finish_crypt(&crypt, &mut rq),
+            },
+        };
+        return match crypted {
+            Ok(()) => done(rq, issued),
+            Err(e) => crypt_failed(rq, e),
+        };
     }
     let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
     if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
@@ -395,6 +399,23 @@ fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
     end(rq, Status::Ok);
 }
 
+/// Hands read `rq` to its work item on `wq`, which opens and ends it; gives it back if the
+/// item was queued already.
+fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driver>> {
+    let data = rq.into_data();
+    // SAFETY: `data` is the PDU of the request whose ownership `into_data` just gave up; only
+    // its work item is borrowed (another CPU may own the rest once it is queued). The item
+    // was initialised with `open_work_fn` (by `init_request`, on a disk with a workqueue)
+    // and stays in place until the tag set frees the request, which cannot happen before
+    // the work ends it.
+    let queued = unsafe { wq.queue(&*core::ptr::addr_of!((*data.as_ptr()).open_work)) };
+    if queued {
+        return None;
+    }
+    // SAFETY: not queued, so the ownership given up above is still this function's.
+    Some(unsafe { OwnedRequest::from_data(data) })
+}
+
 /// Opens an encrypted read in the disk's crypto workqueue and ends it.
 ///
 /// # Safety
@@ -413,10 +434,15 @@ unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
     // taken back once, here.
     let mut rq: Request<Driver> = unsafe { OwnedRequest::from_data(data) };
     let issued = rq.data().issued.take();
-    let Some(crypt) = hwq_crypt(&rq) else {
-        return crypt_failed(rq, CryptError::Failed("no crypto state"));
+    // The reference to the disk's crypto state is dropped before the request ends: once
+    // the disk's last request ended, its teardown may drop the rest, and the last reference
+    // must not be this work's (the state's workqueue would then be destroyed from its own
+    // worker, and after `rmmod` this code would run unloaded).
+    let crypted = match hwq_crypt(&rq) {
+        Some(crypt) => finish_crypt(&crypt, &mut rq),
+        None => Err(CryptError::Failed("no crypto state")),
     };
-    match finish_crypt(&crypt, &mut rq) {
+    match crypted {
         Ok(()) => done(rq, issued),
         Err(e) => crypt_failed(rq, e),
     }
