@@ -45,8 +45,14 @@ pub(super) const CRYPT_PAGES: usize = 8;
 /// Bytes of one block (one page).
 const BLOCK: u64 = PAGE_SIZE as u64;
 
-/// What the client keeps to verify one block: the nonce it was last sealed under (0:
-/// never written) and the two halves of its tag.
+/// A [`BlockSeal`] nonce: the block was never written.
+const NEVER_WRITTEN: u64 = 0;
+/// A [`BlockSeal`] nonce: the last write of the block failed, so what the server holds is
+/// unknown (no nonce reaches it: one per write would take centuries).
+const WRITE_FAILED: u64 = u64::MAX;
+
+/// What the client keeps to verify one block: the nonce it was last sealed under (or
+/// [`NEVER_WRITTEN`], [`WRITE_FAILED`]) and the two halves of its tag.
 #[derive(Default)]
 struct BlockSeal {
     nonce: AtomicU64,
@@ -190,6 +196,17 @@ impl DiskCrypt {
         })
     }
 
+    /// Withdraws the seals of the blocks of a write at byte `offset` of `bytes` that failed:
+    /// it may have reached the server or not.
+    pub(super) fn withdraw(&self, offset: u64, bytes: u32) {
+        let first = offset / BLOCK;
+        for block in first..first + u64::from(bytes).div_ceil(BLOCK) {
+            if let Some(seal) = self.seal(block) {
+                seal.nonce.store(WRITE_FAILED, Ordering::Release);
+            }
+        }
+    }
+
     /// The seal of `block`, if the disk has it.
     fn seal(&self, block: u64) -> Option<&BlockSeal> {
         self.seals.get(usize::try_from(block).ok()?)
@@ -214,8 +231,9 @@ impl DiskCrypt {
             let block = first + i as u64;
             let nonce = self.nonce.fetch_add(1, Ordering::Relaxed) + 1;
             // SAFETY: `src` is a page of a write request this driver owns, which the
-            // block layer keeps for the write (whoever changes it meanwhile changes what
-            // is written, as with DMA); `dst` is a bounce page of this request alone.
+            // block layer keeps for the write (a writer that changes it meanwhile, as an
+            // O_DIRECT buffer may be, changes what is sealed, as it would change what DMA
+            // sends); `dst` is a bounce page of this request alone.
             let tag = unsafe { rc.cipher.seal(&src, dst, nonce, block) }
                 .map_err(|_| "sealing a page failed")?;
             rc.pending[i] = (nonce, tag);
@@ -256,7 +274,11 @@ impl DiskCrypt {
                 break;
             };
             let (nonce, tag) = seal.load();
-            if nonce == 0 {
+            if nonce == WRITE_FAILED {
+                result = Err(CryptError::Failed("the last write of this block failed"));
+                break;
+            }
+            if nonce == NEVER_WRITTEN {
                 // Never written: zeros, whatever the server holds.
                 // SAFETY: the page is the read's, which this driver owns until it ends it.
                 if unsafe { page.fill_zero_raw(0, PAGE_SIZE) }.is_err() {
@@ -285,7 +307,8 @@ impl DiskCrypt {
                 add_elapsed(&self.open_ns, start);
             }
             Err(_) => {
-                // Nothing of a request that failed is handed up, not even its good pages.
+                // Nothing of a request that failed is handed up, not even its good pages,
+                // nor the server's bytes.
                 for page in pages.iter() {
                     // SAFETY: as above.
                     let _ = unsafe { page.fill_zero_raw(0, PAGE_SIZE) };

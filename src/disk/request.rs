@@ -197,8 +197,22 @@ type NotPosted = (Refusal, Request<Driver>);
 
 /// Ends `rq` with `status`, ready for its tag's next request.
 fn end(mut rq: Request<Driver>, status: Status) {
+    if status != Status::Ok {
+        write_failed(&rq);
+    }
     rq.data().retries = 0;
     rq.end(status);
+}
+
+/// On an encrypted disk, a write that fails may or may not have reached the server: its
+/// blocks' seals are withdrawn, so that their reads fail as unwritten-by-a-failed-write
+/// rather than as forged.
+fn write_failed(rq: &Request<Driver>) {
+    if rq.op() == Op::Write {
+        if let Some(crypt) = &rq.hw_queue().crypt {
+            crypt.withdraw(rq.offset(), rq.bytes());
+        }
+    }
 }
 
 /// Maps `rq` and posts it on the live connection of `hwq`'s queue.
@@ -530,6 +544,7 @@ impl blk::Operations for Driver {
             }
             Refusal::Fail(why) => {
                 rq.data().retries = 0;
+                write_failed(&rq);
                 hwq.stats.error();
                 if log_failure() {
                     pr_err!(

@@ -150,8 +150,10 @@ impl PageCipher {
     ///
     /// # Safety
     ///
-    /// Nothing else reads or writes `dst`, or writes `src`, during the call (the same
-    /// rule as `Page::read_raw` and `Page::write_raw`).
+    /// Nothing else reads or writes `dst` during the call. `src` may be written meanwhile
+    /// only by a writer that accepts that some mix of its old and new bytes is sealed (a
+    /// block request's caller changing its buffer under the I/O): the tag is computed over
+    /// the ciphertext in `dst`, so the sealed page opens to exactly that mix.
     pub(crate) unsafe fn seal(
         &mut self,
         src: &Page,
