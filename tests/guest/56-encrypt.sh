@@ -29,13 +29,13 @@ mkdir -p "$OUT"
 NAMES=(
 	"encrypt: off by default; a bad value is refused with a reason; read-only while enabled"
 	"encrypt=1: the disk says it is encrypted; data written through /dev/rswap0 reads back identical"
-	"encrypt=1: the known plaintext is nowhere in the server's region, only ciphertext"
+	"encrypt=1: the known plaintext is nowhere in the server's region; one page written to two blocks, or twice to one, is never the same ciphertext"
 	"encrypt=0: the same plaintext is in the server's region (the test can see it)"
 	"a byte flipped by the server: that read fails with EIO, is counted, and returns no data"
 	"two blocks swapped by the server: both reads fail with EIO"
 	"an old version of a block replayed by the server: the read fails with EIO"
 	"a block written again after tampering reads back; a never-written block reads zeros whatever the server holds"
-	"the server restarted on its state directory: the encrypted disk reconnects and reads its data back"
+	"the server killed under an encrypted write and restarted on its state directory: the write is sealed again, completes, and reads back"
 	"swap on an encrypted disk: the swap workload ends with 0 bad pages"
 	"crypt_workqueue=1: reads are opened in a workqueue; data reads back, a flipped byte fails with EIO"
 	"dmesg: no BUG/WARNING/Oops in the encryption tests"
@@ -132,13 +132,21 @@ else
 	ktap_skip_rest "no encrypted disk"
 fi
 
-# 3. not in the server's memory
+# 3. not in the server's memory; and no nonce used twice (GCM's ciphertext does not
+# depend on the block number: only a fresh nonce makes two sealings of one page differ)
 R=$(region)
-if [ -n "$R" ] && ! grep -qaF "$MARK" "$R" && [ "$(stat_of sealed)" -ge 256 ]; then
+page_of "same-page" | dev_write 300; page_of "same-page" | dev_write 301
+c300=$(blk_get 300 "$R" | md5sum); c301=$(blk_get 301 "$R" | md5sum)
+page_of "same-page" | dev_write 300
+c300b=$(blk_get 300 "$R" | md5sum)
+plain=$(page_of "same-page" | md5sum)
+if [ -s "$R" ] && ! grep -qaF "$MARK" "$R" && [ "$(stat_of sealed)" -ge 256 ] \
+	&& [ "$c300" != "$c301" ] && [ "$c300" != "$c300b" ] && [ "$c301" != "$c300b" ] \
+	&& [ "$c300" != "$plain" ]; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "$(basename "$R"): $(stat -c %s "$R") bytes, no '$MARK'; $(grep '^encryption' $T/stats)"
 else
-	ktap_fail "$(ktap_name)" "region '$R': $(grep -caF "$MARK" "$R" 2>&1) matching lines"
+	ktap_fail "$(ktap_name)" "region '$R' ($(stat -c %s "$R" 2>&1)): $(grep -caF "$MARK" "$R" 2>&1) matching lines; ciphertexts ${c300%% *} ${c301%% *} ${c300b%% *}"
 fi
 
 # 4. in the server's memory without encryption (the check of test 3 can see plaintext)
@@ -211,20 +219,25 @@ else
 	ktap_fail "$(ktap_name)" "rewritten block read back=$healed, unwritten block zeros=$zeros, others intact=$same"
 fi
 
-# 9. the server restarts on its state directory: the key and the seals are the client's
-dd if="$OUT/plain" of=/dev/rswap0 bs=64k seek=64 oflag=direct status=none
+# 9. the server is killed while an encrypted write runs and restarted on its state
+# directory: the key and the seals are the client's; requests that failed under the kill
+# are sealed again (fresh nonces) when they are issued again
 rec0=$(state_field $T recoveries)
+dd if="$OUT/plain" of=/dev/rswap0 bs=4k seek=1024 oflag=direct status=none 2>"$OUT/dd9.err" &
+DD=$!
+sleep 0.3
 kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
 sleep 1
 start_server >/dev/null || ktap_diag "restart failed: $(tail -3 "$OUT/server.log")"
+wait_exit $DD 180; ddrc=$?
 for _ in $(seq 300); do [ "$(state_field $T recoveries)" -gt "$rec0" ] 2>/dev/null && break; sleep 0.1; done
-if timeout 120 dd if=/dev/rswap0 of="$OUT/back2" bs=64k skip=64 count=16 iflag=direct status=none \
-	&& cmp -s "$OUT/plain" "$OUT/back2" \
+if [ $ddrc = 0 ] && timeout 120 dd if=/dev/rswap0 of="$OUT/back2" bs=64k skip=64 count=16 iflag=direct status=none \
+	&& cmp -s "$OUT/plain" "$OUT/back2" && [ -s "$(region)" ] \
 	&& ! dd if="$(region)" bs=64k skip=64 count=16 status=none | grep -qaF "$MARK"; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "$(cat $T/state)"
 else
-	ktap_fail "$(ktap_name)" "$(cat $T/state; dmesg | grep rswap | tail -3)"
+	ktap_fail "$(ktap_name)" "dd exit $ddrc $(cat "$OUT/dd9.err"); $(cat $T/state; dmesg | grep rswap | tail -3)"
 fi
 
 # 10. swap with encryption
