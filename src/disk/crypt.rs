@@ -12,11 +12,14 @@
 //! an I/O error and is counted, and its pages are zeroed, never handed up.
 //!
 //! Nonces come from one counter per disk, so none is used twice under a key. A write's
-//! seals are published when its RDMA WRITE completes; until then a read of those blocks
-//! opens the previous version (which the server still holds unless the write is under
-//! way: concurrent writes and reads of one block have no defined result on any disk, and
-//! here at worst fail the read). A block never written reads as zeros without looking
-//! at the server's bytes.
+//! seals are published when its RDMA WRITE completes. So that the seal of a block always
+//! names what the server holds, a write *claims* its blocks from its sealing to its end
+//! (one bit per block): a second write of a claimed block, from any queue, waits (blk-mq
+//! issues it again), and so does a read, which could otherwise fetch a half-placed write.
+//! A read already under way when a write of its block starts or ends may fetch either
+//! version: if it does not verify and its block's seal changed meanwhile, it is read
+//! again rather than reported as forged. A block never written reads as zeros without
+//! looking at the server's bytes.
 //!
 //! Each request has its own preallocated [`RequestCrypt`]: a crypto request and the
 //! bounce pages its WRITE is sealed into (a write must not change the caller's pages).
@@ -98,6 +101,8 @@ pub(super) struct DiskCrypt {
     nonce: AtomicU64,
     /// One seal per block of the disk.
     seals: KVVec<BlockSeal>,
+    /// One bit per block: claimed by a write between its sealing and its end.
+    writing: KVVec<AtomicU64>,
     /// Blocks sealed and opened, and reads that failed verification.
     sealed: AtomicU64,
     opened: AtomicU64,
@@ -136,6 +141,11 @@ pub(super) enum CryptError {
         /// The first such block.
         block: u64,
     },
+    /// A write of one of its blocks is under way: issue it again later.
+    Busy,
+    /// A write of a block of this read started or ended while it was read, and the block
+    /// did not verify: read it again.
+    Raced,
     /// The request is not whole pages, or beyond the disk, or crypto failed otherwise.
     Failed(&'static str),
 }
@@ -154,10 +164,15 @@ impl DiskCrypt {
         for _ in 0..blocks {
             seals.push(BlockSeal::default(), GFP_KERNEL)?;
         }
+        let mut writing = KVVec::with_capacity(blocks.div_ceil(64), GFP_KERNEL)?;
+        for _ in 0..blocks.div_ceil(64) {
+            writing.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
         Ok(Self {
             aead,
             nonce: AtomicU64::new(0),
             seals,
+            writing,
             sealed: AtomicU64::new(0),
             opened: AtomicU64::new(0),
             forged: AtomicU64::new(0),
@@ -193,12 +208,95 @@ impl DiskCrypt {
             bounce,
             pending: [(0, [0; 16]); CRYPT_PAGES],
             count: 0,
+            claimed: None,
+            read_nonces: [0; CRYPT_PAGES],
         })
+    }
+
+    /// The word and bit of `block` in `writing`.
+    fn writing_bit(&self, block: u64) -> Option<(&AtomicU64, u64)> {
+        let word = self.writing.get(usize::try_from(block / 64).ok()?)?;
+        Some((word, 1 << (block % 64)))
+    }
+
+    /// Claims `block` for a write; `false` if another write holds it.
+    fn claim(&self, block: u64) -> bool {
+        self.writing_bit(block)
+            .is_some_and(|(w, bit)| w.fetch_or(bit, Ordering::AcqRel) & bit == 0)
+    }
+
+    /// Whether a write holds `block`.
+    fn is_writing(&self, block: u64) -> bool {
+        self.writing_bit(block)
+            .is_some_and(|(w, bit)| w.load(Ordering::Acquire) & bit != 0)
+    }
+
+    /// Lets go of the blocks `rc` claimed, if any.
+    fn release(&self, rc: &mut RequestCrypt) {
+        if let Some((first, n)) = rc.claimed.take() {
+            for block in first..first + n as u64 {
+                if let Some((w, bit)) = self.writing_bit(block) {
+                    w.fetch_and(!bit, Ordering::AcqRel);
+                }
+            }
+        }
+    }
+
+    /// Claims the `n` blocks from `first` for the write `rc` is, unless it holds them
+    /// already (it was issued again); [`CryptError::Busy`] if another write holds one.
+    fn claim_all(&self, rc: &mut RequestCrypt, first: u64, n: usize) -> Result<(), CryptError> {
+        if rc.claimed.is_some() {
+            return Ok(());
+        }
+        for i in 0..n as u64 {
+            if !self.claim(first + i) {
+                rc.claimed = Some((first, i as usize));
+                self.release(rc);
+                return Err(CryptError::Busy);
+            }
+        }
+        rc.claimed = Some((first, n));
+        Ok(())
+    }
+
+    /// A read of `bytes` at byte `offset` is about to be posted: [`CryptError::Busy`] while
+    /// a write holds one of its blocks; otherwise the blocks' nonces are noted in `rc`, to
+    /// tell a read that raced a write from a forged block.
+    pub(super) fn read_begin(
+        &self,
+        rc: &mut RequestCrypt,
+        offset: u64,
+        bytes: u32,
+    ) -> Result<(), CryptError> {
+        let first = offset / BLOCK;
+        for (i, noted) in rc.read_nonces.iter_mut().enumerate() {
+            let block = first + i as u64;
+            if i as u64 >= u64::from(bytes).div_ceil(BLOCK) {
+                break;
+            }
+            if self.is_writing(block) {
+                return Err(CryptError::Busy);
+            }
+            *noted = self
+                .seal(block)
+                .map_or(0, |s| s.nonce.load(Ordering::Acquire));
+        }
+        Ok(())
+    }
+
+    /// A write of `bytes` at byte `offset` ended with an error, after `rc` sealed it or
+    /// before: it may have reached the server or not, so its blocks' seals are withdrawn
+    /// (see [`WRITE_FAILED`]), and its claims let go of.
+    pub(super) fn write_failed(&self, rc: Option<&mut RequestCrypt>, offset: u64, bytes: u32) {
+        self.withdraw(offset, bytes);
+        if let Some(rc) = rc {
+            self.release(rc);
+        }
     }
 
     /// Withdraws the seals of the blocks of a write at byte `offset` of `bytes` that failed:
     /// it may have reached the server or not.
-    pub(super) fn withdraw(&self, offset: u64, bytes: u32) {
+    fn withdraw(&self, offset: u64, bytes: u32) {
         let first = offset / BLOCK;
         for block in first..first + u64::from(bytes).div_ceil(BLOCK) {
             if let Some(seal) = self.seal(block) {
@@ -219,12 +317,15 @@ impl DiskCrypt {
         rc: &mut RequestCrypt,
         pages: &RqPages<'_, N>,
         offset: u64,
-    ) -> core::result::Result<(), &'static str> {
+    ) -> core::result::Result<(), CryptError> {
         let first = offset / BLOCK;
         let last = (first + pages.len() as u64).checked_sub(1);
         if pages.len() > CRYPT_PAGES || last.and_then(|b| self.seal(b)).is_none() {
-            return Err("outside the disk, empty or too large to encrypt");
+            return Err(CryptError::Failed(
+                "outside the disk, empty or too large to encrypt",
+            ));
         }
+        self.claim_all(rc, first, pages.len())?;
         rc.count = 0;
         let start = Instant::now();
         for (i, (src, dst)) in pages.iter().zip(rc.bounce.iter()).enumerate() {
@@ -235,7 +336,7 @@ impl DiskCrypt {
             // O_DIRECT buffer may be, changes what is sealed, as it would change what DMA
             // sends); `dst` is a bounce page of this request alone.
             let tag = unsafe { rc.cipher.seal(&src, dst, nonce, block) }
-                .map_err(|_| "sealing a page failed")?;
+                .map_err(|_| CryptError::Failed("sealing a page failed"))?;
             rc.pending[i] = (nonce, tag);
             rc.count = i + 1;
         }
@@ -245,14 +346,15 @@ impl DiskCrypt {
     }
 
     /// The write `rc` sealed (at byte `offset`) is in the server's memory: its blocks are
-    /// verified against the new seals from now on.
-    pub(super) fn commit(&self, rc: &RequestCrypt, offset: u64) {
+    /// verified against the new seals from now on, and free for the next write.
+    pub(super) fn commit(&self, rc: &mut RequestCrypt, offset: u64) {
         let first = offset / BLOCK;
         for (i, (nonce, tag)) in rc.pending.iter().take(rc.count).enumerate() {
             if let Some(seal) = self.seal(first + i as u64) {
                 seal.store(*nonce, tag);
             }
         }
+        self.release(rc);
     }
 
     /// Opens, in place, the pages of a read at byte `offset` that its RDMA READ filled
@@ -291,6 +393,13 @@ impl DiskCrypt {
             match unsafe { rc.cipher.open(&page, nonce, block, &tag) } {
                 Ok(()) => {}
                 Err(OpenError::Forged) => {
+                    // A write of the block started or ended since the read was posted:
+                    // it may have fetched the other version.
+                    let noted = rc.read_nonces.get(i).copied().unwrap_or(0);
+                    if self.is_writing(block) || seal.nonce.load(Ordering::Acquire) != noted {
+                        result = Err(CryptError::Raced);
+                        break;
+                    }
                     self.forged.fetch_add(1, Ordering::Relaxed);
                     result = Err(CryptError::Forged { block });
                     break;
@@ -339,6 +448,10 @@ pub(super) struct RequestCrypt {
     bounce: KVec<Page>,
     pending: [(u64, AeadTag); CRYPT_PAGES],
     count: usize,
+    /// The blocks (first, how many) this request's write claimed and holds.
+    claimed: Option<(u64, usize)>,
+    /// The nonces of this read's blocks when it was posted.
+    read_nonces: [u64; CRYPT_PAGES],
 }
 
 impl RequestCrypt {

@@ -198,7 +198,7 @@ type NotPosted = (Refusal, Request<Driver>);
 /// Ends `rq` with `status`, ready for its tag's next request.
 fn end(mut rq: Request<Driver>, status: Status) {
     if status != Status::Ok {
-        write_failed(&rq);
+        write_failed(&mut rq);
     }
     rq.data().retries = 0;
     rq.end(status);
@@ -207,12 +207,15 @@ fn end(mut rq: Request<Driver>, status: Status) {
 /// On an encrypted disk, a write that fails may or may not have reached the server: its
 /// blocks' seals are withdrawn, so that their reads fail as unwritten-by-a-failed-write
 /// rather than as forged.
-fn write_failed(rq: &Request<Driver>) {
-    if rq.op() == Op::Write {
-        if let Some(crypt) = &rq.hw_queue().crypt {
-            crypt.withdraw(rq.offset(), rq.bytes());
-        }
+fn write_failed(rq: &mut Request<Driver>) {
+    if rq.op() != Op::Write {
+        return;
     }
+    let Some(crypt) = hwq_crypt(rq) else {
+        return;
+    };
+    let (offset, bytes) = (rq.offset(), rq.bytes());
+    crypt.write_failed(rq.data().crypt.as_mut(), offset, bytes);
 }
 
 /// Maps `rq` and posts it on the live connection of `hwq`'s queue.
@@ -255,8 +258,11 @@ fn post_on(
     let nents = match (&hwq_crypt(&rq), op) {
         (Some(crypt), RdmaOp::Write) => match seal(crypt, &mut rq) {
             Ok(n) => n,
-            Err(why) => return Err((Refusal::Fail(why), rq)),
+            Err(refusal) => return Err((refusal, rq)),
         },
+        (Some(crypt), RdmaOp::Read) if read_begin(crypt, &mut rq).is_err() => {
+            return Err((Refusal::Busy, rq));
+        }
         _ => match rq.map_sg(|data| data.dma.table()) {
             Some(n) => n,
             None => return Err((Refusal::Fail("more segments than the disk allows"), rq)),
@@ -293,16 +299,26 @@ fn hwq_crypt(rq: &Request<Driver>) -> Option<Arc<DiskCrypt>> {
     rq.hw_queue().crypt.clone()
 }
 
+/// Notes what read `rq` is about to fetch (see [`DiskCrypt::read_begin`]); `Err` while a
+/// write holds one of its blocks.
+fn read_begin(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<(), CryptError> {
+    let (offset, bytes) = (rq.offset(), rq.bytes());
+    match rq.data().crypt.as_mut() {
+        Some(rc) => crypt.read_begin(rc, offset, bytes),
+        None => Ok(()),
+    }
+}
+
 /// Seals the pages of write `rq` into its bounce pages and points its scatterlist at
 /// them; returns how many entries.
-fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usize, &'static str> {
+fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usize, Refusal> {
     let Some(mut rc) = rq.data().crypt.take() else {
-        return Err("no crypto state");
+        return Err(Refusal::Fail("no crypto state"));
     };
     let offset = rq.offset();
     let sealed = match rq.pages::<CRYPT_PAGES>() {
         Some(pages) => crypt.seal_write(&mut rc, &pages, offset),
-        None => Err("not whole pages"),
+        None => Err(CryptError::Failed("not whole pages")),
     };
     let data = rq.data();
     let n = match (sealed, data.dma.table()) {
@@ -311,14 +327,18 @@ fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usi
         // only after the completion unmapped them), until the tag set frees the request.
         (Ok(()), Some(table)) => unsafe { table.set_pages(rc.sealed_pages()) },
         (Ok(()), None) => 0,
-        (Err(why), _) => {
+        (Err(e), _) => {
             data.crypt = Some(rc);
-            return Err(why);
+            return Err(match e {
+                CryptError::Busy => Refusal::Busy,
+                CryptError::Failed(why) => Refusal::Fail(why),
+                CryptError::Forged { .. } | CryptError::Raced => Refusal::Fail("sealing failed"),
+            });
         }
     };
     data.crypt = Some(rc);
     match n {
-        0 => Err("mapping the sealed pages failed"),
+        0 => Err(Refusal::Fail("mapping the sealed pages failed")),
         n => Ok(n),
     }
 }
@@ -335,7 +355,7 @@ fn finish_crypt(
     let offset = rq.offset();
     let result = match rq.op() {
         Op::Write => {
-            crypt.commit(&rc, offset);
+            crypt.commit(&mut rc, offset);
             Ok(())
         }
         Op::Read => match rq.pages::<CRYPT_PAGES>() {
@@ -374,10 +394,7 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
                 _ => finish_crypt(&crypt, &mut rq),
             },
         };
-        return match crypted {
-            Ok(()) => done(rq, issued),
-            Err(e) => crypt_failed(rq, e),
-        };
+        return after_crypt(rq, issued, crypted);
     }
     let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
     if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
@@ -456,8 +473,21 @@ unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
         Some(crypt) => finish_crypt(&crypt, &mut rq),
         None => Err(CryptError::Failed("no crypto state")),
     };
+    after_crypt(rq, issued, crypted);
+}
+
+/// Ends (or, if it raced a write, reads again) a request whose crypto is done.
+fn after_crypt(
+    mut rq: Request<Driver>,
+    issued: Option<Instant<Monotonic>>,
+    crypted: core::result::Result<(), CryptError>,
+) {
     match crypted {
         Ok(()) => done(rq, issued),
+        Err(CryptError::Raced) if rq.data().retries < MAX_RETRIES => {
+            rq.data().retries += 1;
+            rq.requeue();
+        }
         Err(e) => crypt_failed(rq, e),
     }
 }
@@ -484,6 +514,14 @@ fn crypt_failed(rq: Request<Driver>, e: CryptError) {
                 queue.index(),
                 rq.sector(),
                 why
+            ),
+            CryptError::Busy | CryptError::Raced => pr_err!(
+                "{}: queue {}: read at sector {} failed: it raced writes of its blocks {} \
+                 times\n",
+                queue.name(),
+                queue.index(),
+                rq.sector(),
+                MAX_RETRIES
             ),
         }
     }
@@ -544,7 +582,7 @@ impl blk::Operations for Driver {
             }
             Refusal::Fail(why) => {
                 rq.data().retries = 0;
-                write_failed(&rq);
+                write_failed(&mut rq);
                 hwq.stats.error();
                 if log_failure() {
                     pr_err!(
