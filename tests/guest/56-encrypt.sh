@@ -48,6 +48,8 @@ cleanup() {
 	target_cleanup
 	rmdir $CG 2>/dev/null
 	[ -z "$MOUNTED" ] || umount $SD 2>/dev/null
+	# Test 12 loads rswap.ko with crypt_workqueue=1: no later suite should inherit that.
+	rmmod rswap 2>/dev/null
 	true
 }
 trap cleanup EXIT
