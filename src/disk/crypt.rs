@@ -115,6 +115,12 @@ pub(super) struct DiskCrypt {
     workqueue: Option<ReclaimWorkqueue>,
 }
 
+/// The blocks of `bytes` at byte `offset`.
+fn blocks(offset: u64, bytes: u32) -> core::ops::Range<u64> {
+    let first = offset / BLOCK;
+    first..first + u64::from(bytes).div_ceil(BLOCK)
+}
+
 /// Adds the nanoseconds since `start` to `total`.
 fn add_elapsed(total: &AtomicU64, start: Instant<Monotonic>) {
     let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(0);
@@ -268,12 +274,7 @@ impl DiskCrypt {
         offset: u64,
         bytes: u32,
     ) -> Result<(), CryptError> {
-        let first = offset / BLOCK;
-        for (i, noted) in rc.read_nonces.iter_mut().enumerate() {
-            let block = first + i as u64;
-            if i as u64 >= u64::from(bytes).div_ceil(BLOCK) {
-                break;
-            }
+        for (block, noted) in blocks(offset, bytes).zip(rc.read_nonces.iter_mut()) {
             if self.is_writing(block) {
                 return Err(CryptError::Busy);
             }
@@ -297,8 +298,7 @@ impl DiskCrypt {
     /// Withdraws the seals of the blocks of a write at byte `offset` of `bytes` that failed:
     /// it may have reached the server or not.
     fn withdraw(&self, offset: u64, bytes: u32) {
-        let first = offset / BLOCK;
-        for block in first..first + u64::from(bytes).div_ceil(BLOCK) {
+        for block in blocks(offset, bytes) {
             if let Some(seal) = self.seal(block) {
                 seal.nonce.store(WRITE_FAILED, Ordering::Release);
             }
