@@ -1,57 +1,61 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues, taken from the IB core's per-device CQ pool.
+//! Completion queues: one per QP, whose context is that QP's set of posted work requests.
 
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*, sync::Arc};
 
-use super::{bindings, rdma_device::RdmaDevice};
+use super::{bindings, cqe::Outstanding, rdma_device::RdmaDevice};
 
-/// A share of a completion queue (`struct ib_cq`) from the device's CQ pool: room for
-/// `entries` completions, polled in softirq context, each dispatched to its work
-/// request's `ib_cqe.done`. Given back to the pool on drop.
+/// A completion queue (`struct ib_cq`) of one QP: room for `entries` completions, polled
+/// in softirq context, each dispatched to its work request's `ib_cqe.done`. Freed on drop.
 ///
-/// The pool spreads CQs over the device's completion vectors (interrupts) and shares
-/// them between connections, as the kernel's own ULPs (nvme-rdma, iSER) do.
+/// The CQ is the QP's own rather than a share of the device's CQ pool so that destroying
+/// it ends every completion of the QP: after that, a work request the provider never
+/// completed can be completed as flushed without any risk of its real completion coming
+/// later (see [`Outstanding`]). Queues are spread over the device's completion vectors
+/// (interrupts) by the vector hint.
 ///
 /// # Invariants
 ///
-/// `ptr` came from `ib_cq_pool_get` on `dev`'s device with `entries` and has not been put
-/// back; `_dev` keeps that device valid.
+/// `ptr` came from `ib_alloc_cq` on `dev`'s device with `outstanding` as its context and
+/// has not been freed; `dev` keeps that device valid and `outstanding` the context.
 pub(crate) struct Cq {
     ptr: NonNull<bindings::ib_cq>,
-    entries: u32,
-    /// Keeps the device valid while the CQ is taken.
-    _dev: Arc<RdmaDevice>,
+    outstanding: Arc<Outstanding>,
+    dev: Arc<RdmaDevice>,
 }
 
-// SAFETY: a CQ may be used and put back from any thread.
+// SAFETY: a CQ may be used and freed from any thread.
 unsafe impl Send for Cq {}
 // SAFETY: the IB core serialises polling internally; posting to QPs on it is thread safe.
 unsafe impl Sync for Cq {}
 
 impl Cq {
-    /// Takes room for `entries` completions on `dev`, preferably on completion vector
-    /// `vector_hint` (the pool picks the least used CQ of that vector).
-    pub(crate) fn get(dev: &Arc<RdmaDevice>, entries: u32, vector_hint: u32) -> Result<Self> {
-        let entries = entries.min(dev.device().max_cqe());
-        let hint =
+    /// A CQ with room for `entries` completions on `dev`, on completion vector
+    /// `vector_hint` (modulo the device's vectors).
+    pub(crate) fn new(dev: &Arc<RdmaDevice>, entries: u32, vector_hint: u32) -> Result<Self> {
+        let entries = i32::try_from(entries.min(dev.device().max_cqe())).map_err(|_| EINVAL)?;
+        let vector =
             i32::try_from(vector_hint % dev.device().num_comp_vectors()).map_err(|_| EINVAL)?;
-        // SAFETY: the device is valid while `dev` exists.
+        let outstanding = Arc::pin_init(Outstanding::new(), GFP_KERNEL)?;
+        let context: *const Outstanding = &*outstanding;
+        // SAFETY: the device is valid while `dev` exists; the context stays valid while
+        // the CQ exists (`outstanding` is kept with it).
         let ptr = unsafe {
-            bindings::ib_cq_pool_get(
+            bindings::rswap_ib_alloc_cq(
                 dev.device().as_raw(),
+                context.cast_mut().cast(),
                 entries,
-                hint,
-                bindings::ib_poll_context_IB_POLL_SOFTIRQ,
+                vector,
             )
         };
         let ptr = NonNull::new(from_err_ptr(ptr)?).ok_or(ENOMEM)?;
-        // INVARIANT: taken from `dev`'s pool with `entries`.
+        // INVARIANT: allocated on `dev` with `outstanding` as its context.
         Ok(Self {
             ptr,
-            entries,
-            _dev: dev.clone(),
+            outstanding,
+            dev: dev.clone(),
         })
     }
 
@@ -59,12 +63,23 @@ impl Cq {
     pub(super) fn as_raw(&self) -> *mut bindings::ib_cq {
         self.ptr.as_ptr()
     }
+
+    /// The posted work requests of the QP on this CQ.
+    pub(super) fn outstanding(&self) -> &Arc<Outstanding> {
+        &self.outstanding
+    }
+
+    /// The device the CQ is on.
+    pub(super) fn rdma_device(&self) -> &Arc<RdmaDevice> {
+        &self.dev
+    }
 }
 
 impl Drop for Cq {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant the CQ came from the pool with `entries`, once; QPs
-        // using it were destroyed before (a `Qp` owns its `Cq`).
-        unsafe { bindings::ib_cq_pool_put(self.as_raw(), self.entries) };
+        // SAFETY: by the type invariant the CQ is valid and freed once, here; the QP on it
+        // was destroyed before (a `Qp` owns its `Cq`). Once this returns no completion
+        // handler of the CQ runs (`ib_free_cq` waits for one in progress).
+        unsafe { bindings::ib_free_cq(self.as_raw()) };
     }
 }

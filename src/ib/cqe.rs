@@ -7,34 +7,213 @@
 //! IB core calls `ib_cqe.done` with the work completion; the `ib_cqe` is turned back into
 //! the owning object (the `container_of` step, [`HasCqe`]) and [`CqeOwner::from_raw`]
 //! makes it an owner again, which [`CqeOwner::complete`] consumes. Posting gives ownership
-//! away ([`CqeOwner::into_raw`]) and the completion takes it back, so it is taken back
-//! exactly once: the IB core delivers exactly one completion per signalled work request,
-//! including flushed ones when a QP goes to the error state.
+//! away ([`CqeOwner::into_raw`]) and the completion takes it back, exactly once.
+//!
+//! The IB core delivers one completion per signalled work request, flushed ones included
+//! when a QP goes to the error state; a provider that loses one (soft-iWARP does, for READs
+//! still waiting for their response when its device is removed) would leave its owner
+//! owned by nothing for ever. So this layer does not depend on it: each QP lists its posted
+//! entries in an [`Outstanding`] set, which its completion handler leaves, and once the QP
+//! and its CQ are destroyed (no completion can come after that), every entry still listed
+//! is completed as flushed ([`Outstanding::flush_lost`]).
 
-use core::ptr::NonNull;
-use kernel::{prelude::*, str::CStr, types::Opaque};
+use core::{
+    cell::UnsafeCell,
+    ptr::NonNull,
+    sync::atomic::{AtomicPtr, AtomicU32, Ordering},
+};
+use kernel::{new_spinlock_irq, prelude::*, str::CStr, sync::SpinLockIrq, types::Opaque};
 
 use super::{bindings, device::Device, dma::Sge};
 
+/// How an entry listed in an [`Outstanding`] set is completed as flushed, if its work
+/// request never completes: `flush_callback::<T>` of the owner type that posted it.
+type FlushFn = unsafe fn(NonNull<Cqe>, &Device);
+
+/// Where a posted entry is listed, and how to flush it.
+struct Listing {
+    /// The set it is listed in; null while not posted. Atomic because a completion the
+    /// provider delivers twice reads it under its own set's lock, which may not be the
+    /// lock the entry is listed under by then.
+    set: AtomicPtr<Outstanding>,
+    prev: *mut Cqe,
+    next: *mut Cqe,
+    flush: Option<FlushFn>,
+}
+
 /// A completion entry (`struct ib_cqe`) to embed in an object that posted work requests
 /// own.
-#[repr(transparent)]
-pub(crate) struct Cqe(Opaque<bindings::ib_cqe>);
+///
+/// # Invariants
+///
+/// `raw` is the first field (the IB core's `wr_cqe` points at it and is cast back to the
+/// `Cqe`); `listing` (but its `set`) is only accessed under the lock of the
+/// [`Outstanding`] set the entry is listed in, while its work request is posted.
+#[repr(C)]
+pub(crate) struct Cqe {
+    raw: Opaque<bindings::ib_cqe>,
+    listing: UnsafeCell<Listing>,
+}
 
-// SAFETY: the entry is plain memory; only the IB core reads it, while a work request
-// owns the object it is in.
+// SAFETY: the entry is plain memory; only the IB core and the QP's `Outstanding` set use
+// it, while a work request owns the object it is in.
 unsafe impl Send for Cqe {}
 
 impl Cqe {
     /// A completion entry with no handler yet; posting sets it.
     pub(crate) const fn new() -> Self {
-        Self(Opaque::zeroed())
+        Self {
+            raw: Opaque::zeroed(),
+            listing: UnsafeCell::new(Listing {
+                set: AtomicPtr::new(core::ptr::null_mut()),
+                prev: core::ptr::null_mut(),
+                next: core::ptr::null_mut(),
+                flush: None,
+            }),
+        }
     }
 }
 
 impl Default for Cqe {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The entries of one QP's work requests that have not completed yet: a list through
+/// their [`Cqe`]s, under an IRQ-safe lock (posting runs in process context, completions
+/// in softirq).
+struct Entries {
+    first: *mut Cqe,
+    count: usize,
+}
+
+// SAFETY: the pointers are only followed under the set's lock.
+unsafe impl Send for Entries {}
+
+/// The posted, not yet completed work requests of one QP (see the module documentation).
+#[pin_data]
+pub(super) struct Outstanding {
+    #[pin]
+    entries: SpinLockIrq<Entries>,
+    /// Completions that came for a work request that had completed already (and were
+    /// dropped: its owner was taken back then).
+    duplicates: AtomicU32,
+}
+
+impl Outstanding {
+    /// An empty set.
+    pub(super) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            entries <- new_spinlock_irq!(
+                Entries {
+                    first: core::ptr::null_mut(),
+                    count: 0,
+                },
+                "rswap::ib::Outstanding"
+            ),
+            duplicates: AtomicU32::new(0),
+        })
+    }
+
+    /// Lists `cqe`, to be flushed with `flush` if its work request never completes.
+    ///
+    /// # Safety
+    ///
+    /// `cqe` is valid, not listed in any set, and stays valid until it is unlisted.
+    unsafe fn list(&self, cqe: *mut Cqe, flush: FlushFn) {
+        let mut e = self.entries.lock();
+        // SAFETY: `cqe` is valid and not listed anywhere (the caller's guarantee); the
+        // listed entries are valid and only touched under this lock.
+        unsafe {
+            let l = &mut *(*cqe).listing.get();
+            l.set
+                .store(core::ptr::from_ref(self).cast_mut(), Ordering::Release);
+            l.prev = core::ptr::null_mut();
+            l.next = e.first;
+            l.flush = Some(flush);
+            if let Some(first) = e.first.as_mut() {
+                (*first.listing.get()).prev = cqe;
+            }
+        }
+        e.first = cqe;
+        e.count += 1;
+    }
+
+    /// Unlists `cqe`; `false` if it is not listed here (its work request completed
+    /// already: the provider delivered a second completion for it).
+    ///
+    /// # Safety
+    ///
+    /// `cqe` is valid.
+    unsafe fn unlist(&self, cqe: *mut Cqe) -> bool {
+        let mut e = self.entries.lock();
+        // SAFETY: `cqe` is valid (the caller's guarantee); `set` is atomic.
+        let listed_here = unsafe { &(*(*cqe).listing.get()).set }.load(Ordering::Acquire);
+        if !core::ptr::eq(listed_here, self) {
+            return false;
+        }
+        // SAFETY: `cqe` and its neighbours are listed here, hence valid; this lock is held.
+        unsafe {
+            let l = &mut *(*cqe).listing.get();
+            match l.prev.as_mut() {
+                Some(prev) => (*prev.listing.get()).next = l.next,
+                None => e.first = l.next,
+            }
+            if let Some(next) = l.next.as_mut() {
+                (*next.listing.get()).prev = l.prev;
+            }
+            l.prev = core::ptr::null_mut();
+            l.next = core::ptr::null_mut();
+            l.set.store(core::ptr::null_mut(), Ordering::Release);
+        }
+        e.count -= 1;
+        true
+    }
+
+    /// Completions dropped because their work request had completed already.
+    pub(super) fn duplicates(&self) -> u32 {
+        self.duplicates.load(Ordering::Relaxed)
+    }
+
+    /// Completes every entry still listed as flushed, and returns how many there were.
+    /// Runs with softirqs disabled around each, as a completion would.
+    ///
+    /// # Safety
+    ///
+    /// The QP and the CQ whose work requests this set lists are destroyed: no completion
+    /// of them can run any more.
+    pub(super) unsafe fn flush_lost(&self, dev: &Device) -> usize {
+        let (mut next, count) = {
+            let mut e = self.entries.lock();
+            let taken = (e.first, e.count);
+            e.first = core::ptr::null_mut();
+            e.count = 0;
+            taken
+        };
+        while let Some(cqe) = NonNull::new(next) {
+            // SAFETY: a listed entry is valid until its owner is taken back, below; read
+            // before that, as the owner may post it again at once.
+            let flush = unsafe {
+                let l = &mut *(*cqe.as_ptr()).listing.get();
+                next = l.next;
+                l.prev = core::ptr::null_mut();
+                l.next = core::ptr::null_mut();
+                l.set.store(core::ptr::null_mut(), Ordering::Release);
+                l.flush.take()
+            };
+            if let Some(flush) = flush {
+                // SAFETY: `flush` is the flush callback of the type that posted `cqe`,
+                // whose work request can no longer complete (the caller's guarantee):
+                // its owner is taken back here, once.
+                unsafe {
+                    bindings::rswap_local_bh_disable();
+                    flush(cqe, dev);
+                    bindings::rswap_local_bh_enable();
+                }
+            }
+        }
+        count
     }
 }
 
@@ -116,21 +295,28 @@ pub(crate) unsafe trait CqeOwner: Sized + Send {
 }
 
 /// An object given up by a [`CqeOwner`] for one work request: the pointers to post with,
-/// and the way back if posting fails.
-pub(super) struct Posting<T: CqeOwner> {
+/// and the way back if posting fails. Its entry is listed in the QP's [`Outstanding`] set
+/// until the work request completes.
+pub(super) struct Posting<'a, T: CqeOwner> {
     target: NonNull<T::Target>,
+    set: &'a Outstanding,
 }
 
-impl<T: CqeOwner> Posting<T> {
-    /// Gives up `owner` and arms its completion entry for `T`.
-    pub(super) fn new(owner: T) -> Self {
+impl<'a, T: CqeOwner> Posting<'a, T> {
+    /// Gives up `owner`, arms its completion entry for `T` and lists it in `set`, the set
+    /// of the QP it is posted on (whose CQ's context is `set`).
+    pub(super) fn new(owner: T, set: &'a Outstanding) -> Self {
         let target = owner.into_raw();
         // SAFETY: `target` is valid and exclusively ours (`CqeOwner` contract).
         let cqe = unsafe { T::Target::raw_cqe(target.as_ptr()) };
-        // SAFETY: `cqe` is a valid `ib_cqe` (`Cqe` is transparent); `done` is a plain
-        // function pointer that nothing reads until a work request carrying it completes.
+        // SAFETY: `cqe` is valid and its first field is the `ib_cqe` (type invariant);
+        // `done` is a plain function pointer that nothing reads until a work request
+        // carrying it completes.
         unsafe { (*cqe.cast::<bindings::ib_cqe>()).done = Some(done_callback::<T>) };
-        Self { target }
+        // SAFETY: the entry is valid and not listed (its owner was not posted: we had it);
+        // it stays valid until taken back, which unlists it first.
+        unsafe { set.list(cqe, flush_callback::<T>) };
+        Self { target, set }
     }
 
     /// The completion entry to post with.
@@ -147,6 +333,9 @@ impl<T: CqeOwner> Posting<T> {
 
     /// Posting failed: nothing owns the target but us, so take the owner back.
     pub(super) fn unpost(self) -> T {
+        // SAFETY: `target` is valid and was listed by `new`; no work request carries it,
+        // so it is still listed.
+        unsafe { self.set.unlist(T::Target::raw_cqe(self.target.as_ptr())) };
         // SAFETY: from `into_raw`, not taken back, and no work request carries it.
         unsafe { T::from_raw(self.target) }
     }
@@ -156,8 +345,9 @@ impl<T: CqeOwner> Posting<T> {
 ///
 /// # Safety
 ///
-/// Called by the IB core with a valid CQ and a work completion whose `wr_cqe` is the entry
-/// of a `T::Target` that a [`Posting<T>`] gave to a work request.
+/// Called by the IB core with a valid CQ whose context is the [`Outstanding`] set of the
+/// QP, and a work completion whose `wr_cqe` is the entry of a `T::Target` that a
+/// [`Posting<T>`] gave to a work request of that QP.
 unsafe extern "C" fn done_callback<T: CqeOwner>(
     cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
@@ -172,12 +362,42 @@ unsafe extern "C" fn done_callback<T: CqeOwner>(
     if raw.is_null() {
         return;
     }
+    // SAFETY: the CQ's context is the QP's set, valid while the CQ exists (this
+    // function's contract); `raw` is the first field of a valid `Cqe`.
+    let set = unsafe { &*(*cq).cq_context.cast::<Outstanding>() };
+    // SAFETY: as above.
+    if !unsafe { set.unlist(raw.cast()) } {
+        // Its work request completed before: its owner was taken back then (and may be
+        // owned by someone else now). Taking it back again would complete it twice.
+        set.duplicates.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     // SAFETY: `raw` is the `Cqe` field of a `T::Target` (this function's contract).
     let target = unsafe { T::Target::from_cqe(raw.cast()) };
     // SAFETY: a field's container is not null; it was given up by `T::into_raw` and each
-    // work request completes once, so it is taken back once.
+    // work request completes once (it was just unlisted, so `flush_lost` will not), so
+    // it is taken back once.
     let owner = unsafe { T::from_raw(NonNull::new_unchecked(target)) };
     owner.complete(&Wc { wc: wc_ref, dev });
+}
+
+/// Completes, as flushed, a work request that its provider never completed.
+///
+/// # Safety
+///
+/// `cqe` is the entry of a `T::Target` that a [`Posting<T>`] gave to a work request which
+/// can no longer complete (its QP and CQ are destroyed), and was unlisted by
+/// [`Outstanding::flush_lost`]; `dev` is the device it was posted on.
+unsafe fn flush_callback<T: CqeOwner>(cqe: NonNull<Cqe>, dev: &Device) {
+    let mut wc = bindings::ib_wc::default();
+    // SAFETY: `wc` is a valid work completion to fill; `cqe` starts with its `ib_cqe`.
+    unsafe { bindings::rswap_ib_wc_flushed(&mut wc, cqe.as_ptr().cast()) };
+    // SAFETY: `cqe` is the `Cqe` field of a `T::Target` (this function's contract).
+    let target = unsafe { T::Target::from_cqe(cqe.as_ptr()) };
+    // SAFETY: given up by `T::into_raw`; its work request will never complete, and it was
+    // taken out of the set, so this is the one time it is taken back.
+    let owner = unsafe { T::from_raw(NonNull::new_unchecked(target)) };
+    owner.complete(&Wc { wc: &wc, dev });
 }
 
 /// A work completion (`struct ib_wc`), borrowed for the duration of a completion handler.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Forwarders for the `static inline` RDMA functions and macros; see helpers.h. */
+#include <linux/bottom_half.h>
 #include <linux/device.h>
 #include <linux/in.h>
 #include <net/net_namespace.h>
@@ -148,6 +149,29 @@ struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *con
 struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc)
 {
 	return wc->wr_cqe;
+}
+
+void rswap_ib_wc_flushed(struct ib_wc *wc, struct ib_cqe *cqe)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_cqe = cqe;
+	wc->status = IB_WC_WR_FLUSH_ERR;
+}
+
+struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe,
+				int comp_vector)
+{
+	return ib_alloc_cq(dev, context, nr_cqe, comp_vector, IB_POLL_SOFTIRQ);
+}
+
+void rswap_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rswap_local_bh_enable(void)
+{
+	local_bh_enable();
 }
 
 const void *rswap_cm_event_private_data(struct rdma_cm_event *ev, u8 *len)

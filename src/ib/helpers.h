@@ -52,6 +52,17 @@ int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge)
 struct rdma_cm_id *rswap_rdma_create_id(rdma_cm_event_handler handler, void *context);
 /* The completion entry of a work completion (the `wr_cqe` member of a union). */
 struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc);
+/* Fills @wc as the flushed completion of the work request whose entry is @cqe. */
+void rswap_ib_wc_flushed(struct ib_wc *wc, struct ib_cqe *cqe);
+/*
+ * A completion queue of its own for one QP, polled in softirq context, with @context as
+ * its `cq_context`; an ERR_PTR on failure. Freed with ib_free_cq().
+ */
+struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe,
+				int comp_vector);
+/* Softirqs off and on again on this CPU (completion handlers expect them off). */
+void rswap_local_bh_disable(void);
+void rswap_local_bh_enable(void);
 /* The private data of a connection event (REJECTED, ESTABLISHED); sets *len. */
 const void *rswap_cm_event_private_data(struct rdma_cm_event *ev, u8 *len);
 

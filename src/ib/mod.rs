@@ -6,7 +6,7 @@
 //! above it (the transport, the block device) is safe Rust.
 //!
 //! - [`client`]: the IB client, one [`RdmaDevice`] (shared PD, users) per device;
-//! - [`cm`]: rdma_cm ids, which own their [`Qp`] (and its CQ from the device's pool);
+//! - [`cm`]: rdma_cm ids, which own their [`Qp`] (and its CQ);
 //! - [`cqe`]: work completions routed back to the object the work request owned;
 //! - [`dma`]: DMA mappings of small buffers and of block requests' scatterlists;
 //! - [`oneshot`]: a small buffer for exactly one work request.

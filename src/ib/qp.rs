@@ -3,6 +3,7 @@
 //! Queue pairs created through rdma_cm, and posting work requests on them.
 
 use core::{
+    mem::ManuallyDrop,
     ptr::NonNull,
     sync::atomic::{AtomicBool, Ordering},
 };
@@ -35,15 +36,17 @@ pub(crate) enum RdmaOp {
     Write,
 }
 
-/// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop.
+/// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop,
+/// and every work request it was given completed by then (see [`Qp::drop`]).
 ///
 /// Only a [`super::cm::CmId`] makes and owns one, and drops it before destroying the id.
 ///
 /// # Invariants
 ///
-/// `id` is valid and has a QP created by `rdma_create_qp` in `_cq`'s device's PD, with `_cq`
+/// `id` is valid and has a QP created by `rdma_create_qp` in `cq`'s device's PD, with `cq`
 /// for both directions, that has not been destroyed. The id outlives this value (its
-/// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here.
+/// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here, and
+/// `cq` is dropped only in `drop`. `name` is null or a string that outlives the QP.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
     /// Where the READ that follows each WRITE puts its byte, on a device that needs it
@@ -51,8 +54,10 @@ pub(crate) struct Qp {
     fence_sink: Option<DmaBuf>,
     /// Set once drained: nothing can be posted after that, so once is enough.
     drained: AtomicBool,
-    /// The QP's CQ, put back after the QP is destroyed.
-    _cq: Cq,
+    /// The QP's CQ, freed after the QP is destroyed.
+    cq: ManuallyDrop<Cq>,
+    /// The QP's name for the log (its queue), or null.
+    name: *const kernel::ffi::c_char,
 }
 
 // SAFETY: posting and destroying work from any thread.
@@ -61,7 +66,7 @@ unsafe impl Send for Qp {}
 unsafe impl Sync for Qp {}
 
 impl Qp {
-    /// Creates the QP of `id` in `dev`'s PD, with a CQ from its pool for both directions;
+    /// Creates the QP of `id` in `dev`'s PD, with a CQ of its own for both directions;
     /// its asynchronous events are logged with `name`.
     ///
     /// # Safety
@@ -88,7 +93,7 @@ impl Qp {
         };
         // One more of each for `ib_drain_qp`'s marker work requests.
         let cqes = send_wr + caps.recv_wr + 2;
-        let cq = Cq::get(dev, cqes, vector_hint)?;
+        let cq = Cq::new(dev, cqes, vector_hint)?;
         let mut attr = bindings::ib_qp_init_attr {
             // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
             event_handler: Some(bindings::rswap_ib_qp_event),
@@ -115,7 +120,8 @@ impl Qp {
             id,
             fence_sink,
             drained: AtomicBool::new(false),
-            _cq: cq,
+            cq: ManuallyDrop::new(cq),
+            name: name.map_or(core::ptr::null(), |n| n.as_char_ptr()),
         })
     }
 
@@ -142,7 +148,7 @@ impl Qp {
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
-        let posting = Posting::new(owner);
+        let posting = Posting::new(owner, self.cq.outstanding());
         let (sges, len) = {
             let sges = posting.sges();
             (sges.as_ptr(), sges.len())
@@ -186,7 +192,7 @@ impl Qp {
     /// Posts one receive into the (single) SGE of `owner`'s target, owning `owner` until
     /// its completion.
     pub(crate) fn post_recv<T: CqeOwner>(&self, owner: T) -> core::result::Result<(), (Error, T)> {
-        let posting = Posting::new(owner);
+        let posting = Posting::new(owner, self.cq.outstanding());
         let sge = posting.sges().first().map(core::ptr::from_ref);
         let Some(sge) = sge else {
             return Err((EINVAL, posting.unpost()));
@@ -225,7 +231,33 @@ impl Drop for Qp {
         // back through its completion before the QP goes.
         self.drain();
         // SAFETY: by the type invariant the id is valid and has a QP, which is destroyed
-        // once here; the CQ is put back after (field drop).
+        // once here.
         unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
+        // SAFETY: dropped once, here, after the QP on it was destroyed; not used after.
+        let cq = unsafe { ManuallyDrop::take(&mut self.cq) };
+        let outstanding = cq.outstanding().clone();
+        let dev = cq.rdma_device().clone();
+        drop(cq);
+        // A provider may drop completions the drain should have waited for (soft-iWARP
+        // loses the READs still waiting for their responses when its device is removed).
+        // With the QP and its CQ gone none can come now: complete what is left as flushed.
+        // SAFETY: the QP and the CQ of the set are destroyed.
+        let lost = unsafe { outstanding.flush_lost(dev.device()) };
+        let duplicates = outstanding.duplicates();
+        if lost > 0 || duplicates > 0 {
+            let name = if self.name.is_null() {
+                c"rswap"
+            } else {
+                // SAFETY: a non-null name is a string that outlives the QP (invariant).
+                unsafe { CStr::from_char_ptr(self.name) }
+            };
+            pr_warn!(
+                "{}: {}: the device never completed {} work request(s) (completed as flushed after the QP was destroyed) and completed {} twice (the second ignored)\n",
+                name,
+                dev.device().name(),
+                lost,
+                duplicates
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Setup follows the rdma_cm steps: resolve the address, resolve the route, take the
 //! device's object (shared PD) and register the queue as a user of the device, create
-//! the QP with a CQ from the device's pool, post the RECV for the region descriptor,
+//! the QP with a CQ of its own, post the RECV for the region descriptor,
 //! connect with the [`ConnectRequest`] as private data, and take the descriptor the server
 //! sends once the connection is up. A client with a secret first dials once with a hello,
 //! which the server refuses with a challenge, then dials again with its proof for that
