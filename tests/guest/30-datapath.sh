@@ -294,39 +294,38 @@ fi
 
 # Device removal under I/O, with nothing to reconnect to: the removal starts recovery,
 # which finds no RDMA device for the server's address within recovery_ms.
-if [ "$RDMA_TYPE" = siw ]; then
-	# soft-iWARP completes ib_drain_qp's marker before the work requests posted ahead of
-	# it are flushed (it flushes them later, from its connection teardown, which the
-	# device's removal cuts short): those requests never come back and hang the I/O.
-	echo 0 > $T/enable; rmdir $T; rmmod rswap
-	ktap_skip "$(ktap_name)" "siw0 does not flush the work requests posted before ib_drain_qp when its device is removed"
+# soft-iWARP may lose the completions of READs still waiting for their responses (it
+# completes ib_drain_qp's marker before them and never flushes them once its device is
+# gone), and has delivered a second completion for one work request here: rswap completes
+# lost ones as flushed once the QP and its CQ are destroyed and ignores repeated ones, so
+# the I/O ends here on siw0 as on rxe0, with no BUG or list corruption.
+echo 5000 > $T/recovery_ms
+echo 1 > $T/enable
+dmesg_mark "30-datapath: removal"
+fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
+	--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &
+fpid=$!
+sleep 4
+rdma link delete $RDMA_DEV
+start=$(date +%s)
+timeout 90 tail --pid=$fpid -f /dev/null; done_rc=$?
+if [ $done_rc != 0 ]; then
+	# fio still waits for its I/O: the test fails, and the rest cannot run.
+	ktap_fail "$(ktap_name)" "fio still running 90 s after the removal; state $(cat $T/state); $(dmesg | grep rswap | tail -5)"
+	ktap_skip_rest "I/O hung after the device's removal"
+fi
+wait $fpid; fio_rc=$?
+took=$(( $(date +%s) - start ))
+st=$(cat $T/state)
+d_rc=1; echo 0 > $T/enable && d_rc=0
+rmdir $T
+m_rc=1; rmmod rswap && m_rc=0
+if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
+	ktap_diag "queues whose device lost or repeated completions: $(dmesg | sed -n '/rswap-test-mark: 30-datapath: removal/,$p' | grep -c 'the device never completed' || true)"
 else
-	echo 5000 > $T/recovery_ms
-	echo 1 > $T/enable
-	fio --name=removal --filename=$DEV --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
-		--numjobs=2 --time_based --runtime=60 --continue_on_error=none >"$OUT/fio-removal.log" 2>&1 &
-	fpid=$!
-	sleep 4
-	rdma link delete $RDMA_DEV
-	start=$(date +%s)
-	timeout 90 tail --pid=$fpid -f /dev/null; done_rc=$?
-	if [ $done_rc != 0 ]; then
-		# fio still waits for its I/O: the test fails, and the rest cannot run.
-		ktap_fail "$(ktap_name)" "fio still running 90 s after the removal; state $(cat $T/state); $(dmesg | grep rswap | tail -5)"
-		ktap_skip_rest "I/O hung after the device's removal"
-	fi
-	wait $fpid; fio_rc=$?
-	took=$(( $(date +%s) - start ))
-	st=$(cat $T/state)
-	d_rc=1; echo 0 > $T/enable && d_rc=0
-	rmdir $T
-	m_rc=1; rmmod rswap && m_rc=0
-	if [ $done_rc = 0 ] && [ $fio_rc != 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] && [[ $st == dead* ]]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "fio ended ${took}s after the removal (exit $fio_rc); state was: $st"
-	else
-		ktap_fail "$(ktap_name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
-	fi
+	ktap_fail "$(ktap_name)" "fio done=$done_rc exit=$fio_rc disable=$d_rc rmmod=$m_rc state=$st; $(tail -5 "$OUT/fio-removal.log")"
 fi
 kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 
