@@ -36,6 +36,12 @@ module! {
             description: "Encrypted targets enabled from now on open (decrypt and verify) \
                           pages in a workqueue instead of the RDMA completion",
         },
+        fault_lose_flushes: u32 {
+            default: 0,
+            description: "For tests: drop this many flushed work completions, as an RDMA \
+                          device that loses them would (rswap then completes them itself \
+                          when their queue pair is destroyed)",
+        },
     },
 }
 
@@ -56,6 +62,7 @@ impl kernel::InPlaceModule for RswapModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("loading\n");
         blk::DiskIndex::init();
+        ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
             configfs <- configfs::subsystem(),

@@ -341,6 +341,24 @@ impl<'a, T: CqeOwner> Posting<'a, T> {
     }
 }
 
+/// Flushed completions still to drop, for tests (see [`lose_flushes`]).
+static LOSE_FLUSHES: AtomicU32 = AtomicU32::new(0);
+
+/// Makes the next `n` flushed completions (of any QP) be dropped on arrival, as by a device
+/// that loses them: their entries stay listed, and are completed when their QP goes. For
+/// the test of that path (the `fault_lose_flushes` module parameter).
+pub(crate) fn lose_flushes(n: u32) {
+    LOSE_FLUSHES.store(n, Ordering::Relaxed);
+}
+
+/// Whether to drop this completion (see [`lose_flushes`]).
+fn lose(wc: &bindings::ib_wc) -> bool {
+    wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
+        && LOSE_FLUSHES
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+}
+
 /// The IB core's `ib_cqe.done` callback.
 ///
 /// # Safety
@@ -359,7 +377,7 @@ unsafe extern "C" fn done_callback<T: CqeOwner>(
     let dev = unsafe { Device::from_raw((*cq).device) };
     // SAFETY: rswap posts every work request with `wr_cqe` set (never `wr_id`).
     let raw = unsafe { bindings::rswap_ib_wc_cqe(wc) };
-    if raw.is_null() {
+    if raw.is_null() || lose(wc_ref) {
         return;
     }
     // SAFETY: the CQ's context is the QP's set, valid while the CQ exists (this

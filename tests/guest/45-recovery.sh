@@ -28,6 +28,7 @@ NAMES=(
 	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
 	"recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s"
 	"recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work"
+	"recovery: a device that loses flushed completions (rswap.ko fault_lose_flushes=16): the server closes every connection under fio verify; rswap completes the lost work requests itself when their QP goes, fio ends with 0 errors, disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the recovery tests"
 )
 target_suite_start
@@ -233,6 +234,44 @@ if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -ge 2 ] && [ $took -le 60 ] && [ $d
 else
 	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
 fi
+
+# 7. A device that loses completions: soft-iWARP loses those of the READs in flight when
+# its device is removed. rswap.ko's fault_lose_flushes drops the first 16 flushed
+# completions on arrival, on any device; their requests must still come back (completed
+# as flushed once their QP and CQ are destroyed) and be issued again on the new
+# connection, or fio would wait for them for ever.
+lost_lines() { dmesg | grep -o 'the device never completed [0-9]*' | awk '{ s += $5 } END { print s + 0 }'; }
+lost0=$(lost_lines)
+if rswap_load fault_lose_flushes=16 && start_server && mkdir $T && enable_with 60000 0x4507; then
+	fio --name=lose --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
+		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
+		--output-format=json --output="$OUT/fio-lose.json" >"$OUT/fio-lose.log" 2>&1 &
+	fpid=$!
+	for _ in $(seq 200); do
+		read -r _ w < /sys/block/rswap0/inflight
+		[ "$w" -gt 0 ] && break
+		sleep 0.05
+	done
+	kill -USR1 "$SPID"
+	wait_exit $fpid 300; frc=$?
+	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-lose.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	lost=$(( $(lost_lines) - lost0 ))
+	st=$(cat $T/state)
+	d_rc=1; echo 0 > $T/enable && d_rc=0
+	rmdir $T
+	m_rc=1; rmmod rswap && m_rc=0
+	if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $lost -ge 1 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "work requests whose completion was dropped and that rswap completed itself: $lost; state was: $st"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc errors $errs, completed by rswap $lost, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-lose.log"); $(dmesg | grep rswap | tail -4)"
+	fi
+else
+	ktap_fail "$(ktap_name)" "could not set up: $(dmesg | grep rswap | tail -3)"
+	rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
+fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 
 dmesg_note_rxe_races
 ktap_check "$(ktap_name)" dmesg_clean
