@@ -24,6 +24,7 @@ NAMES=(
 	"recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back"
 	"recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)"
 	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
+	"recovery: CPU 1 goes offline and comes back under fio verify while the server closes every connection: fio ends with 0 errors and both queues are live again"
 	"recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data"
 	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
 	"recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s"
@@ -159,6 +160,47 @@ if [ $frc = 0 ] && [ "$errs" = 0 ] && [ "$r1" -gt "$r0" ] && [ "$q1" -gt "$q0" ]
 	ktap_diag "recoveries $r0 -> $r1, requests issued again $q0 -> $q1; state: $(cat $T/state)"
 else
 	ktap_fail "$(ktap_name)" "fio exit $frc errors $errs recoveries $r0 -> $r1 retried $q0 -> $q1; $(tail -5 "$OUT/fio-recover.log"); $(dmesg | grep rswap | tail -6)"
+fi
+
+# 2b. CPU hotplug during a recovery: blk-mq drains the hardware queue of a CPU going
+# offline (it waits for the requests it holds), while those requests are being flushed,
+# requeued and issued again by the recovery the server's SIGUSR1 starts. Nothing may be
+# lost, fail or hang, and the CPU's queue must serve I/O again once it is back.
+CPU1=/sys/devices/system/cpu/cpu1/online
+if [ -w $CPU1 ]; then
+	r0=$(recoveries)
+	fio --name=hotplug --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
+		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
+		--output-format=json --output="$OUT/fio-hotplug.json" >"$OUT/fio-hotplug.log" 2>&1 &
+	fpid=$!
+	for _ in $(seq 200); do
+		read -r _ w < /sys/block/rswap0/inflight
+		[ "$w" -gt 0 ] && break
+		sleep 0.05
+	done
+	kill -USR1 "$SPID"
+	off_rc=1; timeout 120 sh -c "echo 0 > $CPU1" && off_rc=0
+	sleep 1
+	on_rc=1; timeout 120 sh -c "echo 1 > $CPU1" && on_rc=0
+	wait_exit $fpid 300; frc=$?
+	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-hotplug.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	# Both queues serve I/O again: a read from each CPU (blk-mq maps CPU N to queue N).
+	rd_rc=0
+	for cpu in 0 1; do
+		timeout 60 taskset -c $cpu dd if=$DEV of=/dev/null bs=1M count=2 iflag=direct status=none || rd_rc=1
+	done
+	st=$(cat $T/state); r1=$(recoveries)
+	if [ $off_rc = 0 ] && [ $on_rc = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] && [ $rd_rc = 0 ] \
+		&& [[ $st == "connected queues=2/2 "* ]] && [ "$r1" -gt "$r0" ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "recoveries $r0 -> $r1; state: $st"
+	else
+		ktap_fail "$(ktap_name)" "offline rc $off_rc online rc $on_rc fio exit $frc errors $errs read rc $rd_rc recoveries $r0 -> $r1 state $st; $(tail -3 "$OUT/fio-hotplug.log"); $(dmesg | grep rswap | tail -4)"
+	fi
+	[ "$(cat $CPU1)" = 1 ] || echo 1 > $CPU1
+else
+	ktap_skip "$(ktap_name)" "CPU 1 cannot go offline here (no $CPU1)"
 fi
 
 # 3. The server restarts: its memory (our data) is gone and the new one hands out a new
