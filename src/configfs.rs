@@ -56,6 +56,9 @@ const LAST_ERROR_LEN: usize = 200;
 const DEFAULT_KEEPALIVE_MS: u32 = 5000;
 /// Whether a new target seals its pages (Documentation/security.md).
 const DEFAULT_ENCRYPT: bool = false;
+/// Whether a new target's disk is synchronous (swap-in without readahead); what `make
+/// bench` measured for it is in Documentation/benchmarks.md.
+const DEFAULT_SYNC_SWAPIN: bool = false;
 
 /// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
 /// registered as long as a target directory exists (each pins the module).
@@ -129,6 +132,7 @@ impl configfs::GroupOperations for Root {
                 stats: 14,
                 src_addr: 15,
                 encrypt: 16,
+                sync_swapin: 17,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -152,6 +156,7 @@ impl configfs::GroupOperations for Root {
                     keepalive_ms: DEFAULT_KEEPALIVE_MS,
                     secret: None,
                     encrypt: DEFAULT_ENCRYPT,
+                    sync_swapin: DEFAULT_SYNC_SWAPIN,
                     instance: nonzero_random(),
                     enabled: None,
                 }),
@@ -210,6 +215,9 @@ struct Settings {
     secret: Option<parse::Secret>,
     /// Whether the disk seals every page before it leaves the host.
     encrypt: bool,
+    /// Whether the disk declares itself synchronous (`BLK_FEAT_SYNCHRONOUS`): swap then
+    /// reads pages back one at a time, without readahead.
+    sync_swapin: bool,
     /// Which instance of its client id this target is, towards the server: random for
     /// each directory, kept across `enable` cycles (a region has one owner instance).
     instance: u64,
@@ -288,6 +296,7 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         note: ConnectNote::new()?,
         encrypt: s.encrypt,
         crypt_workqueue: crate::module_parameters::crypt_workqueue.value(),
+        sync_swapin: s.sync_swapin,
     };
     let failed = |e: Error| {
         // Copied out: `refuse` takes a mutex, the note is under a spinlock.
@@ -418,6 +427,13 @@ setting_attr!(
     |s, w| writeln!(w, "{}", u8::from(s.encrypt)),
     |t| parse::boolean(t),
     |s, v| s.encrypt = v
+);
+setting_attr!(
+    17,
+    "sync_swapin",
+    |s, w| writeln!(w, "{}", u8::from(s.sync_swapin)),
+    |t| parse::boolean(t),
+    |s, v| s.sync_swapin = v
 );
 setting_attr!(
     11,

@@ -28,6 +28,10 @@ pub(crate) struct DiskParams<'a> {
     /// Every segment of every request is one whole page (`dma_alignment` of a page),
     /// for a driver that processes requests page by page ([`super::OwnedRequest::pages`]).
     pub(crate) whole_pages: bool,
+    /// The disk declares itself synchronous (`BLK_FEAT_SYNCHRONOUS`, as brd and zram do):
+    /// a swap area on it reads swapped-out pages back one by one, waiting for each,
+    /// without the swap cache's readahead, and writes each page out on its own.
+    pub(crate) synchronous: bool,
 }
 
 /// A live disk, visible under /dev until dropped.
@@ -69,6 +73,11 @@ impl<T: Operations> Disk<T> {
             (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
         let hw_queues = params.hw_queues;
         let whole_pages = params.whole_pages;
+        let features = if params.synchronous {
+            bindings::RSWAP_BLK_FEAT_SYNCHRONOUS
+        } else {
+            0
+        };
         if whole_pages && block_size as usize != PAGE_SIZE {
             return Err(EINVAL);
         }
@@ -91,6 +100,7 @@ impl<T: Operations> Disk<T> {
                         max_hw_sectors: max_sectors,
                         max_segments,
                         dma_alignment: if whole_pages { PAGE_SIZE as u32 - 1 } else { 0 },
+                        features,
                         ..Default::default()
                     };
                     // SAFETY: `set` is an allocated tag set, `lim` is valid for the call.

@@ -64,6 +64,9 @@ pub(crate) struct DiskConfig {
     pub(crate) encrypt: bool,
     /// Open encrypted reads in a workqueue rather than in their completion.
     pub(crate) crypt_workqueue: bool,
+    /// Declare the disk synchronous, so that swap reads its pages back without readahead
+    /// (see [`DiskParams::synchronous`]).
+    pub(crate) sync_swapin: bool,
 }
 
 /// A connected disk.
@@ -149,6 +152,7 @@ impl RemoteDisk {
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
                 whole_pages: config.encrypt,
+                synchronous: config.sync_swapin,
             },
             driver.clone(),
         )?;
@@ -162,6 +166,13 @@ impl RemoteDisk {
             if desc.reused() { ", reconnected" } else { "" },
             config.queues
         );
+        if config.sync_swapin {
+            pr_info!(
+                "{}: synchronous (sync_swapin=1): a swap area on it reads pages back one at \
+                 a time, without readahead\n",
+                name
+            );
+        }
         if let Some(crypt) = driver.crypt() {
             pr_info!(
                 "{}: encrypted: AES-256-GCM ({}), key of this enable only; {} KiB of seals \
