@@ -12,6 +12,14 @@
 #     --swap-mb M  working set of the swap workload (default 96, --quick 16); the cgroup
 #                  limit is half of it. It runs 3 times per backend (--quick: 2)
 #
+# Environment:
+#   RSWAP_BENCH_BACKENDS="rswap rswap_enc"   run only these (words separated by spaces or
+#                  commas): backends of tests/bench/backends.sh by id or label (rswap-enc),
+#                  and the raw references `perftest` and `kernel` (the in-kernel RDMA
+#                  benchmark). Unset or empty: everything. The rest shows as "n/a: not
+#                  selected" and is left out of the tables and the checks.
+#   RSWAP_ACCEL=kvm  the accelerator (default tcg; on a kvm_pvm host, tcg all the same)
+#
 # Default: two guests (qemu/run-pair.sh), a memory server 192.0.2.2 (1 vCPU: nvmet target,
 # perftest servers, rswap-server) and a client 192.0.2.1 (2 vCPUs: the in-kernel RDMA
 # benchmark, block devices, fio, swap).
@@ -28,12 +36,23 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--time) T=$2; shift 2 ;;
 	--swap-mb) swap_mb=$2; shift 2 ;;
-	-h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench.sh: unknown option $1 (see --help)" ;;
 	esac
 done
 [ -z "$T" ] || [[ $T =~ ^[0-9]+$ && $T -ge 1 ]] || die "--time wants whole seconds >= 1"
 [ -z "$swap_mb" ] || [[ $swap_mb =~ ^[0-9]+$ && $swap_mb -ge 8 ]] || die "--swap-mb wants MiB >= 8"
+# RSWAP_BENCH_BACKENDS: checked here against the names backends.sh knows, so that a typo
+# fails now rather than after the guests booted.
+only=()
+if [ -n "${RSWAP_BENCH_BACKENDS:-}" ]; then
+	known=" perftest kernel $(sed -n 's/^\t"\([a-z0-9_]*\):\([a-z0-9-]*\):.*/\1 \2/p' \
+		"$RSWAP_TOP/tests/bench/backends.sh" | tr ' ' '\n' | awk '!s[$0]++' | tr '\n' ' ')"
+	for n in ${RSWAP_BENCH_BACKENDS//,/ }; do
+		[[ $known == *" $n "* ]] || die "RSWAP_BENCH_BACKENDS: no backend '$n' (known:$known)"
+		only+=(--backend "$n")
+	done
+fi
 stamp=$(date +%Y%m%d-%H%M%S)
 [ -n "$out" ] || out=$RSWAP_TOP/results/bench-$stamp
 mkdir -p "$out/client"
@@ -66,6 +85,7 @@ args=()
 [ $quick = 1 ] && args+=(--quick)
 [ -n "$T" ] && args+=(--time "$T")
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
+args+=("${only[@]}")
 # Every guest is bounded: the whole run stays under 45 minutes, --quick under 7. The swap
 # workload runs 3 times per backend, at up to ~3 s per MiB on the slowest.
 if [ $quick = 1 ]; then limit=420; else limit=$((1200 + 15 * ${T:-20} + 10 * ${swap_mb:-96})); fi

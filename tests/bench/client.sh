@@ -7,7 +7,12 @@
 # through qemu/run-pair.sh (two guests) or qemu/run.sh (--loopback, one guest that also
 # runs tests/bench/server.sh in the background).
 #
-#   client.sh [--quick] [--time SECS] [--swap-mb MIB] [--loopback]
+#   client.sh [--quick] [--time SECS] [--swap-mb MIB] [--loopback] [--backend NAME]...
+#
+# --backend NAME (repeatable; scripts/bench.sh makes them from RSWAP_BENCH_BACKENDS): run
+# only these: backends by id or label (rswap_enc or rswap-enc), and the raw references
+# `perftest` and `kernel` (samples/rdma_bench). Without it, everything runs. What is left
+# out is "n/a: not selected" in the results and fails nothing.
 #
 # Raw results go to $RSWAP_OUT/bench/ (perftest text, the in-kernel benchmark's result
 # lines, fio JSON, swap JSON per run, status.tsv, env.json); scripts/bench.sh turns them
@@ -17,13 +22,14 @@
 . "$RSWAP_TOP/tests/bench/lib.sh"
 . "$BENCH/backends.sh"
 
-quick=0 loopback=0 T= SWAP_MB=
+quick=0 loopback=0 T= SWAP_MB= ONLY=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
 	--loopback) loopback=1; shift ;;
 	--time) T=$2; shift 2 ;;
 	--swap-mb) SWAP_MB=$2; shift 2 ;;
+	--backend) ONLY+=("$2"); shift 2 ;;
 	*) echo "client.sh: unknown argument $1"; exit 2 ;;
 	esac
 done
@@ -34,6 +40,14 @@ else
 	: "${T:=20}" "${SWAP_MB:=96}"; RAMP=2 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256 SWAP_TIMEOUT=600
 	KB_MS=10000 SWAP_RUNS=3
 fi
+# selected NAME...: whether any of NAME (an id, a label, perftest, kernel) is to run.
+selected() {
+	local n
+	[ ${#ONLY[@]} = 0 ] && return 0
+	for n in "$@"; do [[ " ${ONLY[*]} " == *" $n "* ]] && return 0; done
+	return 1
+}
+NOT_SELECTED="not selected (RSWAP_BENCH_BACKENDS)"
 # The in-kernel RDMA benchmark (samples/rdma_bench): KB_MS per phase (READ QD1, READ
 # QD$KB_QD, WRITE QD1, WRITE QD$KB_QD) over one queue of the kind rswap uses.
 KB_QD=32
@@ -82,13 +96,16 @@ skip_steps() { # PREFIX: drop the steps of a backend that is not available
 FIO_JOBS=(rr_qd1 rw_qd1 rr_qd32 rw_qd32 seqread)
 lat_est=$((LAT_N * 8 / 1000 + 6)) bw_est=$((BW_N / 600 + 6))
 [ $loopback = 1 ] && lat_est=$((LAT_N / 1000 + 6)) bw_est=$((BW_N / 2000 + 6))
-plan_add perf.rl $lat_est "perftest:ib_read_lat"
-plan_add perf.wl $lat_est "perftest:ib_write_lat"
-plan_add perf.rb $bw_est "perftest:ib_read_bw"
-plan_add perf.wb $bw_est "perftest:ib_write_bw"
-plan_add kbench $((KB_MS * 4 / 1000 + 12)) "in-kernel:rdma_bench"
+if selected perftest; then
+	plan_add perf.rl $lat_est "perftest:ib_read_lat"
+	plan_add perf.wl $lat_est "perftest:ib_write_lat"
+	plan_add perf.rb $bw_est "perftest:ib_read_bw"
+	plan_add perf.wb $bw_est "perftest:ib_write_bw"
+fi
+selected kernel && plan_add kbench $((KB_MS * 4 / 1000 + 12)) "in-kernel:rdma_bench"
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
+	selected "$id" "$label" || continue
 	plan_add "$id.setup" 10 "$label:setup"
 	# Estimates from a two-guest TCG run (fill ~4 s for 64 MiB, swap on nvme-rdma ~1.4 s per
 	# MiB of working set, on brd ~0.05 s).
@@ -122,6 +139,8 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 		"$LAT_N" "$BW_N" "$SWAP_MB" "$SWAP_LIMIT_MB"
 	printf ' "swap_runs": %s, "kbench_ms_per_phase": %s, "kbench_qd": %s, "kbench_region_mb": %s,\n' \
 		"$SWAP_RUNS" "$KB_MS" "$KB_QD" "$REGION_MB"
+	printf ' "selected": %s,\n' "$([ ${#ONLY[@]} = 0 ] && echo null \
+		|| printf '[%s]' "$(for n in "${ONLY[@]}"; do json_str "$n"; echo; done | paste -sd,)")"
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 
@@ -154,10 +173,12 @@ perftest_run() { # KEY TOOL ITERS TIMEOUT: up to 3 attempts, each on a fresh ser
 }
 # Time limits: ~7 ms per latency iteration and ~1 ms per bandwidth message between two
 # TCG guests; allow 5x that plus start-up.
-perftest_run perf.rl ib_read_lat "$LAT_N" $((LAT_N * 35 / 1000 + 40))
-perftest_run perf.wl ib_write_lat "$LAT_N" $((LAT_N * 35 / 1000 + 40))
-perftest_run perf.rb ib_read_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
-perftest_run perf.wb ib_write_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
+if selected perftest; then
+	perftest_run perf.rl ib_read_lat "$LAT_N" $((LAT_N * 35 / 1000 + 40))
+	perftest_run perf.wl ib_write_lat "$LAT_N" $((LAT_N * 35 / 1000 + 40))
+	perftest_run perf.rb ib_read_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
+	perftest_run perf.wb ib_write_bw "$BW_N" $((BW_N * 5 / 1000 + 40))
+fi
 
 # ---- raw RDMA from kernel verbs: samples/rdma_bench against rswap-server ----------------
 # The transport reference rswap's rows are divided by: 4 KiB RDMA READ and WRITE at QD1
@@ -185,7 +206,9 @@ kbench_run() {
 	[ $rc = 0 ] || { echo "insmod exit $rc: $(tail -1 "$k/dmesg.txt")" >> "$k/error.txt"; return 1; }
 	[ "$(wc -l < "$k/result.txt")" = 4 ] || { echo "expected 4 result lines" >> "$k/error.txt"; return 1; }
 }
-if ! kbench_run; then
+if ! selected kernel; then
+	echo "$NOT_SELECTED" > "$R/kbench/not-selected.txt"
+elif ! kbench_run; then
 	echo "bench client: in-kernel RDMA benchmark failed: $(tr '\n' ' ' < "$R/kbench/error.txt")"
 	failures=$((failures + 1))
 fi
@@ -244,6 +267,10 @@ cp "$RSWAP_OUT/swapload" "$SWAPLOAD" 2>/dev/null && chmod +x "$SWAPLOAD" \
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label desc <<< "$b"
 	d=$R/$label; mkdir -p "$d"
+	if ! selected "$id" "$label"; then
+		printf '%s\tn/a\t-\t%s\n' "$label" "$NOT_SELECTED" >> "$R/status.tsv"
+		continue
+	fi
 	step "$id.setup"
 	BK_DEV= BK_REASON= BK_DIR=$d
 	dmesg_mark "bench $label"

@@ -17,6 +17,8 @@ measured from kernel verbs by samples/rdma_bench and by perftest from user space
 block devices under fio and the swap workload), the targets (three ratios of this run,
 each with pass or miss) and "mirrored swap" (the swap workload on rswap-md1, md RAID1 over
 two rswap disks, against rswap).
+A run limited to some backends (RSWAP_BENCH_BACKENDS, env "selected") leaves the others
+out of the tables and of --check.
 """
 import argparse
 import json
@@ -245,6 +247,16 @@ def g(d, *path):
     return d
 
 
+def selected(res, name):
+    """Whether the run measured name (a backend label, "kernel" or "perftest"): every one
+    unless RSWAP_BENCH_BACKENDS chose some (env "selected": ids or labels)."""
+    only = res["env"].get("selected")
+    if not only:
+        return True
+    return name in only or name.replace("-", "_") in only or (
+        name == "rswap-md1" and "rswap_md" in only)
+
+
 def swap_ok(sw):
     return sw is not None and sw.get("rc") == 0
 
@@ -366,7 +378,7 @@ def targets(res, table):
     for key, what, a, b, metric, goal, kind in TARGETS:
         v = by[metric]["values"]
         r = ratio(v[a], v[b])
-        t = {"key": key, "what": what, "ratio": r, "goal": goal, "kind": kind,
+        t = {"key": key, "what": what, "a": a, "b": b, "ratio": r, "goal": goal, "kind": kind,
              "pass": None if r is None else (r <= goal if kind == "max" else r >= goal)}
         if key == "swap_wall_time":
             sa, sb = g(res["backends"][a], "swap"), g(res["backends"][b], "swap")
@@ -388,24 +400,35 @@ def markdown(res, table):
                    env.get("accelerator", "?").upper(), env.get("client_vcpus", "?"),
                    env.get("server_vcpus") or "-", env.get("git_revision", "?"),
                    env.get("fio_time_s", "?")))
+    if env.get("selected"):
+        out.append("")
+        out.append("Only %s ran (RSWAP_BENCH_BACKENDS); the rest is left out." %
+                   ", ".join(env["selected"]))
     out.append("")
-    hdr = ["metric", "better"] + [NAMES[k] for k in RAW] + MAIN + [ratio_key(a, b) for a, b in RATIOS]
+    # A run limited to some backends shows only their columns and ratios.
+    raw_cols = [k for k in RAW if selected(res, k)]
+    main_cols = [b for b in MAIN if selected(res, b)]
+    ratios = [(a, b) for a, b in RATIOS if selected(res, a) and selected(res, b)]
+    hdr = ["metric", "better"] + [NAMES[k] for k in raw_cols] + main_cols + \
+        [ratio_key(a, b) for a, b in ratios]
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
         v = r["values"]
         cells = [r["metric"], r["better"] or ""]
-        cells += [("-" if swap_row(r["metric"]) else fmt(v[k])) for k in RAW]
-        cells += [fmt(v[b]) for b in MAIN]
-        cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in RATIOS]
+        cells += [("-" if swap_row(r["metric"]) else fmt(v[k])) for k in raw_cols]
+        cells += [fmt(v[b]) for b in main_cols]
+        cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    out.append("Targets (ratios of this one run; under TCG they move between runs, see "
-               "Documentation/benchmarks.md):")
-    out.append("")
-    out.append("| target | ratio | goal | result |")
-    out.append("|---|--:|--:|:-:|")
-    for t in res.get("targets", []):
+    shown = [t for t in res.get("targets", []) if selected(res, t["a"]) and selected(res, t["b"])]
+    if shown:
+        out.append("Targets (ratios of this one run; under TCG they move between runs, see "
+                   "Documentation/benchmarks.md):")
+        out.append("")
+        out.append("| target | ratio | goal | result |")
+        out.append("|---|--:|--:|:-:|")
+    for t in shown:
         what, cell = t["what"], fmt_ratio(t["ratio"])
         if "ratio_min" in t:
             n_a, n_b = t["runs"]
@@ -418,7 +441,9 @@ def markdown(res, table):
     out.append("")
     kb = res["raw_kernel"]
     deep = kernel_rate_key(res)
-    if "error" in kb or not g(kb, "read_qd1", "ops"):
+    if not selected(res, "kernel"):
+        pass  # not measured in this run: no line
+    elif "error" in kb or not g(kb, "read_qd1", "ops"):
         out.append("In-kernel RDMA: n/a (%s)" % kb.get("error", "no results"))
     else:
         out.append("In-kernel RDMA (samples/rdma_bench: kernel verbs, one RC queue made like "
@@ -436,15 +461,18 @@ def markdown(res, table):
                        deep.upper(), fmt(g(kb, "read_" + deep, "ops_per_s")),
                        deep.upper(), fmt(g(kb, "write_" + deep, "ops_per_s"))))
     rr = res["raw_rdma"]
-    out.append("Perftest (user space over rxe, 4 KiB; secondary reference): ib_read_lat avg %s us / p99 %s us; "
-               "ib_write_lat avg %s us / p99 %s us; ib_read_bw %s MiB/s (%s msg/s); "
-               "ib_write_bw %s MiB/s (%s msg/s)." % (
-                   fmt(g(rr, "ib_read_lat", "avg_us")), fmt(g(rr, "ib_read_lat", "p99_us")),
-                   fmt(g(rr, "ib_write_lat", "avg_us")), fmt(g(rr, "ib_write_lat", "p99_us")),
-                   fmt(g(rr, "ib_read_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_read_bw", "msg_per_s")),
-                   fmt(g(rr, "ib_write_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_write_bw", "msg_per_s"))))
+    if selected(res, "perftest"):
+        out.append("Perftest (user space over rxe, 4 KiB; secondary reference): ib_read_lat avg %s us / p99 %s us; "
+                   "ib_write_lat avg %s us / p99 %s us; ib_read_bw %s MiB/s (%s msg/s); "
+                   "ib_write_bw %s MiB/s (%s msg/s)." % (
+                       fmt(g(rr, "ib_read_lat", "avg_us")), fmt(g(rr, "ib_read_lat", "p99_us")),
+                       fmt(g(rr, "ib_write_lat", "avg_us")), fmt(g(rr, "ib_write_lat", "p99_us")),
+                       fmt(g(rr, "ib_read_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_read_bw", "msg_per_s")),
+                       fmt(g(rr, "ib_write_bw", "bw_avg_mib_s")), fmt(g(rr, "ib_write_bw", "msg_per_s"))))
     for b in BACKENDS:
         e = res["backends"][b]
+        if not selected(res, b):
+            continue
         if e["status"] == "n/a":
             out.append("- %s: n/a (%s)" % (b, e.get("reason", "")))
         elif e["status"] != "ok":
@@ -470,22 +498,31 @@ def markdown(res, table):
                            enc.get("opened", "?"), enc.get("auth_failures", "?"),
                            fmt(enc.get("seal_us_per_block")), fmt(enc.get("open_us_per_block")),
                            "in a workqueue" if b.endswith("-wq") else "in the RDMA completion"))
-    out.append("")
-    out.append("Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
+    swap_table(res, table, out, MIRROR, MIRROR_RATIOS,
+               "Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
                "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
                "one memory-server guest, over the one link: this is the cost of writing "
                "every page twice, not the gain of independent servers.")
+    return "\n".join(out) + "\n"
+
+
+def swap_table(res, table, out, cols, ratios, caption):
+    """Appends to out a table of the swap rows for cols (rswap first, then the variant)
+    with ratios, under caption; nothing when the run left the variant out."""
+    if not selected(res, cols[-1]):
+        return
     out.append("")
-    hdr = ["metric", "better"] + MIRROR + [ratio_key(a, b) for a, b in MIRROR_RATIOS]
+    out.append(caption)
+    out.append("")
+    hdr = ["metric", "better"] + cols + [ratio_key(a, b) for a, b in ratios]
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
         if not swap_row(r["metric"]):
             continue
-        cells = [r["metric"], r["better"] or ""] + [fmt(r["values"][b]) for b in MIRROR]
-        cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in MIRROR_RATIOS]
+        cells = [r["metric"], r["better"] or ""] + [fmt(r["values"][b]) for b in cols]
+        cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
 
 
 def plot(res, table, path):
@@ -496,8 +533,9 @@ def plot(res, table, path):
     except ImportError as e:
         print("report: no plot (%s)" % e, file=sys.stderr)
         return False
-    names = [NAMES[k] for k in RAW] + BACKENDS
-    keys = RAW + BACKENDS
+    every = RAW + BACKENDS
+    keys = [k for k in every if selected(res, k)]
+    names = [NAMES.get(k, k) for k in keys]
     colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
               "#9467bd"]
     by = {r["metric"]: r for r in table}
@@ -519,7 +557,7 @@ def plot(res, table, path):
         # The raw transport has no swap figure; a swap-only backend has nothing but.
         swap = swap_row(metrics[0])
         ks = [k for k in keys if (k not in RAW if swap else k not in SWAP_ONLY)]
-        width = 0.8 / len(ks)
+        width = 0.8 / max(len(ks), 1)
         trans = blended_transform_factory(ax.transData, ax.transAxes)
         for ki, k in enumerate(ks):
             for gi, m in enumerate(metrics):
@@ -529,7 +567,7 @@ def plot(res, table, path):
                     ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8,
                             rotation=90, transform=trans)
                     continue
-                ax.bar([x], [v], width, color=colors[keys.index(k)])
+                ax.bar([x], [v], width, color=colors[every.index(k)])
                 ax.text(x, v, fmt(v), ha="center", va="bottom", fontsize=7)
         ax.set_xlim(-0.5, len(groups) - 0.5)
         ax.set_xticks(range(len(groups)))
@@ -537,7 +575,7 @@ def plot(res, table, path):
         ax.set_title(title, fontsize=10)
         ax.set_yscale("log")  # the local RAM disk is 1-2 orders of magnitude apart
         ax.grid(axis="y", alpha=0.3)
-    fig.legend(handles=[Patch(color=c, label=n) for c, n in zip(colors, names)],
+    fig.legend(handles=[Patch(color=colors[every.index(k)], label=n) for k, n in zip(keys, names)],
                loc="lower center", ncol=len(names), fontsize=9)
     env = res["env"]
     fig.suptitle("rswap bench %s (%s, %s, git %s)" % (env.get("date", ""), env.get("mode", ""),
@@ -551,26 +589,30 @@ def plot(res, table, path):
 def check(res):
     """The smoke test: every baseline produced numbers (values are not judged)."""
     bad = []
-    for tool, keys in [("ib_read_lat", ["avg_us", "p99_us"]), ("ib_write_lat", ["avg_us", "p99_us"]),
-                       ("ib_read_bw", ["msg_per_s"]), ("ib_write_bw", ["msg_per_s"])]:
+    perftest = [("ib_read_lat", ["avg_us", "p99_us"]), ("ib_write_lat", ["avg_us", "p99_us"]),
+                ("ib_read_bw", ["msg_per_s"]), ("ib_write_bw", ["msg_per_s"])]
+    for tool, keys in perftest if selected(res, "perftest") else []:
         for k in keys:
             v = g(res["raw_rdma"], tool, k)
             if not isinstance(v, (int, float)) or v <= 0:
                 bad.append("raw RDMA %s %s missing" % (tool, k))
     kb = res["raw_kernel"]
-    if "error" in kb:
+    if not selected(res, "kernel"):
+        kb = None
+    elif "error" in kb:
         bad.append("in-kernel RDMA: %s" % kb["error"])
-    for phase, keys in [("read_qd1", ["lat_mean_ns", "lat_p99_ns"]),
-                        ("write_qd1", ["lat_mean_ns", "lat_p99_ns"]),
-                        ("read_" + kernel_rate_key(res), ["ops_per_s"]),
-                        ("write_" + kernel_rate_key(res), ["ops_per_s"])]:
+    phases = [] if kb is None else [("read_qd1", ["lat_mean_ns", "lat_p99_ns"]),
+                                    ("write_qd1", ["lat_mean_ns", "lat_p99_ns"]),
+                                    ("read_" + kernel_rate_key(res), ["ops_per_s"]),
+                                    ("write_" + kernel_rate_key(res), ["ops_per_s"])]
+    for phase, keys in phases:
         for k in keys:
             v = g(kb, phase, k)
             if not isinstance(v, int) or v <= 0:
                 bad.append("in-kernel RDMA %s %s missing" % (phase, k))
     for b in BACKENDS:
         e = res["backends"][b]
-        if b in OPTIONAL and e["status"] == "n/a":
+        if (b in OPTIONAL and e["status"] == "n/a") or not selected(res, b):
             continue
         if e["status"] != "ok":
             bad.append("%s: %s %s" % (b, e["status"], e.get("reason") or e.get("problem") or ""))
