@@ -13,8 +13,8 @@
 #                  limit is half of it. It runs 3 times per backend (--quick: 2)
 #
 # Environment:
-#   RSWAP_BENCH_BACKENDS="rswap rswap_enc"   run only these (words separated by spaces or
-#                  commas): backends of tests/bench/backends.sh by id or label (rswap-enc),
+#   RSWAP_BENCH_BACKENDS="rswap rswap_sync"   run only these (words separated by spaces or
+#                  commas): backends of tests/bench/backends.sh by id or label (rswap-sync),
 #                  and the raw references `perftest` and `kernel` (the in-kernel RDMA
 #                  benchmark). Unset or empty: everything. The rest shows as "n/a: not
 #                  selected" and is left out of the tables and the checks.

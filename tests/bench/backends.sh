@@ -17,15 +17,16 @@ BACKENDS=(
 	"nvme_rdma:nvme-rdma:NVMe-oF RDMA (nvmet-rdma target, brd namespace on the memory-server guest)"
 	"local:local:brd RAM disk on the client guest"
 	"rswap:rswap:/dev/rswap0 backed by rswap-server on the memory-server guest"
+	"rswap_sync:rswap-sync:/dev/rswap0 with sync_swapin=1 (BLK_FEAT_SYNCHRONOUS: swap reads pages back one at a time, without readahead)"
 	"rswap_enc:rswap-enc:/dev/rswap0 with encrypt=1 (every block sealed with AES-256-GCM; reads opened in the RDMA completion)"
 	"rswap_enc_wq:rswap-enc-wq:/dev/rswap0 with encrypt=1, rswap.ko crypt_workqueue=1 (reads opened in a workqueue)"
 	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
 )
 # Backends that run the swap workload only (no fill, no fio jobs).
-SWAP_ONLY=(rswap_md)
+SWAP_ONLY=(rswap_sync rswap_md)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_enc rswap_enc_wq rswap_md)
+OPTIONAL=(rswap rswap_sync rswap_enc rswap_enc_wq rswap_md)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 
@@ -35,8 +36,9 @@ backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 # configure /sys/kernel/config/rswap/bench (Documentation/configuration.md), enable.
 # Reports "not available" while rswap.ko or rswap-server is not built.
 RSWAP_CFG=/sys/kernel/config/rswap/bench
-# What the rswap family's setup varies: encrypt=1 on the target, and rswap.ko's parameters.
-RSWAP_BK_ENCRYPT=0 RSWAP_BK_PARAMS=
+# What the rswap family's setup varies: encrypt=1 and sync_swapin=1 on the target, and
+# rswap.ko's parameters.
+RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_PARAMS=
 backend_rswap_setup() {
 	local out
 	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
@@ -60,6 +62,11 @@ backend_rswap_setup() {
 		echo "$RSWAP_BK_ENCRYPT" > "$RSWAP_CFG/encrypt" \
 			|| { BK_REASON="encrypt=$RSWAP_BK_ENCRYPT refused: $(cat "$RSWAP_CFG/last_error")"; return 1; }
 	fi
+	# sync_swapin too, when the module has it (a module without it cannot be rswap-sync).
+	if [ -e "$RSWAP_CFG/sync_swapin" ] || [ "$RSWAP_BK_SYNC" = 1 ]; then
+		echo "$RSWAP_BK_SYNC" > "$RSWAP_CFG/sync_swapin" \
+			|| { BK_REASON="sync_swapin=$RSWAP_BK_SYNC refused: $(cat "$RSWAP_CFG/last_error" 2>/dev/null)"; return 1; }
+	fi
 	timeout 120 sh -c "echo 1 > $RSWAP_CFG/enable" \
 		|| { BK_REASON="enable failed: $(dmesg | grep rswap | tail -1)"; return 1; }
 	out=/dev/$(cat "$RSWAP_CFG/device")
@@ -79,6 +86,8 @@ backend_rswap_teardown() {
 	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" >/dev/null 2>&1
 	true
 }
+backend_rswap_sync_setup() { RSWAP_BK_SYNC=1 RSWAP_BK_PARAMS= backend_rswap_setup; }
+backend_rswap_sync_teardown() { backend_rswap_teardown; }
 backend_rswap_enc_setup() { RSWAP_BK_ENCRYPT=1 RSWAP_BK_PARAMS= backend_rswap_setup; }
 backend_rswap_enc_teardown() { backend_rswap_teardown; }
 backend_rswap_enc_wq_setup() {

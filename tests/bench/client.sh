@@ -10,7 +10,7 @@
 #   client.sh [--quick] [--time SECS] [--swap-mb MIB] [--loopback] [--backend NAME]...
 #
 # --backend NAME (repeatable; scripts/bench.sh makes them from RSWAP_BENCH_BACKENDS): run
-# only these: backends by id or label (rswap_enc or rswap-enc), and the raw references
+# only these: backends by id or label (rswap_sync or rswap-sync), and the raw references
 # `perftest` and `kernel` (samples/rdma_bench). Without it, everything runs. What is left
 # out is "n/a: not selected" in the results and fails nothing.
 #
@@ -232,8 +232,9 @@ fio_job() { # DEV OUTFILE JOB
 # ---- swap workload ------------------------------------------------------------------------
 SWAPLOAD=/tmp/swapload
 vmstat_get() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# swap_ra: pages the swap cache read ahead (0 on a swap area with synchronous I/O).
 swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
-	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 oom
+	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 ra0 ra1 oom
 	swapoff -a 2>/dev/null || true
 	# zswap would keep compressed pages in RAM and hide the device: the device must be the
 	# only place pages go.
@@ -245,16 +246,16 @@ swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
 	echo "${SWAP_LIMIT_MB}M" > "$cg/memory.max"
 	echo "${SWAP_HIGH_KB}K" > "$cg/memory.high"
 	[ -f "$cg/memory.swap.max" ] && echo max > "$cg/memory.swap.max"
-	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout)
+	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout) ra0=$(vmstat_get swap_ra)
 	t0=$(date +%s.%N)
 	timeout "$SWAP_TIMEOUT" bash -c "echo \$\$ > $cg/cgroup.procs && exec $SWAPLOAD $SWAP_MB" \
 		> "$d/swapload-$n.json" 2> "$d/swapload-$n.err" || rc=$?
 	t1=$(date +%s.%N)
-	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout)
+	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout) ra1=$(vmstat_get swap_ra)
 	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.events")
-	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
+	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "swap_ra": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
 		"$(json_str "$dev")" "$n" "$rc" "$(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }")" \
-		$((in1 - in0)) $((out1 - out0)) "${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
+		$((in1 - in0)) $((out1 - out0)) $((${ra1:-0} - ${ra0:-0})) "${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
 		"$(json_str "$(tail -n +2 /proc/swaps)")" > "$d/swap-$n.json"
 	timeout 300 swapoff "$dev" || echo "swapoff $dev failed or timed out"
 	rmdir "$cg" 2>/dev/null

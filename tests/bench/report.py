@@ -15,8 +15,9 @@
 The markdown tables go to stdout and to OUT/table.md: the main one (the raw transport,
 measured from kernel verbs by samples/rdma_bench and by perftest from user space, and the
 block devices under fio and the swap workload), the targets (three ratios of this run,
-each with pass or miss) and "mirrored swap" (the swap workload on rswap-md1, md RAID1 over
-two rswap disks, against rswap).
+each with pass or miss), "synchronous swap-in" (the swap workload on rswap-sync, rswap with
+sync_swapin=1, against rswap) and "mirrored swap" (the swap workload on rswap-md1, md
+RAID1 over two rswap disks, against rswap).
 A run limited to some backends (RSWAP_BENCH_BACKENDS, env "selected") leaves the others
 out of the tables and of --check.
 """
@@ -27,13 +28,13 @@ import os
 import re
 import sys
 
-BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1"]
+BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync"]
 # The main table's backend columns; the others have a table of their own.
 MAIN = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
-SWAP_ONLY = ["rswap-md1"]
+SWAP_ONLY = ["rswap-md1", "rswap-sync"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
-OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1"]
+OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1", "rswap-sync"]
 # Encrypted rswap (encrypt=1): its cost is its ratio to rswap in the same run.
 ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
@@ -138,6 +139,9 @@ def load_swap(d):
     if ok:
         for k in ["wall_s", "pswpin", "pswpout"]:
             summary[k] = sum(r.get(k, 0) for r in ok) / len(ok)
+        # Pages the swap cache read ahead (runs of older versions have none).
+        if all("swap_ra" in r for r in ok):
+            summary["swap_ra"] = sum(r["swap_ra"] for r in ok) / len(ok)
         walls = [r.get("wall_s", 0) for r in ok]
         summary["wall_s_runs"] = walls
         summary["wall_s_min"], summary["wall_s_max"] = min(walls), max(walls)
@@ -314,6 +318,7 @@ def rows(res):
         ("swap workload, major faults", swap("majflt"), raw(None, None), "", False),
         ("swap workload, pswpin (pages)", swap("pswpin"), raw(None, None), "", False),
         ("swap workload, pswpout (pages)", swap("pswpout"), raw(None, None), "", False),
+        ("swap workload, swap_ra (pages read ahead)", swap("swap_ra"), raw(None, None), "", False),
     ]
 
 
@@ -324,6 +329,10 @@ RATIOS = [("rswap", "kernel"), ("rswap", "perftest"), ("rswap", "nvme-rdma"), ("
 # (a cost ratio: above 1, mirroring is slower). Swap rows only.
 MIRROR = ["rswap", "rswap-md1"]
 MIRROR_RATIOS = [("rswap-md1", "rswap")]
+# The synchronous swap-in table: rswap with sync_swapin=1 (BLK_FEAT_SYNCHRONOUS: swap-in
+# without readahead, each page read and written on its own) against rswap. Swap rows only.
+SYNC = ["rswap", "rswap-sync"]
+SYNC_RATIOS = [("rswap-sync", "rswap")]
 
 
 def ratio_key(a, b):
@@ -362,7 +371,7 @@ def compute(res):
         vals = {b: fn(b) for b in BACKENDS}
         vals.update(raw)
         rats = {}
-        for a, b in RATIOS + (MIRROR_RATIOS if swap_row(label) else []):
+        for a, b in RATIOS + (MIRROR_RATIOS + SYNC_RATIOS if swap_row(label) else []):
             rats[ratio_key(a, b)] = ratio(vals[a], vals[b]) if take else None
         table.append({"metric": label, "better": better, "values": vals, "ratios": rats})
     res["table"] = table
@@ -498,6 +507,12 @@ def markdown(res, table):
                            enc.get("opened", "?"), enc.get("auth_failures", "?"),
                            fmt(enc.get("seal_us_per_block")), fmt(enc.get("open_us_per_block")),
                            "in a workqueue" if b.endswith("-wq") else "in the RDMA completion"))
+    swap_table(res, table, out, SYNC, SYNC_RATIOS,
+               "Synchronous swap-in: the swap workload on rswap with sync_swapin=1 "
+               "(rswap-sync: the disk declares BLK_FEAT_SYNCHRONOUS, so a fault reads its one "
+               "page without the swap cache's readahead and reclaim writes each page on its "
+               "own) and on rswap, in the same run. swap_ra is the pages the swap cache read "
+               "ahead: 0 when the synchronous path is in use.")
     swap_table(res, table, out, MIRROR, MIRROR_RATIOS,
                "Mirrored swap: the swap workload on md RAID1 over two rswap disks (rswap-md1) "
                "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
@@ -523,6 +538,16 @@ def swap_table(res, table, out, cols, ratios, caption):
         cells = [r["metric"], r["better"] or ""] + [fmt(r["values"][b]) for b in cols]
         cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
+    for a, b in ratios:
+        sa, sb = g(res["backends"][a], "swap"), g(res["backends"][b], "swap")
+        if swap_ok(sa) and swap_ok(sb) and sa.get("wall_s_min") and sb.get("wall_s_min"):
+            out.append("")
+            out.append("Wall time %s: %s (best and worst pairing of single runs: %.2f-%.2fx); "
+                       "%s %s s, %s %s s." % (
+                           ratio_key(a, b), fmt_ratio(ratio(sa["wall_s"], sb["wall_s"])),
+                           sa["wall_s_min"] / sb["wall_s_max"], sa["wall_s_max"] / sb["wall_s_min"],
+                           a, ", ".join(fmt(w) for w in sa["wall_s_runs"]),
+                           b, ", ".join(fmt(w) for w in sb["wall_s_runs"])))
 
 
 def plot(res, table, path):
@@ -537,7 +562,7 @@ def plot(res, table, path):
     keys = [k for k in every if selected(res, k)]
     names = [NAMES.get(k, k) for k in keys]
     colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
-              "#9467bd"]
+              "#9467bd", "#17becf"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
