@@ -3,7 +3,11 @@
 # /dev/rswap0 as swap: a cgroup limited to 64 MiB runs a program that writes a checksummed
 # pattern to 192 MiB and verifies every page twice; pages must really go out to the
 # remote memory and come back intact. rmmod, disable and rmdir of the target are refused
-# while swapped on (under the load); swapoff brings everything back.
+# while swapped on (under the load); swapoff brings everything back. Then the same with
+# synchronous swap-in (sync_swapin=1, half the working set in half the cgroup): the
+# attribute refuses bad values and writes while enabled, the workload ends with 0 bad
+# pages, and the kernel really took the synchronous path: it swapped pages in without
+# reading any ahead (swap_ra in /proc/vmstat stays still, where the first run's moved).
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -17,6 +21,9 @@ CG=/sys/fs/cgroup/rswap-swaptest
 OUT=$RSWAP_OUT/40-swap
 WORK_MB=${RSWAP_SWAP_WORK_MB:-192}
 LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-64}
+# The synchronous swap-in run: a second target, half the working set in half the cgroup.
+T2=$CFG/swapsync
+SYNC_WORK_MB=$((WORK_MB / 2)) SYNC_LIMIT_MB=$((LIMIT_MB / 2))
 mkdir -p "$OUT"
 
 NAMES=(
@@ -26,12 +33,16 @@ NAMES=(
 	"swap: pages really went out to and came back from /dev/rswap0 (vmstat, /proc/swaps)"
 	"swap: rmmod is refused while swapped on"
 	"swap: swapoff brings everything back; disable and rmmod then work"
+	"sync_swapin: off by default; a bad value is refused with a reason; read-only while enabled"
+	"sync_swapin=1: ${SYNC_WORK_MB} MiB in a ${SYNC_LIMIT_MB} MiB cgroup, 0 mismatches; the kernel swapped in without readahead (swap_ra still, it moved without sync_swapin)"
 	"dmesg: no BUG/WARNING/Oops in the swap tests"
 )
 ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
+	{ [ -d $T2 ] && echo 0 > $T2/enable; } 2>/dev/null
+	rmdir $T2 2>/dev/null
 	target_cleanup
 	rmdir $CG 2>/dev/null
 	true
@@ -44,7 +55,8 @@ rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "40-swap"
 if [ -z "${RSWAP_PEER_IP:-}" ]; then
 	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built"
-	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + 64))M --insecure >"$OUT/server.log" 2>&1 &
+	# Room for both targets: the first one's region outlives it by the grace period.
+	"$SRV" --listen "$SERVER_IP:$PORT" --size $((WORK_MB + SYNC_WORK_MB + 96))M --insecure >"$OUT/server.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
 fi
@@ -71,7 +83,7 @@ else
 	ktap_fail "$(ktap_name)" "$(cat /proc/swaps)"; ktap_skip_rest "no swap"
 fi
 
-in0=$(vm pswpin); out0=$(vm pswpout)
+in0=$(vm pswpin); out0=$(vm pswpout); ra0=$(vm swap_ra)
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 mkdir -p $CG
 echo $((LIMIT_MB << 20)) > $CG/memory.max
@@ -109,7 +121,7 @@ lrc=$?
 kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null
 took=$(( $(date +%s) - start ))
 peak=$(awk '$1 == "/dev/rswap0" { print $4 }' /proc/swaps)
-in1=$(vm pswpin); out1=$(vm pswpout)
+in1=$(vm pswpin); out1=$(vm pswpout); ra1=$(vm swap_ra)
 if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json"; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "swapload: ${took}s: $(cat "$OUT/swapload.json")"
@@ -124,7 +136,8 @@ since_mark | grep 'rswap: rswap[0-9]*: queue [0-9]*: ' | sed 's/^\[[^]]*\] //' |
 since_mark | grep -E 'qp#[0-9]+|mr#[0-9]+' | sed 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -8 | sed 's/^/# rxe debug: /'
 rdma statistic show link $RDMA_DEV/1 2>/dev/null | tr -s ' \t' ' ' | fold -s -w 140 | sed "s/^/# $RDMA_DEV counters: /"
 dout=$((out1 - out0)); din=$((in1 - in0))
-ktap_diag "pswpout +$dout pswpin +$din pages; /dev/rswap0 used ${peak} KiB after the run"
+dra=$((ra1 - ra0))
+ktap_diag "pswpout +$dout pswpin +$din pages, swap_ra +$dra (read ahead); /dev/rswap0 used ${peak} KiB after the run"
 # At least the part of the working set above the limit must have gone out and come back.
 need=$(( (WORK_MB - LIMIT_MB) * 256 ))
 if [ $dout -ge $need ] && [ $din -ge $need ]; then ktap_pass "$(ktap_name)"
@@ -142,6 +155,56 @@ echo 0 > $T/enable || ok=0
 rmdir $T || ok=0
 rmmod rswap || ok=0
 if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
+
+# Synchronous swap-in. The attribute first: default, a bad value, a write while enabled.
+grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+mkdir -p $T2
+def=$(cat $T2/sync_swapin 2>&1)
+bad=0; (echo 2 > $T2/sync_swapin) 2>/dev/null && bad=1
+why=$(cat $T2/last_error)
+echo "$SERVER_IP" > $T2/addr; echo $PORT > $T2/port; echo $((SYNC_WORK_MB + 32))M > $T2/size
+set1=0; echo 1 > $T2/sync_swapin && set1=1
+echo 1 > $T2/enable || ktap_skip_rest "enable with sync_swapin=1 failed: $(cat $T2/last_error)"
+busy=0; e=$( (echo 0 > $T2/sync_swapin) 2>&1) || busy=1
+why2=$(cat $T2/last_error)
+if [ "$def" = 0 ] && [ $bad = 0 ] && [[ $why == "sync_swapin: not a boolean"* ]] && [ $set1 = 1 ] \
+	&& [ $busy = 1 ] && [[ $e == *busy* ]] && [[ $why2 == "sync_swapin: read-only while enabled"* ]] \
+	&& [ "$(cat $T2/sync_swapin)" = 1 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "refused: $why; while enabled: $why2"
+else
+	ktap_fail "$(ktap_name)" "default '$def'; bad value accepted=$bad ($why); set=$set1; refused while enabled=$busy ($e: $why2)"
+fi
+
+# The workload on the synchronous disk. swapon marks a swap area on a disk that declares
+# BLK_FEAT_SYNCHRONOUS with SWP_SYNCHRONOUS_IO, which nothing shows but what swap does: a
+# fault then reads its page without the swap cache's readahead, so swap_ra stays still.
+dev=/dev/$(cat $T2/device)
+if mkswap "$dev" >/dev/null && swapon -p 100 "$dev"; then
+	dmesg | grep -o "$(basename "$dev"): synchronous (sync_swapin=1).*" | tail -1 | sed 's/^/# /'
+	in0=$(vm pswpin); ra0=$(vm swap_ra)
+	mkdir -p $CG
+	echo $((SYNC_LIMIT_MB << 20)) > $CG/memory.max
+	echo max > $CG/memory.swap.max 2>/dev/null
+	start=$(date +%s)
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $SYNC_WORK_MB 7" >"$OUT/swapload-sync.json" 2>"$OUT/swapload-sync.err"
+	lrc=$?
+	took=$(( $(date +%s) - start ))
+	sin=$(( $(vm pswpin) - in0 )) sra=$(( $(vm swap_ra) - ra0 ))
+	need=$(( (SYNC_WORK_MB - SYNC_LIMIT_MB) * 256 ))
+	if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload-sync.json" && [ $sin -ge $need ] \
+		&& [ $sra = 0 ] && [ "$dra" -gt 0 ]; then
+		ktap_pass "$(ktap_name)"
+	else
+		ktap_fail "$(ktap_name)" "exit $lrc; pswpin +$sin (want >= $need); swap_ra +$sra (want 0; without sync_swapin +$dra, want > 0): $(cat "$OUT/swapload-sync.err" "$OUT/swapload-sync.json")"
+	fi
+	ktap_diag "sync_swapin=1: ${took}s, pswpin +$sin, swap_ra +$sra: $(cat "$OUT/swapload-sync.json")"
+	rmdir $CG 2>/dev/null
+	swapoff "$dev"
+else
+	ktap_fail "$(ktap_name)" "mkswap/swapon $dev failed: $(cat /proc/swaps)"
+fi
+echo 0 > $T2/enable && rmdir $T2 && rmmod rswap || ktap_diag "teardown after sync_swapin: $(dmesg | tail -3)"
 [ -z "$SPID" ] || { kill "$SPID"; wait "$SPID"; SPID=; }
 
 n=$(dmesg_alloc_failures)
