@@ -141,7 +141,7 @@ def load_swap(d):
             summary[k] = sum(r.get(k, 0) for r in ok) / len(ok)
         # Pages the swap cache read ahead (runs of older versions have none).
         if all("swap_ra" in r for r in ok):
-            summary["swap_ra"] = sum(r["swap_ra"] for r in ok) / len(ok)
+            summary["swap_ra"] = round(sum(r["swap_ra"] for r in ok) / len(ok))
         walls = [r.get("wall_s", 0) for r in ok]
         summary["wall_s_runs"] = walls
         summary["wall_s_min"], summary["wall_s_max"] = min(walls), max(walls)
