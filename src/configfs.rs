@@ -56,8 +56,9 @@ const LAST_ERROR_LEN: usize = 200;
 const DEFAULT_KEEPALIVE_MS: u32 = 5000;
 /// Whether a new target seals its pages (Documentation/security.md).
 const DEFAULT_ENCRYPT: bool = false;
-/// Whether a new target's disk is synchronous (swap-in without readahead); what `make
-/// bench` measured for it is in Documentation/benchmarks.md.
+/// Whether a new target's disk is synchronous (swap-in without readahead): off, since
+/// `make bench` measured the swap workload 2.4 times slower with it
+/// (Documentation/benchmarks.md, "Synchronous swap-in").
 const DEFAULT_SYNC_SWAPIN: bool = false;
 
 /// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
