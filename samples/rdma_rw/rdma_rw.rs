@@ -198,6 +198,9 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         send_wr: 2,
         recv_wr: 1,
         send_sge: 1,
+        // The one READ, into a buffer of at most two pages.
+        read_slots: 1,
+        read_pages: 2,
     };
     cm.create_qp(&dev, &caps, 0)?;
     let qp = cm.qp().ok_or(EINVAL)?;
@@ -247,11 +250,12 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         *b = (i as u8).wrapping_mul(37).wrapping_add(11);
     }
     let write = OneShot::new(&dev, Direction::ToDevice, &pattern, WRITE, ev.clone())?;
-    qp.post_rdma(write, RdmaOp::Write, region.remote_addr, region.rkey)
+    qp.post_write(write, region.remote_addr, region.rkey)
         .map_err(|(e, _)| e)?;
     ev.wait(DONE << WRITE, "RDMA WRITE")?;
     let read = OneShot::new(&dev, Direction::FromDevice, &[], READ, ev.clone())?;
-    qp.post_rdma(read, RdmaOp::Read, region.remote_addr, region.rkey)
+    // SAFETY: the only READ this QP carries, so slot 0 is not in use.
+    unsafe { qp.post_rdma(read, RdmaOp::Read, 0, region.remote_addr, region.rkey) }
         .map_err(|(e, _)| e)?;
     ev.wait(DONE << READ, "RDMA READ")?;
 

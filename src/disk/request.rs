@@ -23,7 +23,7 @@ use crate::{
     blk::{self, HwCtxSlot, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
     ib::{
         cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
-        dma::{Direction, SgDma, Sge},
+        dma::{Direction, MappedSg, SgDma, Sge},
         qp::RdmaOp,
     },
     kernel_ext::{EmbeddedWork, ReclaimWorkqueue},
@@ -80,6 +80,10 @@ impl_has_cqe! { impl HasCqe for RequestData { self.cqe } }
 impl SgeList for RequestData {
     fn sges(&self) -> &[Sge] {
         self.dma.sges()
+    }
+
+    fn mapped_sg(&self) -> Option<MappedSg<'_>> {
+        self.dma.mapped_sg()
     }
 }
 
@@ -280,13 +284,18 @@ fn post_on(
         Err(_) => return Err((Refusal::Fail("DMA mapping failed"), rq)),
     }
     rq.data().issued = Some(Instant::now());
+    let slot = rq.tag();
     // Counted before the post: its completion may run before `post_rdma` returns.
     stats.posted();
-    qp.post_rdma(Posted(rq), op, remote_addr, link.region().rkey)
+    // SAFETY: the slot is the request's tag, which blk-mq gives to one started request of
+    // this hardware queue at a time (the queue's QP serves this hardware queue alone), and
+    // a request is posted once at a time: the work request owns it until its completion
+    // has run, and only then is it ended or requeued, letting its tag go.
+    unsafe { qp.post_rdma(Posted(rq), op, slot, remote_addr, link.region().rkey) }
         .map_err(|(e, Posted(mut rq))| {
             stats.completed();
             rq.data().dma.unmap(dev.device());
-            if e == ENOMEM {
+            if e == ENOMEM || e == EBUSY {
                 (Refusal::Busy, rq)
             } else {
                 (Refusal::Fail("posting the work request failed"), rq)

@@ -24,7 +24,11 @@ use core::{
 };
 use kernel::{new_spinlock_irq, prelude::*, str::CStr, sync::SpinLockIrq, types::Opaque};
 
-use super::{bindings, device::Device, dma::Sge};
+use super::{
+    bindings,
+    device::Device,
+    dma::{MappedSg, Sge},
+};
 
 /// How an entry listed in an [`Outstanding`] set is completed as flushed, if its work
 /// request never completes: `flush_callback::<T>` of the owner type that posted it.
@@ -266,6 +270,15 @@ pub(crate) use impl_has_cqe;
 pub(crate) trait SgeList {
     /// The SGEs, read by the provider while the work request is posted.
     fn sges(&self) -> &[Sge];
+
+    /// The DMA-mapped scatterlist the SGEs describe, if they come from one ([`SgDma`]):
+    /// what an RDMA READ's sink is registered from on iWARP. Without one, only a single
+    /// SGE can be registered (the default: the SGEs are buffers of their own).
+    ///
+    /// [`SgDma`]: super::dma::SgDma
+    fn mapped_sg(&self) -> Option<MappedSg<'_>> {
+        None
+    }
 }
 
 /// An owner of an object that a posted work request owns until its completion.
@@ -329,6 +342,12 @@ impl<'a, T: CqeOwner> Posting<'a, T> {
     pub(super) fn sges(&self) -> &[Sge] {
         // SAFETY: `target` is valid and nothing mutates it while it is given up.
         unsafe { self.target.as_ref() }.sges()
+    }
+
+    /// The scatterlist behind the SGEs, if any (see [`SgeList::mapped_sg`]).
+    pub(super) fn mapped_sg(&self) -> Option<MappedSg<'_>> {
+        // SAFETY: as in `sges`.
+        unsafe { self.target.as_ref() }.mapped_sg()
     }
 
     /// Posting failed: nothing owns the target but us, so take the owner back.

@@ -3,7 +3,7 @@
 //! DMA mapping for RDMA: heap buffers (control messages, pages), and the scatterlists of
 //! block requests.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::to_result, prelude::*, sync::Arc};
 
 use super::{bindings, device::Device, rdma_device::RdmaDevice};
@@ -31,6 +31,31 @@ impl Direction {
 #[repr(transparent)]
 #[derive(Default)]
 pub(crate) struct Sge(pub(super) bindings::ib_sge);
+
+/// A DMA-mapped scatterlist, borrowed from the [`SgDma`] that mapped it: the pages an
+/// RDMA READ's sink is registered from on iWARP.
+///
+/// # Invariants
+///
+/// The first `count` entries at `sgl` are mapped for DMA (their DMA address and length
+/// are set) and stay so while the borrow `'a` lasts.
+pub(crate) struct MappedSg<'a> {
+    sgl: NonNull<bindings::scatterlist>,
+    count: i32,
+    _table: PhantomData<&'a ()>,
+}
+
+impl MappedSg<'_> {
+    /// The first entry, for the registration work request.
+    pub(super) fn as_raw(&self) -> *mut bindings::scatterlist {
+        self.sgl.as_ptr()
+    }
+
+    /// How many entries are mapped.
+    pub(super) fn count(&self) -> i32 {
+        self.count
+    }
+}
 
 /// What a live mapping of an [`SgDma`] needs to be undone.
 struct Mapped {
@@ -116,6 +141,19 @@ impl<const N: usize> SgDma<N> {
             dir,
         });
         Ok(())
+    }
+
+    /// The mapped scatterlist (`None` when not mapped).
+    pub(crate) fn mapped_sg(&self) -> Option<MappedSg<'_>> {
+        let m = self.mapped.as_ref()?;
+        let count = i32::try_from(m.nsges).ok()?;
+        // INVARIANT: while mapped, the first `nsges` entries carry the DMA mapping (type
+        // invariant); the mapping is undone only through `&mut self`, after the borrow.
+        Some(MappedSg {
+            sgl: NonNull::new(self.table.as_ptr())?,
+            count,
+            _table: PhantomData,
+        })
     }
 
     /// The SGEs of the current mapping (empty when not mapped).

@@ -83,51 +83,148 @@ void rswap_ib_qp_event(struct ib_event *event, void *context)
 }
 
 /*
- * The completion entry of the unsignalled WRITE of a fenced write: it completes only in
- * error (or flushed), and the READ that follows it then completes in error too, which is
- * where its owner learns of it. Nothing to do here.
+ * The completion entry of the unsignalled work requests rswap posts (the WRITE of a
+ * fenced write, the registrations of iWARP READ sinks): they complete only in error (or
+ * flushed), and the signalled work request that follows each of them then completes in
+ * error too, which is where its owner learns of it. Nothing to do here.
  */
-static void rswap_ib_fence_done(struct ib_cq *cq, struct ib_wc *wc)
+static void rswap_ib_unsignalled_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 }
 
 static struct ib_cqe rswap_ib_fence_cqe = {
-	.done = rswap_ib_fence_done,
+	.done = rswap_ib_unsignalled_done,
 };
 
-int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *fence,
-		       struct ib_sge *sges, int nsges, u64 remote_addr, u32 rkey)
+static struct ib_cqe rswap_ib_reg_cqe = {
+	.done = rswap_ib_unsignalled_done,
+};
+
+struct ib_mr *rswap_ib_alloc_mr(struct ib_pd *pd, u32 max_pages)
 {
+	return ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, max_pages);
+}
+
+void rswap_ib_dereg_mr(struct ib_mr *mr)
+{
+	ib_dereg_mr(mr);
+}
+
+/*
+ * Points @mr's page list at the first @count DMA-mapped entries of @sgl, or, with no @sgl,
+ * at the single buffer @sge describes, and gives it a new key: ready for an IB_WR_REG_MR.
+ */
+static int rswap_ib_mr_map(struct ib_mr *mr, struct scatterlist *sgl, int count,
+			   const struct ib_sge *sge)
+{
+	struct scatterlist one;
+	int n;
+
+	if (!sgl) {
+		/* Only the DMA address and length are read (ib_sg_to_pages). */
+		sg_init_table(&one, 1);
+		sg_dma_address(&one) = sge->addr;
+		sg_dma_len(&one) = sge->length;
+		sgl = &one;
+		count = 1;
+	}
+	n = ib_map_mr_sg(mr, sgl, count, NULL, PAGE_SIZE);
+	if (n < 0)
+		return n;
+	/* Fewer: the entries' middles are not page-contiguous, or too many pages. */
+	if (n != count)
+		return -EINVAL;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	return 0;
+}
+
+int rswap_ib_mr_map_single(struct ib_mr *mr, u64 addr, u32 length)
+{
+	struct ib_sge sge = { .addr = addr, .length = length };
+
+	return rswap_ib_mr_map(mr, NULL, 0, &sge);
+}
+
+/* An unsignalled registration of @mr, for remote writes (an iWARP READ sink), before @next. */
+static void rswap_ib_reg_wr(struct ib_reg_wr *reg, struct ib_mr *mr, struct ib_send_wr *next)
+{
+	reg->wr.wr_cqe = &rswap_ib_reg_cqe;
+	reg->wr.opcode = IB_WR_REG_MR;
+	reg->wr.send_flags = 0;
+	reg->wr.next = next;
+	reg->mr = mr;
+	reg->key = mr->rkey;
+	reg->access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+}
+
+int rswap_ib_post_rdma(struct ib_qp *qp, struct rswap_ib_rdma *p)
+{
+	struct ib_reg_wr reg = {};
+	struct ib_sge sink, fence;
 	struct ib_rdma_wr read = {
 		.wr = {
-			.wr_cqe = cqe,
-			.sg_list = fence,
+			.wr_cqe = p->cqe,
+			.sg_list = &fence,
 			.num_sge = 1,
 			.opcode = IB_WR_RDMA_READ,
 			.send_flags = IB_SEND_SIGNALED,
 		},
-		.remote_addr = remote_addr,
-		.rkey = rkey,
+		.remote_addr = p->remote_addr,
+		.rkey = p->rkey,
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
-			.wr_cqe = cqe,
-			.sg_list = sges,
-			.num_sge = nsges,
-			.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+			.wr_cqe = p->cqe,
+			.sg_list = p->sges,
+			.num_sge = p->nsges,
+			.opcode = p->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
 			.send_flags = IB_SEND_SIGNALED,
 		},
-		.remote_addr = remote_addr,
-		.rkey = rkey,
+		.remote_addr = p->remote_addr,
+		.rkey = p->rkey,
 	};
+	struct ib_send_wr *first = &wr.wr;
+	const struct ib_send_wr *bad = NULL;
+	int ret;
 
-	if (write && fence) {
+	p->reg_posted = false;
+	if (!p->write && p->sink_mr) {
+		struct ib_mr *mr = p->sink_mr;
+
+		if (p->nsges < 1)
+			return -EINVAL;
+		ret = rswap_ib_mr_map(mr, p->sgl, p->sg_count, p->sges);
+		if (ret)
+			return ret;
+		/* One SGE, the registered sink; the READ's completion invalidates it. */
+		sink.addr = mr->iova;
+		sink.length = mr->length;
+		sink.lkey = mr->lkey;
+		wr.wr.sg_list = &sink;
+		wr.wr.num_sge = 1;
+		wr.wr.opcode = IB_WR_RDMA_READ_WITH_INV;
+		wr.wr.ex.invalidate_rkey = mr->lkey;
+		rswap_ib_reg_wr(&reg, mr, &wr.wr);
+		first = &reg.wr;
+	}
+	if (p->write && p->fence_mr) {
+		struct ib_mr *mr = p->fence_mr;
+
 		/* The WRITE unsignalled, then a one-byte READ that completes for both. */
+		fence.addr = mr->iova;
+		fence.length = 1;
+		fence.lkey = mr->lkey;
 		wr.wr.wr_cqe = &rswap_ib_fence_cqe;
 		wr.wr.send_flags = 0;
 		wr.wr.next = &read.wr;
+		if (p->fence_reg) {
+			rswap_ib_reg_wr(&reg, mr, &wr.wr);
+			first = &reg.wr;
+		}
 	}
-	return ib_post_send(qp, &wr.wr, NULL);
+	ret = ib_post_send(qp, first, &bad);
+	p->reg_posted = first == &reg.wr && (!ret || bad != first);
+	return ret;
 }
 
 int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge)

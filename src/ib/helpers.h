@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C helpers for rswap's Rust RDMA layer: the RDMA API pieces that are `static inline`
- * functions or macros (some using KBUILD_MODNAME), and the two work requests rswap posts,
+ * functions or macros (some using KBUILD_MODNAME), and the work requests rswap posts,
  * built here so the Rust side never touches the unions inside `struct ib_send_wr`.
  */
 #ifndef RSWAP_IB_HELPERS_H
@@ -37,14 +37,49 @@ void rswap_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sgl, int n
  */
 void rswap_ib_qp_event(struct ib_event *event, void *context);
 
+/* ib_alloc_mr(@pd, IB_MR_TYPE_MEM_REG, @max_pages); ib_dereg_mr (static inline). */
+struct ib_mr *rswap_ib_alloc_mr(struct ib_pd *pd, u32 max_pages);
+void rswap_ib_dereg_mr(struct ib_mr *mr);
 /*
- * Post one signalled RDMA READ (@write false) or RDMA WRITE whose completion goes to @cqe.
- * With @fence (an SGE of a scratch buffer), a WRITE goes unsignalled and an RDMA READ of
- * the same remote address into @fence follows it, signalled to @cqe: its response means
- * the WRITE was placed.
+ * Points @mr at the @length bytes DMA-mapped at @addr and gives it a new key, ready to be
+ * registered (@fence_reg of struct rswap_ib_rdma). Returns 0 or a negative errno.
  */
-int rswap_ib_post_rdma(struct ib_qp *qp, struct ib_cqe *cqe, bool write, struct ib_sge *fence,
-		       struct ib_sge *sges, int nsges, u64 remote_addr, u32 rkey);
+int rswap_ib_mr_map_single(struct ib_mr *mr, u64 addr, u32 length);
+
+/* One RDMA READ or WRITE for rswap_ib_post_rdma. */
+struct rswap_ib_rdma {
+	/* The completion entry of the one signalled work request. */
+	struct ib_cqe *cqe;
+	/* RDMA WRITE if true, else RDMA READ. */
+	bool write;
+	/* The local buffers. */
+	struct ib_sge *sges;
+	int nsges;
+	u64 remote_addr;
+	u32 rkey;
+	/*
+	 * READ, iWARP: the sink is registered in @sink_mr (an unsignalled IB_WR_REG_MR
+	 * for local and remote write) and read with IB_WR_RDMA_READ_WITH_INV, one SGE,
+	 * which invalidates it again. The pages are the first @sg_count DMA-mapped entries
+	 * of @sgl, which @sges describe; with no @sgl, the single buffer of @sges.
+	 */
+	struct ib_mr *sink_mr;
+	struct scatterlist *sgl;
+	int sg_count;
+	/*
+	 * WRITE, iWARP: the WRITE goes unsignalled, and an RDMA READ of one byte of the
+	 * same remote address into the first byte of @fence_mr follows it, signalled: its
+	 * response means the WRITE was placed. With @fence_reg, an unsignalled IB_WR_REG_MR
+	 * of @fence_mr (mapped with rswap_ib_mr_map_single) goes first.
+	 */
+	struct ib_mr *fence_mr;
+	bool fence_reg;
+	/* Out: whether the IB_WR_REG_MR went to the send queue (even if what follows failed). */
+	bool reg_posted;
+};
+
+/* Posts @p's chain with one ib_post_send. Returns 0 or a negative errno. */
+int rswap_ib_post_rdma(struct ib_qp *qp, struct rswap_ib_rdma *p);
 /* Post one RECV of @sge whose completion goes to @cqe. */
 int rswap_ib_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, struct ib_sge *sge);
 

@@ -9,6 +9,7 @@
 //! - [`cm`]: rdma_cm ids, which own their [`Qp`] (and its CQ);
 //! - [`cqe`]: work completions routed back to the object the work request owned;
 //! - [`dma`]: DMA mappings of small buffers and of block requests' scatterlists;
+//! - [`mr`]: memory regions for fast registration (iWARP READ sinks), owned by a [`Qp`];
 //! - [`oneshot`]: a small buffer for exactly one work request.
 
 mod bindings;
@@ -18,6 +19,7 @@ mod cq;
 pub(crate) mod cqe;
 mod device;
 pub(crate) mod dma;
+mod mr;
 pub(crate) mod oneshot;
 mod pd;
 pub(crate) mod qp;

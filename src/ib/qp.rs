@@ -5,7 +5,7 @@
 use core::{
     mem::ManuallyDrop,
     ptr::NonNull,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicU8, Ordering},
 };
 use kernel::{error::to_result, prelude::*, str::CStrExt, sync::Arc};
 
@@ -14,6 +14,7 @@ use super::{
     cq::Cq,
     cqe::{CqeOwner, Posting},
     dma::{Direction, DmaBuf},
+    mr::Mr,
     rdma_device::RdmaDevice,
 };
 
@@ -25,6 +26,11 @@ pub(crate) struct QpCaps {
     pub(crate) recv_wr: u32,
     /// SGEs per send work request.
     pub(crate) send_sge: u32,
+    /// RDMA READs in flight at once: each is posted with a slot of its own, below this
+    /// (see [`Qp::post_rdma`]).
+    pub(crate) read_slots: u32,
+    /// The most pages one READ's local buffers span.
+    pub(crate) read_pages: u32,
 }
 
 /// Which one-sided operation to post.
@@ -36,10 +42,37 @@ pub(crate) enum RdmaOp {
     Write,
 }
 
+/// `Fence::state`: the fence buffer's region is not registered yet.
+const FENCE_UNREGISTERED: u8 = 0;
+/// `Fence::state`: one poster is posting the registration now.
+const FENCE_REGISTERING: u8 = 1;
+/// `Fence::state`: the registration is on the send queue, ahead of anything posted
+/// from now on.
+const FENCE_REGISTERED: u8 = 2;
+
+/// The buffer the READ that follows each WRITE puts its byte in, on a device that needs
+/// it (iWARP), and its memory region: see [`Qp::post_rdma`].
+///
+/// Fields are dropped in declaration order: the region is deregistered before its buffer
+/// is unmapped.
+struct Fence {
+    /// Maps the buffer's first byte; registered once, before the first fence READ, and
+    /// valid for the QP's life.
+    mr: Mr,
+    /// Whether `mr` is registered: `FENCE_*`.
+    state: AtomicU8,
+    _sink: DmaBuf,
+}
+
 /// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop,
 /// and every work request it was given completed by then (see [`Qp::drop`]).
 ///
 /// Only a [`super::cm::CmId`] makes and owns one, and drops it before destroying the id.
+///
+/// On an iWARP device the sink of an RDMA READ must be registered for remote write (the
+/// response is placed like a WRITE from the server): the QP then owns a memory region per
+/// READ slot, registered before each READ and invalidated by it, and one for the buffer
+/// its fence READs write to (see [`Qp::post_rdma`]).
 ///
 /// # Invariants
 ///
@@ -47,11 +80,16 @@ pub(crate) enum RdmaOp {
 /// for both directions, that has not been destroyed. The id outlives this value (its
 /// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here, and
 /// `cq` is dropped only in `drop`. `name` is null or a string that outlives the QP.
+/// `fence` is set exactly on an iWARP device, and then `read_mrs` holds one region for
+/// each READ slot (else none), each in the QP's PD.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
-    /// Where the READ that follows each WRITE puts its byte, on a device that needs it
-    /// (iWARP): see [`Qp::post_rdma`]. Unmapped after the QP is destroyed.
-    fence_sink: Option<DmaBuf>,
+    /// The fence READs' buffer (iWARP). Deregistered and unmapped after the QP is
+    /// destroyed.
+    fence: Option<Fence>,
+    /// One region per READ slot on iWARP (empty elsewhere): the sink of the READ in
+    /// flight with that slot. Deregistered after the QP is destroyed.
+    read_mrs: KVec<Mr>,
     /// Set once drained: nothing can be posted after that, so once is enough.
     drained: AtomicBool,
     /// The QP's CQ, freed after the QP is destroyed.
@@ -80,14 +118,35 @@ impl Qp {
         vector_hint: u32,
         name: Option<&CStr>,
     ) -> Result<Self> {
-        // A fenced WRITE is two work requests (see `post_rdma`).
-        let fence_sink = if dev.device().is_iwarp() {
-            Some(DmaBuf::with_contents(dev, Direction::FromDevice, &[])?)
+        let iwarp = dev.device().is_iwarp();
+        let fence = if iwarp {
+            let sink = DmaBuf::with_contents(dev, Direction::FromDevice, &[])?;
+            let mr = Mr::alloc(dev, 1)?;
+            let addr = sink.sges().first().map_or(0, |sge| sge.0.addr);
+            // SAFETY: `addr` is the mapping of `sink`, which stays mapped until after the
+            // region is dropped (`Fence` drops its region first); the region is new.
+            unsafe { mr.map_single(addr, 1)? };
+            Some(Fence {
+                mr,
+                state: AtomicU8::new(FENCE_UNREGISTERED),
+                _sink: sink,
+            })
         } else {
             None
         };
-        let send_wr = if fence_sink.is_some() {
-            caps.send_wr.saturating_mul(2)
+        let mut read_mrs = KVec::new();
+        if iwarp {
+            let slots = usize::try_from(caps.read_slots).map_err(|_| EINVAL)?;
+            read_mrs.reserve(slots, GFP_KERNEL)?;
+            for _ in 0..slots {
+                read_mrs.push(Mr::alloc(dev, caps.read_pages)?, GFP_KERNEL)?;
+            }
+        }
+        // On iWARP every work request may be two (see `post_rdma`): a fenced WRITE is a
+        // WRITE and a READ, a READ is a registration and the READ; and once, the fence
+        // buffer's registration.
+        let send_wr = if iwarp {
+            caps.send_wr.saturating_mul(2).saturating_add(1)
         } else {
             caps.send_wr
         };
@@ -118,7 +177,8 @@ impl Qp {
         // INVARIANT: the id now has a QP in the device's PD with `cq`.
         Ok(Self {
             id,
-            fence_sink,
+            fence,
+            read_mrs,
             drained: AtomicBool::new(false),
             cq: ManuallyDrop::new(cq),
             name: name.map_or(core::ptr::null(), |n| n.as_char_ptr()),
@@ -130,21 +190,55 @@ impl Qp {
         unsafe { (*self.id.as_ptr()).qp }
     }
 
+    /// Whether this QP registers the sink of each RDMA READ (iWARP), see
+    /// [`Qp::post_rdma`].
+    pub(crate) fn registers_read_sinks(&self) -> bool {
+        // Exactly the QPs of iWARP devices have a fence.
+        self.fence.is_some()
+    }
+
+    /// Posts one signalled RDMA WRITE of the SGEs of `owner`'s target at
+    /// `remote_addr`/`rkey`, as [`Qp::post_rdma`] does.
+    pub(crate) fn post_write<T: CqeOwner>(
+        &self,
+        owner: T,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> core::result::Result<(), (Error, T)> {
+        // SAFETY: a WRITE uses no slot.
+        unsafe { self.post_rdma(owner, RdmaOp::Write, 0, remote_addr, rkey) }
+    }
+
     /// Posts one signalled RDMA READ or WRITE of the SGEs of `owner`'s target at
     /// `remote_addr`/`rkey`; the work request owns `owner` until its completion hands it
     /// to `T::complete`. On failure nothing was posted and `owner` comes back with the
-    /// error.
+    /// error (`EBUSY`: try again soon).
     ///
     /// A WRITE's success means the data is in the remote memory. On InfiniBand and RoCE
     /// the responder's acknowledgement says so. On iWARP a WRITE completes once its data
     /// is handed to TCP, and a connection lost after that loses it: there the WRITE goes
     /// unsignalled, followed by a one-byte READ of the same address (into a scratch
-    /// buffer of the QP) that completes `owner`. The READ's response comes after the WRITE was placed (one ordered
-    /// stream), and either failing fails the READ.
-    pub(crate) fn post_rdma<T: CqeOwner>(
+    /// buffer of the QP) that completes `owner`. The READ's response comes after the WRITE
+    /// was placed (one ordered stream), and either failing fails the READ.
+    ///
+    /// On iWARP a READ's sink must be registered for remote write: the READ goes as an
+    /// unsignalled registration of the target's pages in the region of `slot`, then an
+    /// RDMA READ with invalidate into that region (one SGE, whatever the target's
+    /// segments), which leaves the region invalid again when it completes. The scratch
+    /// buffer of the fence READs has a region of its own, registered ahead of the first
+    /// fenced WRITE and for the QP's life: a QP cannot post before it is connected, and
+    /// chained to its first use the registration needs no wait anywhere.
+    ///
+    /// # Safety
+    ///
+    /// For a READ, `slot` (below [`QpCaps::read_slots`]) must not be in use: from this call
+    /// until the completion of the READ has run, no other READ may be posted with the same
+    /// `slot` on this QP (on iWARP its region is that READ's sink). A WRITE uses no slot.
+    pub(crate) unsafe fn post_rdma<T: CqeOwner>(
         &self,
         owner: T,
         op: RdmaOp,
+        slot: u32,
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
@@ -153,36 +247,73 @@ impl Qp {
             let sges = posting.sges();
             (sges.as_ptr(), sges.len())
         };
-        let Ok(n) = i32::try_from(len) else {
+        let Ok(nsges) = i32::try_from(len) else {
             return Err((EINVAL, posting.unpost()));
         };
-        // One byte of the QP's scratch buffer, for the READ that fences a WRITE.
-        let mut fence = self.fence_sink.as_ref().map(|sink| {
-            let whole = &sink.sges()[0].0;
-            bindings::ib_sge {
-                addr: whole.addr,
-                length: 1,
-                lkey: whole.lkey,
-            }
-        });
-        // SAFETY: the QP is valid; the SGEs and the completion entry are in the object
-        // the work request owns from now on, valid until its completion; the provider
-        // copies the SGEs (the fence's too) during the call; the fence's buffer stays
-        // mapped until the QP is destroyed.
-        let ret = unsafe {
-            bindings::rswap_ib_post_rdma(
-                self.qp(),
-                posting.cqe(),
-                op == RdmaOp::Write,
-                fence
-                    .as_mut()
-                    .map_or(core::ptr::null_mut(), core::ptr::from_mut),
-                sges.cast::<bindings::ib_sge>().cast_mut(),
-                n,
-                remote_addr,
-                rkey,
-            )
+        let mut wr = bindings::rswap_ib_rdma {
+            cqe: posting.cqe(),
+            write: op == RdmaOp::Write,
+            sges: sges.cast::<bindings::ib_sge>().cast_mut(),
+            nsges,
+            remote_addr,
+            rkey,
+            ..Default::default()
         };
+        // In the target, which does not move while given up.
+        let (sgl, sg_count) = posting
+            .mapped_sg()
+            .map_or((core::ptr::null_mut(), 0), |sg| (sg.as_raw(), sg.count()));
+        let mut fence_reg = false;
+        match op {
+            RdmaOp::Read if self.registers_read_sinks() => {
+                let mr = usize::try_from(slot)
+                    .ok()
+                    .and_then(|i| self.read_mrs.get(i));
+                let Some(mr) = mr else {
+                    return Err((EINVAL, posting.unpost()));
+                };
+                wr.sink_mr = mr.as_raw();
+                wr.sgl = sgl;
+                wr.sg_count = sg_count;
+            }
+            RdmaOp::Read => {}
+            RdmaOp::Write => {
+                if let Some(fence) = &self.fence {
+                    wr.fence_mr = fence.mr.as_raw();
+                    fence_reg = match fence.state.compare_exchange(
+                        FENCE_UNREGISTERED,
+                        FENCE_REGISTERING,
+                        Ordering::Acquire,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => true,
+                        Err(FENCE_REGISTERED) => false,
+                        // Another poster is registering it right now: what is posted
+                        // must go after that.
+                        Err(_) => return Err((EBUSY, posting.unpost())),
+                    };
+                    wr.fence_reg = fence_reg;
+                }
+            }
+        }
+        // SAFETY: the QP is valid; the SGEs, the scatterlist and the completion entry are
+        // in the object the work request owns from now on, valid until its completion;
+        // the provider copies the SGEs during the call and the registration copies the
+        // scatterlist's DMA addresses into the region's page list. The regions are this
+        // QP's and live until after it is destroyed; the READ slot's region is not in
+        // use (the caller's guarantee), the fence region is registered once (the state
+        // above).
+        let ret = unsafe { bindings::rswap_ib_post_rdma(self.qp(), &mut wr) };
+        if let (true, Some(fence)) = (fence_reg, &self.fence) {
+            // A registration that went to the send queue stays there, even if what
+            // follows it did not: the region must not be registered twice.
+            let state = if wr.reg_posted {
+                FENCE_REGISTERED
+            } else {
+                FENCE_UNREGISTERED
+            };
+            fence.state.store(state, Ordering::Release);
+        }
         if ret != 0 {
             return Err((Error::from_errno(ret), posting.unpost()));
         }
@@ -259,5 +390,9 @@ impl Drop for Qp {
                 duplicates
             );
         }
+        // Last, the memory regions (iWARP): no work request can use them once the QP is
+        // gone. The fence buffer is unmapped after its region.
+        self.read_mrs.clear();
+        self.fence = None;
     }
 }

@@ -40,6 +40,17 @@ impl<const N: usize> SgTable<N> {
         self.0.as_mut_ptr().cast()
     }
 
+    /// The first entry, for wrappers that only read the table (its DMA addresses once
+    /// mapped). Nothing may write through it while the table is borrowed mutably.
+    pub(crate) fn as_ptr(&self) -> *mut kernel::bindings::scatterlist {
+        // CAST: `Opaque<T>` is a transparent `T` that allows interior mutation, and the
+        // array is contiguous.
+        self.0
+            .as_ptr()
+            .cast::<kernel::bindings::scatterlist>()
+            .cast_mut()
+    }
+
     /// Points the first `pages.len()` entries at `pages`, each whole, and returns how many
     /// (0 if more than `N`).
     ///

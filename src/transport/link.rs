@@ -50,7 +50,7 @@ use crate::{
         cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
         dma::{Direction, Sge},
         oneshot::{OneShot, OneShotHandler},
-        qp::{QpCaps, RdmaOp},
+        qp::QpCaps,
         DeviceUser, Qp, RdmaDevice,
     },
     kernel_ext::{self, HmacSha256, SockAddr, TextBuf},
@@ -735,11 +735,29 @@ impl Link {
         dev.attach(user.clone())?;
         // From here on, dropping `conn` tears the half-made connection down.
         let mut conn = Conn { cm, dev, user };
+        let device = conn.dev.device();
+        let send_sge = params.max_sge.min(device.max_send_sge());
+        // A request is an RDMA READ or WRITE of the same segments: it may carry only as
+        // many segments as a READ takes, which is often fewer than a send. On iWARP a
+        // READ's sink is registered (one SGE whatever the segments), but registering
+        // takes segments whose middles are whole pages, which the disk does not ask the
+        // block layer for: one segment a request there, as iWARP devices' `max_sge_rd`
+        // (1) said before sinks were registered.
+        let read_sge = if device.is_iwarp() {
+            1
+        } else {
+            device.max_sge_rd()
+        };
+        let max_sge = send_sge.min(read_sge);
         let caps = QpCaps {
             // One per request in flight, and the keep-alive probe.
             send_wr: params.depth + 1,
             recv_wr: 1,
-            send_sge: params.max_sge.min(conn.dev.device().max_send_sge()),
+            send_sge,
+            // One READ slot per request in flight (its tag).
+            read_slots: params.depth,
+            // A request of `max_sge` 4 KiB segments, at any offset in its first page.
+            read_pages: max_sge + 1,
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
         let recv = OneShot::new(&conn.dev, Direction::FromDevice, &[], 0, events.clone())?;
@@ -747,9 +765,6 @@ impl Link {
         let initiator_depth =
             u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);
 
-        // A request is an RDMA READ or WRITE of the same segments: it may carry only as
-        // many as a READ takes, which is often fewer than a send.
-        let max_sge = caps.send_sge.min(conn.dev.device().max_sge_rd());
         let mut private = [0u8; ConnectRequest::SIZE];
         request.encode(&mut private);
         conn.cm
@@ -813,7 +828,7 @@ impl Link {
         };
         // Zero bytes: the server's device checks neither the address nor the key, but
         // they are the region's anyway.
-        match qp.post_rdma(probe, RdmaOp::Write, self.region.addr, self.region.rkey) {
+        match qp.post_write(probe, self.region.addr, self.region.rkey) {
             Ok(()) => ProbeOutcome::Sent,
             Err((_, probe)) => {
                 *self.probe.lock() = Some(probe);

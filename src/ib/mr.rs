@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions for fast registration: the sinks of RDMA READs on iWARP.
+//!
+//! An iWARP READ's response is placed like an RDMA WRITE from the responder, so its sink
+//! must be a memory region registered for remote write; the local DMA key does not do.
+//! A [`Qp`](super::Qp) on an iWARP device owns one [`Mr`] per READ slot and one for its
+//! fence buffer, and posts the registrations itself ([`super::Qp::post_rdma`]).
+
+use core::ptr::NonNull;
+use kernel::{error::from_err_ptr, error::to_result, prelude::*, sync::Arc};
+
+use super::{bindings, rdma_device::RdmaDevice};
+
+/// A memory region for fast registration (`struct ib_mr` of type `IB_MR_TYPE_MEM_REG`),
+/// deregistered on drop.
+///
+/// Its page list is filled and its key bumped by the C helpers just before each
+/// `IB_WR_REG_MR`; this type only owns it.
+///
+/// # Invariants
+///
+/// `ptr` came from a successful `ib_alloc_mr` in `dev`'s PD and has not been deregistered;
+/// `_dev` keeps the PD (and the device) valid.
+pub(crate) struct Mr {
+    ptr: NonNull<bindings::ib_mr>,
+    _dev: Arc<RdmaDevice>,
+}
+
+// SAFETY: an `ib_mr` may be used in work requests and deregistered from any thread.
+unsafe impl Send for Mr {}
+// SAFETY: `&Mr` only hands out the pointer; what is done with it (registration work
+// requests) is serialised by its owner.
+unsafe impl Sync for Mr {}
+
+impl Mr {
+    /// Allocates a region in `dev`'s PD that can map up to `max_pages` pages.
+    pub(super) fn alloc(dev: &Arc<RdmaDevice>, max_pages: u32) -> Result<Self> {
+        let pd = dev.pd().as_raw();
+        // SAFETY: the PD is valid while `dev` exists.
+        let ptr = from_err_ptr(unsafe { bindings::rswap_ib_alloc_mr(pd, max_pages) })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        // INVARIANT: just allocated in `dev`'s PD.
+        Ok(Self {
+            ptr,
+            _dev: dev.clone(),
+        })
+    }
+
+    /// Points the region at the `length` bytes DMA-mapped at `addr` and gives it a new
+    /// key, for a registration posted later.
+    ///
+    /// # Safety
+    ///
+    /// `addr` must stay mapped for DMA on the region's device, for `length` bytes, for as
+    /// long as the region may be registered (until it is dropped), and the region must not
+    /// be registered or in a posted work request now.
+    pub(super) unsafe fn map_single(&self, addr: u64, length: u32) -> Result {
+        // SAFETY: the region is valid (type invariant) and not in use (the caller's
+        // guarantee); the helper only writes its page list and key.
+        to_result(unsafe { bindings::rswap_ib_mr_map_single(self.as_raw(), addr, length) })
+    }
+
+    /// The raw pointer, for the work requests of [`super::Qp`].
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_mr {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the region is valid and this is its only owner; its
+        // owner drops it only once no work request can use it (after the QP is destroyed,
+        // see `Qp::drop`). The PD is valid while `_dev` is held.
+        unsafe { bindings::rswap_ib_dereg_mr(self.as_raw()) };
+    }
+}
