@@ -292,6 +292,11 @@ fn post_on(
     // a request is posted once at a time: the work request owns it until its completion
     // has run, and only then is it ended or requeued, letting its tag go.
     unsafe { qp.post_rdma(Posted(rq), op, slot, remote_addr, link.region().rkey) }
+        .map(|()| {
+            if op == RdmaOp::Read && qp.registers_read_sinks() {
+                stats.registered_read();
+            }
+        })
         .map_err(|(e, Posted(mut rq))| {
             stats.completed();
             rq.data().dma.unmap(dev.device());

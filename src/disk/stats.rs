@@ -41,6 +41,8 @@ pub(super) struct QueueStats {
     /// Work requests posted, and completed (either way): their difference is in flight.
     posted: AtomicU64,
     completed: AtomicU64,
+    /// RDMA READs posted with a registered sink (iWARP).
+    registered_reads: AtomicU64,
     latency: [AtomicU64; LATENCY_BUCKETS],
 }
 
@@ -53,6 +55,11 @@ impl QueueStats {
     /// A posted work request came back (successful or not).
     pub(super) fn completed(&self) {
         self.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An RDMA READ was posted with its sink registered in a memory region (iWARP).
+    pub(super) fn registered_read(&self) {
+        self.registered_reads.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request of `op` and `bytes` completed successfully; it was posted at `issued`.
@@ -89,6 +96,7 @@ impl QueueStats {
             write_bytes: get(&self.write_bytes),
             errors: get(&self.errors),
             inflight: posted.saturating_sub(completed),
+            registered_reads: get(&self.registered_reads),
             latency: core::array::from_fn(|i| self.latency.get(i).map_or(0, get)),
             requeues,
             recoveries,
@@ -105,6 +113,8 @@ pub(crate) struct Snapshot {
     write_bytes: u64,
     errors: u64,
     inflight: u64,
+    /// RDMA READs posted with a registered sink.
+    registered_reads: u64,
     latency: [u64; LATENCY_BUCKETS],
     /// Requests issued again after their queue failed under them (the queue's count).
     requeues: u64,
@@ -121,6 +131,7 @@ impl Snapshot {
         self.write_bytes += other.write_bytes;
         self.errors += other.errors;
         self.inflight += other.inflight;
+        self.registered_reads += other.registered_reads;
         self.requeues += other.requeues;
         self.recoveries += other.recoveries;
         for (mine, theirs) in self.latency.iter_mut().zip(other.latency.iter()) {
@@ -132,7 +143,7 @@ impl Snapshot {
     pub(super) fn write_line(&self, w: &mut impl Write, label: fmt::Arguments<'_>) -> fmt::Result {
         writeln!(
             w,
-            "{} reads={} writes={} read_bytes={} write_bytes={} errors={} requeues={} recoveries={} inflight={}",
+            "{} reads={} writes={} read_bytes={} write_bytes={} errors={} requeues={} recoveries={} inflight={} registered_reads={}",
             label,
             self.reads,
             self.writes,
@@ -141,7 +152,8 @@ impl Snapshot {
             self.errors,
             self.requeues,
             self.recoveries,
-            self.inflight
+            self.inflight,
+            self.registered_reads
         )
     }
 

@@ -26,6 +26,7 @@ NAMES=(
 	"limits: the disk takes no more segments than the device's RDMA READ and WRITE SGE limits (max_sge_rd, max_sge); 1 MiB requests are split to fit and read back identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after"
+	"iwarp: every RDMA READ registers its sink on an iWARP device (registered_reads moves at least as much as reads in the fio run), never on others (it stays 0)"
 	"stats: a 64-queue target's counters fit in the attribute's page: the total, the histogram, then the queues that fit and a line naming the rest"
 	"io: the last block reads and writes; I/O past the end is short or fails"
 	"io: data lives on the server: after disable and a reconnect it reads back"
@@ -191,6 +192,24 @@ then
 	ktap_diag "$(cat "$OUT/stats-check.txt")" "$(tail -1 "$OUT/stats-after.txt")"
 else
 	ktap_fail "$(ktap_name)" "fio exit $frc; $(cat "$OUT/stats-check.txt"); $(cat "$OUT/stats-after.txt")"
+fi
+
+# On iWARP a READ's sink must be registered for remote write (soft-iWARP does not check,
+# hardware does): rswap counts the READs it posted so, which must cover every read.
+total_key() { awk -v k="$2" '$1 == "total" { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$1"; }
+transport=$(ibv_devinfo -d $RDMA_DEV 2>/dev/null | awk '$1 == "transport:" { print $2; exit }')
+reg0=$(total_key "$OUT/stats-before.txt" registered_reads) reg1=$(total_key "$OUT/stats-after.txt" registered_reads)
+rd0=$(total_key "$OUT/stats-before.txt" reads) rd1=$(total_key "$OUT/stats-after.txt" reads)
+if [ -z "$reg0" ] || [ -z "$reg1" ] || [ -z "$rd0" ] || [ -z "$rd1" ]; then
+	ktap_fail "$(ktap_name)" "no registered_reads or reads in stats: $(head -1 "$OUT/stats-after.txt")"
+elif [ "$transport" = iWARP ] && [ $((rd1 - rd0)) -gt 0 ] && [ $((reg1 - reg0)) -ge $((rd1 - rd0)) ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$RDMA_DEV ($transport): registered_reads +$((reg1 - reg0)), reads +$((rd1 - rd0))"
+elif [ "$transport" != iWARP ] && [ -n "$transport" ] && [ "$reg1" = 0 ] && [ $((rd1 - rd0)) -gt 0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$RDMA_DEV ($transport): registered_reads $reg1, reads +$((rd1 - rd0))"
+else
+	ktap_fail "$(ktap_name)" "$RDMA_DEV (transport '$transport'): registered_reads $reg0 -> $reg1, reads $rd0 -> $rd1"
 fi
 
 M=$CFG/many
