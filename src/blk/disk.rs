@@ -32,6 +32,10 @@ pub(crate) struct DiskParams<'a> {
     /// a swap area on it reads swapped-out pages back one by one, waiting for each,
     /// without the swap cache's readahead, and writes each page out on its own.
     pub(crate) synchronous: bool,
+    /// The segments of a request are page-contiguous: every one but the first starts at
+    /// a page boundary and every one but the last ends at one (a virt boundary of a
+    /// page), for a driver that maps a request's pages as one range.
+    pub(crate) page_contiguous: bool,
 }
 
 /// A live disk, visible under /dev until dropped.
@@ -78,6 +82,7 @@ impl<T: Operations> Disk<T> {
         } else {
             0
         };
+        let page_contiguous = params.page_contiguous;
         if whole_pages && block_size as usize != PAGE_SIZE {
             return Err(EINVAL);
         }
@@ -101,6 +106,7 @@ impl<T: Operations> Disk<T> {
                         max_segments,
                         dma_alignment: if whole_pages { PAGE_SIZE as u32 - 1 } else { 0 },
                         features,
+                        virt_boundary_mask: if page_contiguous { PAGE_SIZE - 1 } else { 0 },
                         ..Default::default()
                     };
                     // SAFETY: `set` is an allocated tag set, `lim` is valid for the call.

@@ -153,6 +153,9 @@ impl RemoteDisk {
                 max_request_bytes: max_segments * BLOCK_SIZE,
                 whole_pages: config.encrypt,
                 synchronous: config.sync_swapin,
+                // On iWARP the transport registers a READ's pages as one range (see
+                // `ib::Qp::post_rdma`); a queue may also recover onto such a device.
+                page_contiguous: true,
             },
             driver.clone(),
         )?;

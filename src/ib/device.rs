@@ -70,6 +70,12 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_sge_rd }.max(1)
     }
 
+    /// The most pages one fast-registration memory region may map.
+    pub(crate) fn max_fast_reg_pages(&self) -> u32 {
+        // SAFETY: as in `max_cqe`.
+        unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
+    }
+
     /// The most RDMA READs one QP may have outstanding as initiator.
     pub(crate) fn max_qp_init_rd_atom(&self) -> u32 {
         // SAFETY: as in `max_cqe`.

@@ -739,16 +739,16 @@ impl Link {
         let send_sge = params.max_sge.min(device.max_send_sge());
         // A request is an RDMA READ or WRITE of the same segments: it may carry only as
         // many segments as a READ takes, which is often fewer than a send. On iWARP a
-        // READ's sink is registered (one SGE whatever the segments), but registering
-        // takes segments whose middles are whole pages, which the disk does not ask the
-        // block layer for: one segment a request there, as iWARP devices' `max_sge_rd`
-        // (1) said before sinks were registered.
+        // READ's sink is registered in a memory region, one SGE whatever the segments, as
+        // many as the region maps pages (one more than segments: the first may start
+        // inside a page). That takes segments whose middles are whole pages, which the
+        // disk asks the block layer for (its virt boundary).
         let read_sge = if device.is_iwarp() {
-            1
+            device.max_fast_reg_pages().saturating_sub(1)
         } else {
             device.max_sge_rd()
         };
-        let max_sge = send_sge.min(read_sge);
+        let max_sge = send_sge.min(read_sge).max(1);
         let caps = QpCaps {
             // One per request in flight, and the keep-alive probe.
             send_wr: params.depth + 1,
@@ -756,7 +756,8 @@ impl Link {
             send_sge,
             // One READ slot per request in flight (its tag).
             read_slots: params.depth,
-            // A request of `max_sge` 4 KiB segments, at any offset in its first page.
+            // A request of at most `max_sge` pages of data, page-contiguous but for the
+            // start of the first and the end of the last.
             read_pages: max_sge + 1,
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;

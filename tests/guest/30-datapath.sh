@@ -23,7 +23,7 @@ NAMES=(
 	"configfs: enable connects and creates /dev/rswap0 of the requested size"
 	"configfs: state shows the connection; settings are read-only while enabled"
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
-	"limits: the disk takes no more segments than the device's RDMA READ and WRITE SGE limits (max_sge_rd, max_sge); 1 MiB requests are split to fit and read back identical"
+	"limits: the disk takes no more segments than the device's RDMA WRITE SGE limit (max_sge) and, but on iWARP (whose READ sinks are registered), its READ limit (max_sge_rd); its segments are page-contiguous (virt_boundary_mask 4095); 1 MiB requests are split to fit and read back identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
 	"stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after"
 	"iwarp: every RDMA READ registers its sink on an iWARP device (registered_reads moves at least as much as reads in the fio run), never on others (it stays 0)"
@@ -110,23 +110,27 @@ fi
 # A device's RDMA READ takes fewer SGEs than its WRITE on real hardware (mlx4: 30 of 32;
 # iWARP, soft-iWARP included: 1). One SGE per 4 KiB segment: the disk's max_segments
 # must be within both, and a 1 MiB request is then split by the block layer, not sent
-# as a READ the device refuses.
+# as a READ the device refuses. On iWARP a READ's sink is one registered region (one
+# SGE) and only the WRITE's limit counts (siw0: 6). Segments are page-contiguous
+# everywhere, which the registration needs.
 dev_attr() { ibv_devinfo -v -d $RDMA_DEV 2>/dev/null | awk -v k="$1:" '$1 == k { print $2; exit }'; }
+transport=$(ibv_devinfo -d $RDMA_DEV 2>/dev/null | awk '$1 == "transport:" { print $2; exit }')
 sge=$(dev_attr max_sge) sge_rd=$(dev_attr max_sge_rd)
 want=32
 [ -z "$sge" ] || [ "$sge" -ge $want ] || want=$sge
-[ -z "$sge_rd" ] || [ "$sge_rd" -ge $want ] || want=$sge_rd
+[ "$transport" = iWARP ] || [ -z "$sge_rd" ] || [ "$sge_rd" -ge $want ] || want=$sge_rd
 q=/sys/block/${DEV#/dev/}/queue
-segs=$(cat $q/max_segments) hw_kb=$(cat $q/max_hw_sectors_kb)
+segs=$(cat $q/max_segments) hw_kb=$(cat $q/max_hw_sectors_kb) vb=$(cat $q/virt_boundary_mask)
 head -c 1M /dev/urandom > /tmp/rand1m
 if [ -n "$sge" ] && [ -n "$sge_rd" ] && [ "$segs" = $want ] && [ "$hw_kb" = $((want * 4)) ] \
+	&& [ "$vb" = 4095 ] \
 	&& dd if=/tmp/rand1m of=$DEV bs=1M seek=40 count=1 oflag=direct status=none \
 	&& dd if=$DEV of=/tmp/back1m bs=1M skip=40 count=1 iflag=direct status=none \
 	&& cmp -s /tmp/rand1m /tmp/back1m; then
 	ktap_pass "$(ktap_name)"
-	ktap_diag "$RDMA_DEV: max_sge $sge, max_sge_rd $sge_rd; $DEV: max_segments $segs, max_hw_sectors_kb $hw_kb"
+	ktap_diag "$RDMA_DEV ($transport): max_sge $sge, max_sge_rd $sge_rd; $DEV: max_segments $segs, max_hw_sectors_kb $hw_kb, virt_boundary_mask $vb"
 else
-	ktap_fail "$(ktap_name)" "$RDMA_DEV: max_sge '$sge' max_sge_rd '$sge_rd' (want $want); max_segments $segs, max_hw_sectors_kb $hw_kb"
+	ktap_fail "$(ktap_name)" "$RDMA_DEV ($transport): max_sge '$sge' max_sge_rd '$sge_rd' (want $want); max_segments $segs, max_hw_sectors_kb $hw_kb, virt_boundary_mask '$vb'"
 fi
 
 fio --name=verify --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
@@ -144,7 +148,7 @@ fi
 
 # Stats: with merges off, each fio I/O is one request; the counters must move by what
 # fio did, request for request and byte for byte.
-# Nor is any split: fio's largest request fits the disk's (one segment on siw0).
+# Nor is any split: fio's largest request fits the disk's (6 segments on siw0).
 bsmax=$(cat $q/max_hw_sectors_kb); [ "$bsmax" -le 64 ] || bsmax=64
 cat $T/stats > "$OUT/stats-before.txt"
 echo 2 > /sys/block/rswap0/queue/nomerges
@@ -197,7 +201,6 @@ fi
 # On iWARP a READ's sink must be registered for remote write (soft-iWARP does not check,
 # hardware does): rswap counts the READs it posted so, which must cover every read.
 total_key() { awk -v k="$2" '$1 == "total" { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$1"; }
-transport=$(ibv_devinfo -d $RDMA_DEV 2>/dev/null | awk '$1 == "transport:" { print $2; exit }')
 reg0=$(total_key "$OUT/stats-before.txt" registered_reads) reg1=$(total_key "$OUT/stats-after.txt" registered_reads)
 rd0=$(total_key "$OUT/stats-before.txt" reads) rd1=$(total_key "$OUT/stats-after.txt" reads)
 if [ -z "$reg0" ] || [ -z "$reg1" ] || [ -z "$rd0" ] || [ -z "$rd1" ]; then
