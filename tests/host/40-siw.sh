@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The data-path, swap and recovery suites again, over soft-iWARP (siw0) instead of
-# soft-RoCE: an iWARP device, whose RDMA READ takes a single SGE (max_sge_rd 1), so every
-# limit rswap derives from the device is exercised with the smallest value hardware has.
+# soft-RoCE: an iWARP device, where rswap registers each RDMA READ's sink in a memory
+# region and fences each WRITE with a READ, so those paths carry every suite's data.
 # Debian's stock kernel does not build siw: on it this suite is skipped; `make check
 # KERNEL=debug` runs it. Prints KTAP for scripts/check.sh, each line named "siw: SUITE: ...".
 #   tests/host/40-siw.sh [--out DIR]

@@ -7,7 +7,8 @@
 
 # The RDMA device the suites run over: soft-RoCE (rxe0) unless the guest was booted with
 # rswap.rdma=siw (RSWAP_RDMA=siw make check KERNEL=debug), soft-iWARP (siw0): an iWARP
-# device, whose RDMA READs take one SGE (max_sge_rd 1). Stock Debian kernels have no siw.
+# device, whose RDMA READ sinks rswap registers in memory regions. Stock Debian kernels
+# have no siw.
 RDMA_TYPE=${RSWAP_RDMA:-rxe}
 RDMA_DEV=${RDMA_TYPE}0
 case $RDMA_TYPE in
