@@ -32,7 +32,7 @@ NAMES=(
 	"io: data lives on the server: after disable and a reconnect it reads back"
 	"pinning: rmmod, disable and rmdir of the target are refused (EBUSY) while /dev/rswap0 is open; rmdir also while enabled"
 	"connect: enable with no server listening fails within 20 s, says why (no server at that address) in last_error, and leaves nothing"
-	"configfs: 10 enable/disable cycles leave no queue, PD or disk behind"
+	"configfs: 10 enable/disable cycles leave no queue, PD, memory region (iWARP's READ sinks) or disk behind"
 	"removal: rdma link delete under fio: the queues try to reconnect for recovery_ms, then fail the I/O; no hang; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the data-path tests"
 )
@@ -308,10 +308,11 @@ for i in $(seq 10); do
 done
 pd1=$(rdma resource show pd | grep -c 'comm \[rswap\]')
 qp1=$(rdma resource show qp | grep -c 'comm \[rswap\]')
-if [ $ok = 1 ] && [ "$pd0" = "$pd1" ] && [ "$qp1" = 0 ] && ! [ -e $DEV ]; then
+mr1=$(rdma resource show mr | grep -c 'comm \[rswap\]')
+if [ $ok = 1 ] && [ "$pd0" = "$pd1" ] && [ "$qp1" = 0 ] && [ "$mr1" = 0 ] && ! [ -e $DEV ]; then
 	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(ktap_name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1"
+	ktap_fail "$(ktap_name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1, mr $mr1"
 fi
 
 # Device removal under I/O, with nothing to reconnect to: the removal starts recovery,
