@@ -222,6 +222,12 @@ int rswap_ib_post_rdma(struct ib_qp *qp, struct rswap_ib_rdma *p)
 			first = &reg.wr;
 		}
 	}
+	/*
+	 * The send queue has room for every chain (see Qp::create), so a chain is refused
+	 * whole (the QP is in error) or not at all. Should only the registration go, a READ
+	 * sink's region stays valid: its slot's next registration then finds it valid, which
+	 * a provider fails (siw does), failing the QP; the region goes with the QP.
+	 */
 	ret = ib_post_send(qp, first, &bad);
 	p->reg_posted = first == &reg.wr && (!ret || bad != first);
 	return ret;
