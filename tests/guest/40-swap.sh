@@ -180,7 +180,15 @@ fi
 # BLK_FEAT_SYNCHRONOUS with SWP_SYNCHRONOUS_IO, which nothing shows but what swap does: a
 # fault then reads its page without the swap cache's readahead, so swap_ra stays still.
 dev=/dev/$(cat $T2/device)
-if mkswap "$dev" >/dev/null && swapon -p 100 "$dev"; then
+if [[ $(uname -r) == *-rswap-debug ]]; then
+	# On the debug kernel this second workload runs the one guest short of memory:
+	# soft-RoCE fails an atomic skb allocation and drops queue 0's connection, and the
+	# memory server, in the same guest, stalls until recovery_ms runs out, so the queue
+	# dies with pages on it (seen twice on 2026-11-24; the second time they included the
+	# test runner's, and the guest panicked). With the server on another host it does
+	# not arise; the stock kernel runs the case.
+	ktap_skip "$(ktap_name)" "the debug kernel's one guest runs out of memory for soft-RoCE and its co-located server in this second workload"
+elif mkswap "$dev" >/dev/null && swapon -p 100 "$dev"; then
 	dmesg | grep -o "$(basename "$dev"): synchronous (sync_swapin=1).*" | tail -1 | sed 's/^/# /'
 	in0=$(vm pswpin); ra0=$(vm swap_ra)
 	mkdir -p $CG
