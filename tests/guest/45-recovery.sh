@@ -47,6 +47,24 @@ wait_closed() {
 	done
 	return 1
 }
+# fio_verify_start NAME: fio writes with crc32c verification in the background, 4k..128k at
+# iodepth 32, one job on each half of the disk, into $OUT/fio-NAME.{json,log}; sets fpid.
+# Returns once fio has writes in flight (or after 10 s: fio may finish in a few seconds).
+fio_verify_start() {
+	fio --name="$1" --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
+		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
+		--output-format=json --output="$OUT/fio-$1.json" >"$OUT/fio-$1.log" 2>&1 &
+	fpid=$!
+	local w
+	for _ in $(seq 200); do
+		read -r _ w < /sys/block/rswap0/inflight
+		[ "$w" -gt 0 ] && break
+		sleep 0.05
+	done
+}
+# fio_errors NAME: the errors fio_verify_start's run NAME counted (0 without its JSON).
+fio_errors() { grep -o '"total_err" : [0-9]*' "$OUT/fio-$1.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }'; }
 enable_with() { # recovery_ms client_id
 	echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
 	echo "$1" > $T/recovery_ms; echo "$2" > $T/client_id
@@ -137,22 +155,13 @@ kill "$GPID"; wait "$GPID" 2>/dev/null
 # 2. Under load: fio writes with verification on both queues while the server drops every
 # connection. The flushed requests are requeued and issued again after the reconnect.
 r0=$(recoveries); q0=$(retried)
-fio --name=recover --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
-	--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
-	--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
-	--output-format=json --output="$OUT/fio-recover.json" >"$OUT/fio-recover.log" 2>&1 &
-fpid=$!
 # Drop the connections while fio has writes in flight (fio may finish in a few seconds).
-for _ in $(seq 200); do
-	read -r _ w < /sys/block/rswap0/inflight
-	[ "$w" -gt 0 ] && break
-	sleep 0.05
-done
+fio_verify_start recover
 closed=$(grep -c queue_closed "$OUT/server.log")
 kill -USR1 "$SPID"
 timeout 300 tail --pid=$fpid -f /dev/null
 wait $fpid; frc=$?
-errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-recover.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+errs=$(fio_errors recover)
 r1=$(recoveries); q1=$(retried)
 if [ $frc = 0 ] && [ "$errs" = 0 ] && [ "$r1" -gt "$r0" ] && [ "$q1" -gt "$q0" ] \
 	&& [ "$(grep -c queue_closed "$OUT/server.log")" -gt "$closed" ]; then
@@ -169,22 +178,13 @@ fi
 CPU1=/sys/devices/system/cpu/cpu1/online
 if [ -w $CPU1 ]; then
 	r0=$(recoveries)
-	fio --name=hotplug --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
-		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
-		--output-format=json --output="$OUT/fio-hotplug.json" >"$OUT/fio-hotplug.log" 2>&1 &
-	fpid=$!
-	for _ in $(seq 200); do
-		read -r _ w < /sys/block/rswap0/inflight
-		[ "$w" -gt 0 ] && break
-		sleep 0.05
-	done
+	fio_verify_start hotplug
 	kill -USR1 "$SPID"
 	off_rc=1; timeout 120 sh -c "echo 0 > $CPU1" && off_rc=0
 	sleep 1
 	on_rc=1; timeout 120 sh -c "echo 1 > $CPU1" && on_rc=0
 	wait_exit $fpid 300; frc=$?
-	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-hotplug.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	errs=$(fio_errors hotplug)
 	# Both queues serve I/O again: a read from each CPU (blk-mq maps CPU N to queue N).
 	rd_rc=0
 	for cpu in 0 1; do
@@ -285,19 +285,10 @@ fi
 lost_lines() { dmesg | grep -o 'the device never completed [0-9]*' | awk '{ s += $5 } END { print s + 0 }'; }
 lost0=$(lost_lines)
 if rswap_load fault_lose_flushes=16 && start_server && mkdir $T && enable_with 60000 0x4507; then
-	fio --name=lose --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
-		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
-		--output-format=json --output="$OUT/fio-lose.json" >"$OUT/fio-lose.log" 2>&1 &
-	fpid=$!
-	for _ in $(seq 200); do
-		read -r _ w < /sys/block/rswap0/inflight
-		[ "$w" -gt 0 ] && break
-		sleep 0.05
-	done
+	fio_verify_start lose
 	kill -USR1 "$SPID"
 	wait_exit $fpid 300; frc=$?
-	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-lose.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	errs=$(fio_errors lose)
 	lost=$(( $(lost_lines) - lost0 ))
 	st=$(cat $T/state)
 	d_rc=1; echo 0 > $T/enable && d_rc=0
