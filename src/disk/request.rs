@@ -468,10 +468,10 @@ fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driv
 /// `work` is the `open_work` of a request's [`RequestData`], queued by `complete` after it
 /// gave up the request's ownership with `into_data`.
 unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
-    // SAFETY: `work` is the `open_work` field of a `RequestData` (the caller's guarantee);
     // `EmbeddedWork` is a transparent `work_struct`.
-    let data =
-        unsafe { kernel::container_of!(work.cast::<EmbeddedWork>(), RequestData, open_work) };
+    let work = work.cast::<EmbeddedWork>();
+    // SAFETY: `work` is the `open_work` field of a `RequestData` (the caller's guarantee).
+    let data = unsafe { kernel::container_of!(work, RequestData, open_work) };
     let Some(data) = NonNull::new(data) else {
         return;
     };
