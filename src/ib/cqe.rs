@@ -89,7 +89,6 @@ impl Default for Cqe {
 /// in softirq).
 struct Entries {
     first: *mut Cqe,
-    count: usize,
 }
 
 // SAFETY: the pointers are only followed under the set's lock.
@@ -112,7 +111,6 @@ impl Outstanding {
             entries <- new_spinlock_irq!(
                 Entries {
                     first: core::ptr::null_mut(),
-                    count: 0,
                 },
                 "rswap::ib::Outstanding"
             ),
@@ -141,7 +139,6 @@ impl Outstanding {
             }
         }
         e.first = cqe;
-        e.count += 1;
     }
 
     /// Unlists `cqe`; `false` if it is not listed here (its work request completed
@@ -171,7 +168,6 @@ impl Outstanding {
             l.next = core::ptr::null_mut();
             l.set.store(core::ptr::null_mut(), Ordering::Release);
         }
-        e.count -= 1;
         true
     }
 
@@ -188,14 +184,10 @@ impl Outstanding {
     /// The QP and the CQ whose work requests this set lists are destroyed: no completion
     /// of them can run any more.
     pub(super) unsafe fn flush_lost(&self, dev: &Device) -> usize {
-        let (mut next, count) = {
-            let mut e = self.entries.lock();
-            let taken = (e.first, e.count);
-            e.first = core::ptr::null_mut();
-            e.count = 0;
-            taken
-        };
+        let mut next = core::mem::replace(&mut self.entries.lock().first, core::ptr::null_mut());
+        let mut count = 0;
         while let Some(cqe) = NonNull::new(next) {
+            count += 1;
             // SAFETY: a listed entry is valid until its owner is taken back, below; read
             // before that, as the owner may post it again at once.
             let flush = unsafe {
