@@ -19,7 +19,7 @@ if [ ! -f "$KO" ] || [ ! -f "$KO_BENCH" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/
 	done
 	ktap_finish
 fi
-modprobe -a ib_core rdma_cm
+rdma_modules
 hex=$(printf '0x%02x%02x%02x%02x' ${IP//./ })
 "$SRV" --listen "$IP:18517" --size 8M --insecure >"$OUT/server.log" 2>&1 &
 spid=$!

@@ -18,11 +18,22 @@ siw) RDMA_MODULE=siw ;;
 esac
 export RDMA_TYPE RDMA_DEV RDMA_MODULE
 
+# Load the RDMA core, the user-space verbs and the connection manager (kernel and user
+# space), in this order whoever asks first. The IB core removes a device from its clients
+# in the reverse order of their registration, and on a device whose driver cannot revoke
+# user-space access (soft-iWARP has no disassociate_ucontext) ib_uverbs waits, in its
+# removal, until every program using the device (rswap-server) has closed it. The server
+# lets go when rdma_cm tells it of the removal: rdma_cm must come after ib_uverbs, so that
+# it is removed first. With rdma_cm first, `rdma link delete siw0` waits for ever.
+rdma_modules() {
+	modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm
+}
+
 # Create $RDMA_DEV on eth0 (idempotent) and load the userspace verbs and rdma_cm
 # character devices. Returns non-zero with a message when the device is unusable.
 rdma_up() {
+	rdma_modules || { echo "modprobe of the RDMA core modules failed"; return 1; }
 	modprobe $RDMA_MODULE || { echo "modprobe $RDMA_MODULE failed"; return 1; }
-	modprobe -a ib_uverbs rdma_ucm 2>/dev/null
 	rdma link show | grep -q "^link $RDMA_DEV/" \
 		|| rdma link add $RDMA_DEV type $RDMA_TYPE netdev eth0 || return 1
 	for _ in $(seq 200); do
@@ -158,7 +169,7 @@ state_field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1/state"; }
 # Load rswap.ko from the work tree. insmod does not resolve dependencies, so load the
 # RDMA core and connection manager first, as modprobe would.
 rswap_load() {
-	modprobe -a ib_core rdma_cm || return 1
+	rdma_modules || return 1
 	insmod "$RSWAP_TOP/rswap.ko" "$@"
 }
-export -f rswap_load
+export -f rdma_modules rswap_load
