@@ -2,10 +2,10 @@
 
 //! rswap's IB client: which RDMA devices rswap can use.
 //!
-//! For every RDMA device the IB layer makes the per-device object ([`RdmaDevice`]: the
-//! protection domain every connection on the device shares); a connection resolved to a
-//! device finds it with [`device`]. When a device goes away, the queues on it are shut
-//! down (their I/O fails) before its PD is released.
+//! For every RDMA device the IB layer makes the per-device object ([`RdmaDevice`]: who
+//! uses the device); a connection resolved to a device finds it with [`device`]. When a
+//! device goes away, the queues on it let go of it (and recover on another device, or
+//! fail their I/O) before the removal completes.
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -22,11 +22,7 @@ impl ClientDriver for RswapClient {
     }
 
     fn add(&self, dev: &RdmaDevice) -> Result {
-        pr_info!(
-            "{}: device added, PD allocated (local_dma_lkey {:#x})\n",
-            dev.name(),
-            dev.pd().local_dma_lkey()
-        );
+        pr_info!("{}: device added\n", dev.name());
         Ok(())
     }
 
@@ -38,10 +34,7 @@ impl ClientDriver for RswapClient {
                 users
             );
         }
-        pr_info!(
-            "{}: device removed, its queues and PD released\n",
-            dev.name()
-        );
+        pr_info!("{}: device removed, its queues released\n", dev.name());
     }
 }
 

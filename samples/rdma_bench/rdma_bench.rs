@@ -49,6 +49,7 @@ use ib::{
     cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
     dma::{Direction, DmaBuf, DmaBuffer, Sge},
     oneshot::{OneShot, OneShotHandler},
+    pd::Pd,
     qp::{QpCaps, RdmaOp},
     ClientCell, ClientDriver, Device, Qp, RdmaDevice, Registration,
 };
@@ -315,12 +316,12 @@ impl SgeList for Io {
 struct IoBox(KBox<Io>);
 
 impl IoBox {
-    fn new(dev: &Arc<RdmaDevice>, dir: Direction, slot: u32, bench: &Arc<Bench>) -> Result<Self> {
+    fn new(pd: &Pd, dir: Direction, slot: u32, bench: &Arc<Bench>) -> Result<Self> {
         let now = Instant::now();
         Ok(Self(KBox::new(
             Io {
                 cqe: Cqe::new(),
-                buf: DmaBuffer::with_contents(dev, dir, b"rswap_rdma_bench")?,
+                buf: DmaBuffer::with_contents(pd, dir, b"rswap_rdma_bench")?,
                 posted: now,
                 completed: now,
                 failed: None,
@@ -389,7 +390,6 @@ fn nanos(d: Delta) -> u64 {
 struct Target<'a> {
     bench: &'a Arc<Bench>,
     qp: &'a Qp,
-    dev: &'a Arc<RdmaDevice>,
     region: &'a RegionDescriptor,
     offsets: &'a mut Offsets,
 }
@@ -415,7 +415,7 @@ impl Target<'_> {
         let mut batch = KVec::with_capacity(depth, GFP_KERNEL)?;
         for slot in 0..depth {
             let slot = u32::try_from(slot).map_err(|_| EINVAL)?;
-            batch.push(IoBox::new(self.dev, dir, slot, self.bench)?, GFP_KERNEL)?;
+            batch.push(IoBox::new(self.qp.pd(), dir, slot, self.bench)?, GFP_KERNEL)?;
         }
         let mut samples = KVVec::with_capacity(MAX_SAMPLES, GFP_KERNEL)?;
         let (mut ops, mut lat_sum, mut wc_sum) = (0u64, 0u64, 0u64);
@@ -469,8 +469,7 @@ impl Target<'_> {
     }
 }
 
-/// The benchmark's IB client: it takes every device (the layer makes its object, with a
-/// PD).
+/// The benchmark's IB client: it takes every device (the layer makes its object).
 struct BenchClient;
 
 static BENCH_CLIENT: ClientCell<BenchClient> = ClientCell::new();
@@ -578,7 +577,7 @@ fn run(client: &Registration<BenchClient>, bench: &Arc<Bench>, p: &Params) -> Re
     cm.create_qp(&dev, &caps, 0)?;
     let qp = cm.qp().ok_or(EINVAL)?;
     qp.post_recv(OneShot::new(
-        &dev,
+        qp.pd(),
         Direction::FromDevice,
         &[],
         0,
@@ -629,7 +628,6 @@ fn run(client: &Registration<BenchClient>, bench: &Arc<Bench>, p: &Params) -> Re
     let mut target = Target {
         bench,
         qp,
-        dev: &dev,
         region: &region,
         offsets: &mut offsets,
     };

@@ -136,7 +136,7 @@ impl Events {
     }
 }
 
-/// The sample's IB client: it takes every device (the layer makes its object, with a PD).
+/// The sample's IB client: it takes every device (the layer makes its object).
 struct SampleClient;
 
 static SAMPLE_CLIENT: ClientCell<SampleClient> = ClientCell::new();
@@ -208,7 +208,7 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
     // The server sends the region descriptor right after the connection is up, so the
     // RECV for it is posted first.
     qp.post_recv(OneShot::new(
-        &dev,
+        qp.pd(),
         Direction::FromDevice,
         &[],
         RECV,
@@ -249,11 +249,11 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
     for (i, b) in pattern.iter_mut().enumerate() {
         *b = (i as u8).wrapping_mul(37).wrapping_add(11);
     }
-    let write = OneShot::new(&dev, Direction::ToDevice, &pattern, WRITE, ev.clone())?;
+    let write = OneShot::new(qp.pd(), Direction::ToDevice, &pattern, WRITE, ev.clone())?;
     qp.post_write(write, region.remote_addr, region.rkey)
         .map_err(|(e, _)| e)?;
     ev.wait(DONE << WRITE, "RDMA WRITE")?;
-    let read = OneShot::new(&dev, Direction::FromDevice, &[], READ, ev.clone())?;
+    let read = OneShot::new(qp.pd(), Direction::FromDevice, &[], READ, ev.clone())?;
     // SAFETY: the only READ this QP carries, so slot 0 is not in use.
     unsafe { qp.post_rdma(read, RdmaOp::Read, 0, region.remote_addr, region.rkey) }
         .map_err(|(e, _)| e)?;

@@ -277,7 +277,7 @@ fn post_on(
         RdmaOp::Write => Direction::ToDevice,
     };
     let dev = conn.rdma_device();
-    match rq.data().dma.map(dev, nents, dir) {
+    match rq.data().dma.map(qp.pd(), nents, dir) {
         Ok(()) => {}
         // Out of mapping resources: retry later. Anything else will not improve.
         Err(e) if e == ENOMEM => return Err((Refusal::Busy, rq)),

@@ -41,7 +41,7 @@ pub(crate) trait ClientDriver: Send + Sync + Sized + 'static {
     fn add(&self, dev: &RdmaDevice) -> Result;
 
     /// A device that `add` took is going away: `users` of its object were told to let go
-    /// of it, and the object (with its PD) is gone.
+    /// of it, and the object (and everything that held it: QPs, PDs, CQs) is gone.
     fn remove(&self, dev: &Device, users: usize);
 }
 

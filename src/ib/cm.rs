@@ -144,7 +144,7 @@ impl<H: CmHandler> CmId<H> {
         (!dev.is_null()).then(|| unsafe { Device::from_raw(dev) })
     }
 
-    /// Creates the id's QP in `dev`'s PD, with a CQ of its own (on completion vector
+    /// Creates the id's QP on `dev`, with a PD and a CQ of its own (on completion vector
     /// `vector_hint` if it can), once the route is resolved. `EINVAL` if the id has no
     /// route on `dev`'s device or has a QP already.
     pub(crate) fn create_qp(

@@ -6,7 +6,7 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::to_result, prelude::*, sync::Arc};
 
-use super::{bindings, device::Device, rdma_device::RdmaDevice};
+use super::{bindings, device::Device, pd::Pd, rdma_device::RdmaDevice};
 use crate::kernel_ext::SgTable;
 
 /// Which way data moves through a mapping.
@@ -105,10 +105,10 @@ impl<const N: usize> SgDma<N> {
         }
     }
 
-    /// Maps the first `nents` entries of the table for `dir` on `dev`, and describes them
-    /// as SGEs with the device's local DMA key. `EBUSY` if already mapped, `ENOMEM` if the
-    /// mapping failed.
-    pub(crate) fn map(&mut self, dev: &RdmaDevice, nents: usize, dir: Direction) -> Result {
+    /// Maps the first `nents` entries of the table for `dir` on `pd`'s device, and
+    /// describes them as SGEs with `pd`'s local DMA key: for work requests on the QP of
+    /// `pd` ([`super::Qp::pd`]). `EBUSY` if already mapped, `ENOMEM` if the mapping failed.
+    pub(crate) fn map(&mut self, pd: &Pd, nents: usize, dir: Direction) -> Result {
         if self.mapped.is_some() {
             return Err(EBUSY);
         }
@@ -116,7 +116,7 @@ impl<const N: usize> SgDma<N> {
             return Err(EINVAL);
         }
         let n = i32::try_from(nents).map_err(|_| EINVAL)?;
-        let raw_dev = dev.device().as_raw();
+        let raw_dev = pd.rdma_device().device().as_raw();
         // SAFETY: the device is valid while `dev` exists; the table holds `nents`
         // entries filled by the block layer and `sges` has room for `nents` SGEs.
         let mapped = unsafe {
@@ -126,7 +126,7 @@ impl<const N: usize> SgDma<N> {
                 n,
                 dir.as_raw(),
                 self.sges.as_mut_ptr().cast(),
-                dev.pd().local_dma_lkey(),
+                pd.local_dma_lkey(),
             )
         };
         let nsges = usize::try_from(mapped).map_err(|_| ENOMEM)?;
@@ -213,12 +213,11 @@ impl<const N: usize> DmaBuffer<N> {
     pub(crate) const SIZE: usize = N;
 
     /// Allocates a buffer holding `contents` (zero-padded; at most `SIZE` bytes are used)
-    /// and maps it for `dir` on `dev`. The contents are written before mapping.
-    pub(crate) fn with_contents(
-        dev: &Arc<RdmaDevice>,
-        dir: Direction,
-        contents: &[u8],
-    ) -> Result<Self> {
+    /// and maps it for `dir` on `pd`'s device, described with `pd`'s local DMA key: for
+    /// work requests on the QP of `pd` ([`super::Qp::pd`]). The contents are written
+    /// before mapping.
+    pub(crate) fn with_contents(pd: &Pd, dir: Direction, contents: &[u8]) -> Result<Self> {
+        let dev = pd.rdma_device();
         let length = u32::try_from(N).map_err(|_| EINVAL)?;
         // Zeroed in place: a page-sized array does not belong on the kernel stack.
         let mut buf = KBox::<[u8; N]>::zeroed(GFP_KERNEL)?;
@@ -239,7 +238,7 @@ impl<const N: usize> DmaBuffer<N> {
         let sge = [Sge(bindings::ib_sge {
             addr,
             length,
-            lkey: dev.pd().local_dma_lkey(),
+            lkey: pd.local_dma_lkey(),
         })];
         // INVARIANT: `addr` maps `buf` for `dir` on `dev`.
         Ok(Self {

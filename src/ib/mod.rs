@@ -5,12 +5,13 @@
 //! This is the only part of rswap that touches the generated RDMA bindings. Everything
 //! above it (the transport, the block device) is safe Rust.
 //!
-//! - [`client`]: the IB client, one [`RdmaDevice`] (shared PD, users) per device;
+//! - [`client`]: the IB client, one [`RdmaDevice`] (its users) per device;
 //! - [`cm`]: rdma_cm ids, which own their [`Qp`] (and its CQ);
 //! - [`cqe`]: work completions routed back to the object the work request owned;
 //! - [`dma`]: DMA mappings of small buffers and of block requests' scatterlists;
 //! - [`mr`]: memory regions for fast registration (iWARP READ sinks), owned by a [`Qp`];
-//! - [`oneshot`]: a small buffer for exactly one work request.
+//! - [`oneshot`]: a small buffer for exactly one work request;
+//! - [`pd`]: protection domains, one per [`Qp`].
 
 mod bindings;
 pub(crate) mod client;
@@ -21,7 +22,7 @@ mod device;
 pub(crate) mod dma;
 mod mr;
 pub(crate) mod oneshot;
-mod pd;
+pub(crate) mod pd;
 pub(crate) mod qp;
 mod rdma_device;
 

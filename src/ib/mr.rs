@@ -10,7 +10,7 @@
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, error::to_result, prelude::*, sync::Arc};
 
-use super::{bindings, rdma_device::RdmaDevice};
+use super::{bindings, pd::Pd, rdma_device::RdmaDevice};
 
 /// A memory region for fast registration (`struct ib_mr` of type `IB_MR_TYPE_MEM_REG`),
 /// deregistered on drop.
@@ -20,8 +20,9 @@ use super::{bindings, rdma_device::RdmaDevice};
 ///
 /// # Invariants
 ///
-/// `ptr` came from a successful `ib_alloc_mr` in `dev`'s PD and has not been deregistered;
-/// `_dev` keeps the PD (and the device) valid.
+/// `ptr` came from a successful `ib_alloc_mr` in a PD of `_dev`'s device and has not been
+/// deregistered; `_dev` keeps the device valid, and the PD outlives the region (both
+/// belong to one [`super::Qp`], which drops its regions before its PD).
 pub(crate) struct Mr {
     ptr: NonNull<bindings::ib_mr>,
     _dev: Arc<RdmaDevice>,
@@ -34,16 +35,20 @@ unsafe impl Send for Mr {}
 unsafe impl Sync for Mr {}
 
 impl Mr {
-    /// Allocates a region in `dev`'s PD that can map up to `max_pages` pages.
-    pub(super) fn alloc(dev: &Arc<RdmaDevice>, max_pages: u32) -> Result<Self> {
-        let pd = dev.pd().as_raw();
-        // SAFETY: the PD is valid while `dev` exists.
-        let ptr = from_err_ptr(unsafe { bindings::rswap_ib_alloc_mr(pd, max_pages) })?;
+    /// Allocates a region in `pd` that can map up to `max_pages` pages.
+    ///
+    /// # Safety
+    ///
+    /// The region must be dropped before `pd`.
+    pub(super) unsafe fn alloc(pd: &Pd, max_pages: u32) -> Result<Self> {
+        // SAFETY: the PD is valid while borrowed.
+        let ptr = from_err_ptr(unsafe { bindings::rswap_ib_alloc_mr(pd.as_raw(), max_pages) })?;
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
-        // INVARIANT: just allocated in `dev`'s PD.
+        // INVARIANT: just allocated in `pd`, which the caller keeps until after the region
+        // is dropped; `_dev` is the PD's device.
         Ok(Self {
             ptr,
-            _dev: dev.clone(),
+            _dev: pd.rdma_device().clone(),
         })
     }
 
@@ -71,7 +76,7 @@ impl Drop for Mr {
     fn drop(&mut self) {
         // SAFETY: by the type invariant the region is valid and this is its only owner; its
         // owner drops it only once no work request can use it (after the QP is destroyed,
-        // see `Qp::drop`). The PD is valid while `_dev` is held.
+        // see `Qp::drop`). Its PD is still there (type invariant).
         unsafe { bindings::rswap_ib_dereg_mr(self.as_raw()) };
     }
 }

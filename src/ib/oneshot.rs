@@ -9,7 +9,7 @@ use kernel::{prelude::*, sync::Arc};
 use super::{
     cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
     dma::{Direction, DmaBuf, Sge},
-    rdma_device::RdmaDevice,
+    pd::Pd,
 };
 
 /// Told how a [`OneShot`] ended.
@@ -40,16 +40,16 @@ impl SgeList for OneShotBuf {
 pub(crate) struct OneShot(KBox<OneShotBuf>);
 
 impl OneShot {
-    /// A buffer holding `contents` (zero-padded), mapped on `dev` for `dir`, whose
-    /// completion goes to `handler` with `tag`.
+    /// A buffer holding `contents` (zero-padded), mapped for `dir` for work requests on
+    /// the QP of `pd` ([`super::Qp::pd`]), whose completion goes to `handler` with `tag`.
     pub(crate) fn new(
-        dev: &Arc<RdmaDevice>,
+        pd: &Pd,
         dir: Direction,
         contents: &[u8],
         tag: u32,
         handler: Arc<dyn OneShotHandler>,
     ) -> Result<Self> {
-        let buf = DmaBuf::with_contents(dev, dir, contents)?;
+        let buf = DmaBuf::with_contents(pd, dir, contents)?;
         Ok(Self(KBox::new(
             OneShotBuf {
                 cqe: Cqe::new(),

@@ -15,6 +15,7 @@ use super::{
     cqe::{CqeOwner, Posting},
     dma::{Direction, DmaBuf},
     mr::Mr,
+    pd::Pd,
     rdma_device::RdmaDevice,
 };
 
@@ -64,8 +65,9 @@ struct Fence {
     _sink: DmaBuf,
 }
 
-/// A reliable-connected QP on an rdma_cm id, with its CQ; drained and destroyed on drop,
-/// and every work request it was given completed by then (see [`Qp::drop`]).
+/// A reliable-connected QP on an rdma_cm id, with its CQ and a protection domain of its own
+/// (see [`Pd`]); drained and destroyed on drop, and every work request it was given
+/// completed by then (see [`Qp::drop`]).
 ///
 /// Only a [`super::cm::CmId`] makes and owns one, and drops it before destroying the id.
 ///
@@ -76,12 +78,12 @@ struct Fence {
 ///
 /// # Invariants
 ///
-/// `id` is valid and has a QP created by `rdma_create_qp` in `cq`'s device's PD, with `cq`
-/// for both directions, that has not been destroyed. The id outlives this value (its
-/// owner, the `CmId`, drops it first); the CQ and, through it, the PD are owned here, and
-/// `cq` is dropped only in `drop`. `name` is null or a string that outlives the QP.
-/// `fence` is set exactly on an iWARP device, and then `read_mrs` holds one region for
-/// each READ slot (else none), each in the QP's PD.
+/// `id` is valid and has a QP created by `rdma_create_qp` in `pd`, with `cq` for both
+/// directions, that has not been destroyed. The id outlives this value (its owner, the
+/// `CmId`, drops it first); the CQ and the PD are owned here, `cq` is dropped only in
+/// `drop`, and `pd` last of all. `name` is null or a string that outlives the QP. `fence`
+/// is set exactly on an iWARP device, and then `read_mrs` holds one region for each READ
+/// slot (else none); the regions are in `pd`.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
     /// The fence READs' buffer (iWARP). Deregistered and unmapped after the QP is
@@ -96,6 +98,9 @@ pub(crate) struct Qp {
     cq: ManuallyDrop<Cq>,
     /// The QP's name for the log (its queue), or null.
     name: *const kernel::ffi::c_char,
+    /// The QP's protection domain, holding the QP and the regions. Last: dropped after
+    /// everything in it.
+    pd: Pd,
 }
 
 // SAFETY: posting and destroying work from any thread.
@@ -104,8 +109,8 @@ unsafe impl Send for Qp {}
 unsafe impl Sync for Qp {}
 
 impl Qp {
-    /// Creates the QP of `id` in `dev`'s PD, with a CQ of its own for both directions;
-    /// its asynchronous events are logged with `name`.
+    /// Creates the QP of `id` on `dev`, in a PD and with a CQ of its own for both
+    /// directions; its asynchronous events are logged with `name`.
     ///
     /// # Safety
     ///
@@ -119,9 +124,13 @@ impl Qp {
         name: Option<&CStr>,
     ) -> Result<Self> {
         let iwarp = dev.device().is_iwarp();
+        // Dropped after the regions, on every return below (declared first).
+        let pd = Pd::alloc(dev)?;
         let fence = if iwarp {
-            let sink = DmaBuf::with_contents(dev, Direction::FromDevice, &[])?;
-            let mr = Mr::alloc(dev, 1)?;
+            let sink = DmaBuf::with_contents(&pd, Direction::FromDevice, &[])?;
+            // SAFETY: the region is dropped before `pd`: here on error (declared later),
+            // else by the `Qp`, whose `pd` is its last field.
+            let mr = unsafe { Mr::alloc(&pd, 1)? };
             let addr = sink.sges().first().map_or(0, |sge| sge.0.addr);
             // SAFETY: `addr` is the mapping of `sink`, which stays mapped until after the
             // region is dropped (`Fence` drops its region first); the region is new.
@@ -139,7 +148,8 @@ impl Qp {
             let slots = usize::try_from(caps.read_slots).map_err(|_| EINVAL)?;
             read_mrs.reserve(slots, GFP_KERNEL)?;
             for _ in 0..slots {
-                read_mrs.push(Mr::alloc(dev, caps.read_pages)?, GFP_KERNEL)?;
+                // SAFETY: as for the fence's region.
+                read_mrs.push(unsafe { Mr::alloc(&pd, caps.read_pages)? }, GFP_KERNEL)?;
             }
         }
         // On iWARP every work request may be two (see `post_rdma`): a fenced WRITE is a
@@ -173,8 +183,8 @@ impl Qp {
         // SAFETY: the id is valid with a resolved route and no QP (the caller's
         // guarantee); the PD and CQ are valid and on the id's device; `attr` is valid for
         // the call.
-        to_result(unsafe { bindings::rdma_create_qp(id.as_ptr(), dev.pd().as_raw(), &mut attr) })?;
-        // INVARIANT: the id now has a QP in the device's PD with `cq`.
+        to_result(unsafe { bindings::rdma_create_qp(id.as_ptr(), pd.as_raw(), &mut attr) })?;
+        // INVARIANT: the id now has a QP in `pd` with `cq`.
         Ok(Self {
             id,
             fence,
@@ -182,7 +192,14 @@ impl Qp {
             drained: AtomicBool::new(false),
             cq: ManuallyDrop::new(cq),
             name: name.map_or(core::ptr::null(), |n| n.as_char_ptr()),
+            pd,
         })
+    }
+
+    /// The QP's protection domain: buffers posted on this QP are mapped with its local key
+    /// ([`super::dma::SgDma::map`], [`super::dma::DmaBuffer::with_contents`]).
+    pub(crate) fn pd(&self) -> &Pd {
+        &self.pd
     }
 
     fn qp(&self) -> *mut bindings::ib_qp {
@@ -391,7 +408,7 @@ impl Drop for Qp {
             );
         }
         // Last, the memory regions (iWARP): no work request can use them once the QP is
-        // gone. The fence buffer is unmapped after its region.
+        // gone. The fence buffer is unmapped after its region. The PD, a field, follows.
         self.read_mrs.clear();
         self.fence = None;
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! rswap's object for one RDMA device: what every connection on the device shares (the
-//! protection domain), and who uses the device, so that its removal reaches exactly them.
+//! rswap's object for one RDMA device: who uses the device, so that its removal reaches
+//! exactly them, and a reference that keeps the device until the last user lets go.
 
 use core::ptr::NonNull;
 use kernel::{
@@ -11,7 +11,7 @@ use kernel::{
     sync::{Arc, Completion, Mutex},
 };
 
-use super::{device::Device, pd::Pd};
+use super::device::Device;
 
 /// Something that runs on an RDMA device and must let go of it when the device goes away.
 pub(crate) trait DeviceUser: Send + Sync {
@@ -45,8 +45,8 @@ impl Drop for ReleaseOnDrop {
 /// The per-device object: created by the IB client when the device appears, shared
 /// (reference counted) by everything that runs on the device.
 ///
-/// Fields are dropped in declaration order: the PD, then the (empty) users, then
-/// `released` says the object is gone.
+/// Fields are dropped in declaration order: the (empty) users, then `released` says the
+/// object is gone.
 ///
 /// # Invariants
 ///
@@ -56,33 +56,30 @@ impl Drop for ReleaseOnDrop {
 #[pin_data]
 pub(crate) struct RdmaDevice {
     dev: NonNull<super::bindings::ib_device>,
-    pd: Pd,
     #[pin]
     users: Mutex<Users>,
     released: ReleaseOnDrop,
 }
 
-// SAFETY: the device pointer is valid from any thread (type invariant) and the PD may be
-// used from any thread; the users list is behind a mutex.
+// SAFETY: the device pointer is valid from any thread (type invariant); the users list is
+// behind a mutex.
 unsafe impl Send for RdmaDevice {}
 // SAFETY: as above; shared access only reads or locks.
 unsafe impl Sync for RdmaDevice {}
 
 impl RdmaDevice {
-    /// The object for `dev`, with a new protection domain.
+    /// The object for `dev`.
     ///
     /// # Safety
     ///
     /// `dev` and `released` must stay valid until `released` is completed.
     pub(super) unsafe fn new(dev: &Device, released: &Completion) -> Result<Arc<Self>> {
-        let pd = Pd::alloc(dev)?;
         let raw = NonNull::new(dev.as_raw()).ok_or(EINVAL)?;
         // INVARIANT: the caller keeps `dev` valid until `released` is completed, which
         // happens when this object is dropped.
         Arc::pin_init(
             try_pin_init!(Self {
                 dev: raw,
-                pd,
                 users <- new_mutex!(
                     Users {
                         removing: false,
@@ -105,11 +102,6 @@ impl RdmaDevice {
     /// The device's name, e.g. `rxe0` (for messages).
     pub(crate) fn name(&self) -> &CStr {
         self.device().name()
-    }
-
-    /// The protection domain every connection on the device shares.
-    pub(crate) fn pd(&self) -> &Pd {
-        &self.pd
     }
 
     /// Registers `user`, which [`DeviceUser::device_removed`] will reach when the device

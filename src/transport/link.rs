@@ -3,8 +3,8 @@
 //! One rdma_cm connection of a queue to the memory server: a [`Link`].
 //!
 //! Setup follows the rdma_cm steps: resolve the address, resolve the route, take the
-//! device's object (shared PD) and register the queue as a user of the device, create
-//! the QP with a CQ of its own, post the RECV for the region descriptor,
+//! device's object and register the queue as a user of the device, create the QP with a
+//! protection domain and a CQ of its own, post the RECV for the region descriptor,
 //! connect with the [`ConnectRequest`] as private data, and take the descriptor the server
 //! sends once the connection is up. A client with a secret first dials once with a hello,
 //! which the server refuses with a challenge, then dials again with its proof for that
@@ -761,7 +761,7 @@ impl Link {
             read_pages: max_sge + 1,
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
-        let recv = OneShot::new(&conn.dev, Direction::FromDevice, &[], 0, events.clone())?;
+        let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
         qp.post_recv(recv).map_err(|(e, _)| e)?;
         let initiator_depth =
             u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);

@@ -22,6 +22,7 @@ NAMES=(
 	"configfs: bad values are rejected with EINVAL and a reason in dmesg and in last_error"
 	"configfs: enable connects and creates /dev/rswap0 of the requested size"
 	"configfs: state shows the connection; settings are read-only while enabled"
+	"pd: each queue's connection has a protection domain of its own (2 queues: 2 PDs, each holding one of the 2 QPs), so an iWARP READ sink is reachable from its own connection only"
 	"io: 8 MiB of random data written and read back through /dev/rswap0 is identical"
 	"limits: the disk takes no more segments than the device's RDMA WRITE SGE limit (max_sge) and, but on iWARP (whose READ sinks are registered), its READ limit (max_sge_rd); its segments are page-contiguous (virt_boundary_mask 4095); 1 MiB requests are split to fit and read back identical"
 	"io: fio verify (crc32c), random writes then reads, 4k..128k, iodepth 32, 2 jobs"
@@ -97,6 +98,21 @@ if [[ $st == "connected queues=2/2 "* ]] && ! echo 8 > $T/queue_depth 2>/dev/nul
 	ktap_pass "$(ktap_name)"
 else
 	ktap_fail "$(ktap_name)" "state: $st; depth $(cat $T/queue_depth)"
+fi
+
+# A memory region (an iWARP READ sink) is usable by the QPs of its PD only: a READ that
+# fails leaves its sink registered until its QP goes, and only that (failed) QP is in
+# the PD. A PD shared by the queues would show as one PD with 2 users (its QPs).
+pds=$(rdma resource show pd | grep 'comm \[rswap\]')
+# rdma_cm creates the QPs, so the RDMA core names them after it.
+qps=$(rdma resource show qp | grep 'comm \[rdma_cm\]')
+npd=$(grep -c . <<<"$pds") nqp=$(grep -c . <<<"$qps")
+used=$(grep -c 'users [1-9]' <<<"$pds")
+if [ "$npd" = 2 ] && [ "$used" = 2 ] && [ "$nqp" = 2 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "PDs: $(tr -s ' ' <<<"$pds" | tr '\n' ';')"
+else
+	ktap_fail "$(ktap_name)" "$npd PDs ($used in use), $nqp QPs: $pds / $qps"
 fi
 
 head -c 8M /dev/urandom > /tmp/rand8
@@ -309,7 +325,7 @@ done
 pd1=$(rdma resource show pd | grep -c 'comm \[rswap\]')
 qp1=$(rdma resource show qp | grep -c 'comm \[rswap\]')
 mr1=$(rdma resource show mr | grep -c 'comm \[rswap\]')
-if [ $ok = 1 ] && [ "$pd0" = "$pd1" ] && [ "$qp1" = 0 ] && [ "$mr1" = 0 ] && ! [ -e $DEV ]; then
+if [ $ok = 1 ] && [ "$pd0" = 0 ] && [ "$pd1" = 0 ] && [ "$qp1" = 0 ] && [ "$mr1" = 0 ] && ! [ -e $DEV ]; then
 	ktap_pass "$(ktap_name)"
 else
 	ktap_fail "$(ktap_name)" "ok=$ok pd $pd0 -> $pd1, qp $qp1, mr $mr1"
