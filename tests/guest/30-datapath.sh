@@ -306,7 +306,7 @@ start=$(date +%s)
 timeout 60 sh -c "echo 1 > $CFG/nosrv/enable" 2>/dev/null; rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc != 0 ] && [ $took -lt 20 ] && [ "$(cat $CFG/nosrv/enable)" = 0 ] && ! ls /dev/rswap* >/dev/null 2>&1 \
-	&& [ "$(rdma resource show qp | grep -c 'comm \[rswap\]')" = 0 ] \
+	&& [ "$(rdma resource show qp | grep -c 'comm \[rdma_cm\]')" = 0 ] \
 	&& [[ $(cat $CFG/nosrv/last_error) == "enable failed: "*": queue 0: connection "*" (no rswap server at that address?"* ]]; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "no server: enable failed after ${took}s: $(dmesg | grep 'rswap:.*\(rejected\|failed\)' | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $CFG/nosrv/last_error)"
@@ -323,7 +323,7 @@ for i in $(seq 10); do
 	echo 0 > $T/enable || ok=0
 done
 pd1=$(rdma resource show pd | grep -c 'comm \[rswap\]')
-qp1=$(rdma resource show qp | grep -c 'comm \[rswap\]')
+qp1=$(rdma resource show qp | grep -c 'comm \[rdma_cm\]')
 mr1=$(rdma resource show mr | grep -c 'comm \[rswap\]')
 if [ $ok = 1 ] && [ "$pd0" = 0 ] && [ "$pd1" = 0 ] && [ "$qp1" = 0 ] && [ "$mr1" = 0 ] && ! [ -e $DEV ]; then
 	ktap_pass "$(ktap_name)"
