@@ -3,7 +3,8 @@
 # rswapctl end to end over soft-RoCE (one guest): add a target as swap, list and status it
 # (JSON checked field by field), a refused add that prints the kernel's reason and leaves
 # nothing behind, an encrypted target (add --encrypt; skipped on a module without the
-# encrypt attribute), and remove.
+# encrypt attribute), a synchronous one (add --sync-swapin, and up of a target file with
+# sync_swapin = yes; skipped on a module without the sync_swapin attribute), and remove.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -15,11 +16,21 @@ CFG=/sys/kernel/config/rswap
 OUT=$RSWAP_OUT/25-rswapctl
 mkdir -p "$OUT"
 
+# list_cell FILE NAME COLUMN WANT: the `rswapctl list` table in FILE has WANT in the
+# column headed COLUMN of target NAME's row.
+list_cell() {
+	awk -v name="$2" -v col="$3" -v want="$4" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; if (!c) exit 1 }
+		$1 == name { f = ($c == want) }
+		END { exit !f }' "$1"
+}
+
 NAMES=(
 	"rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked"
 	"rswapctl list --json and status --json: every field as configured and as the kernel reports it"
 	"rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind"
 	"rswapctl add --encrypt: the target's encrypt is 1, list shows ENC yes, list --json has encrypt true, status --json auth_failures 0; removed again"
+	"rswapctl add --sync-swapin, and up of a target file with sync_swapin = yes: the target's sync_swapin is 1, list shows SYNC yes, list --json and status --json have sync_swapin true; removed and down again"
 	"rswapctl remove: swapoff, disable, rmdir"
 	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
 )
@@ -27,7 +38,7 @@ ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0; do
+	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1; do
 		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
 		rmdir $t 2>/dev/null
 	done
@@ -41,7 +52,9 @@ trap cleanup EXIT
 [ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
 rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "25-rswapctl"
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size 64M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
+# A removed target's region stays for the server's --grace (60 s): the pool holds ctl0's
+# 32 MiB and 16 MiB for each of enc0, sync0 and sync1.
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 96M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 swapoff -a 2>/dev/null
 
@@ -57,15 +70,17 @@ fi
 "$CTL" list --json >"$OUT/list.json" 2>&1
 "$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
 "$CTL" list >"$OUT/list.txt" 2>&1
-# encrypt: false with a module that has the attribute (default 0), null without it.
-HAS_ENC=0
+# encrypt, sync_swapin: false with a module that has the attribute (default 0), null
+# without it.
+HAS_ENC=0 HAS_SYNC=0
 [ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
-if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" >"$OUT/check.out" 2>&1 <<'PY'
+[ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
+if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" >"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 ip, port = sys.argv[3], int(sys.argv[4])
-has_enc = sys.argv[5] == "1"
+has_enc, has_sync = sys.argv[5] == "1", sys.argv[6] == "1"
 assert isinstance(lst, list) and len(lst) == 1, lst
 t = lst[0]
 want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
@@ -76,6 +91,7 @@ for k, v in want.items():
 assert isinstance(t["region"], int) and t["epoch"] == 1, t
 assert t["swap_used_bytes"] is not None and t["swap_used_bytes"] >= 0, t
 assert t["encrypt"] is (False if has_enc else None), t
+assert t["sync_swapin"] is (False if has_sync else None), t
 assert t["auth_failures"] is None, t
 for k, v in want.items():
     assert st.get(k) == v, ("status", k, st.get(k), v)
@@ -116,7 +132,7 @@ else
 	"$CTL" list --json >"$OUT/enc-list.json" 2>&1
 	"$CTL" status enc0 --json >"$OUT/enc-status.json" 2>&1
 	if [ $rc = 0 ] && [ "$enc" = 1 ] \
-		&& awk 'NR == 1 && $NF != "ENC" { exit 1 } $1 == "enc0" { f = ($NF == "yes") } END { exit !f }' "$OUT/enc-list.txt" \
+		&& list_cell "$OUT/enc-list.txt" enc0 ENC yes \
 		&& python3 - "$OUT/enc-list.json" "$OUT/enc-status.json" >"$OUT/enc-check.out" 2>&1 <<'PY'
 import json, sys
 lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
@@ -133,7 +149,7 @@ PY
 	else
 		checked=
 	fi
-	# Removed whatever the checks said: test 5 unloads the module.
+	# Removed whatever the checks said: test 6 unloads the module.
 	removed=
 	"$CTL" remove enc0 >>"$OUT/enc.out" 2>&1 && ! [ -d $CFG/enc0 ] && removed=1
 	if [ -n "$checked" ] && [ -n "$removed" ]; then
@@ -144,7 +160,67 @@ PY
 	fi
 fi
 
-# 5. remove
+# 5. a synchronous target: add --sync-swapin, then up of a target file that asks for it
+if [ $HAS_SYNC = 0 ]; then
+	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/sync_swapin (a module older than synchronous swap-in)"
+else
+	rm -f "$OUT"/sync-*
+	bad=
+	# sync_check NAME HOW: the target is up with sync_swapin 1, as the kernel, list,
+	# list --json and status --json show it; ctl0 (added without it) is not.
+	sync_check() {
+		local v
+		v=$(cat $CFG/$1/sync_swapin 2>&1)
+		"$CTL" list >"$OUT/sync-$1-list.txt" 2>&1
+		"$CTL" list --json >"$OUT/sync-$1-list.json" 2>&1
+		"$CTL" status "$1" --json >"$OUT/sync-$1-status.json" 2>&1
+		[ "$v" = 1 ] || { bad+="$2: $1/sync_swapin=$v; "; return 1; }
+		list_cell "$OUT/sync-$1-list.txt" "$1" SYNC yes && list_cell "$OUT/sync-$1-list.txt" ctl0 SYNC no \
+			|| { bad+="$2: list: $(tr -s ' ' <"$OUT/sync-$1-list.txt" | tr '\n' '|'); "; return 1; }
+		python3 - "$OUT/sync-$1-list.json" "$OUT/sync-$1-status.json" "$1" >"$OUT/sync-$1-check.out" 2>&1 <<'PY' \
+			|| { bad+="$2: $(tail -1 "$OUT/sync-$1-check.out"); "; return 1; }
+import json, sys
+lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
+st = json.load(open(sys.argv[2]))
+name = sys.argv[3]
+assert lst[name]["sync_swapin"] is True, lst[name]
+assert lst["ctl0"]["sync_swapin"] is False, lst["ctl0"]
+assert st["sync_swapin"] is True and st["state"] == "connected", st
+assert st["attributes"]["sync_swapin"] == "1", st["attributes"]
+print("ok", lst[name])
+PY
+	}
+	# add --sync-swapin
+	if "$CTL" add sync0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2503 --sync-swapin \
+		>"$OUT/sync-add.out" 2>&1; then
+		sync_check sync0 "add --sync-swapin"
+	else
+		bad+="add --sync-swapin: exit $?: $(cat "$OUT/sync-add.out"); "
+	fi
+	# Removed whatever the checks said: test 6 unloads the module.
+	"$CTL" remove sync0 >>"$OUT/sync-add.out" 2>&1 && ! [ -d $CFG/sync0 ] \
+		|| bad+="remove sync0: $(cat "$OUT/sync-add.out"); "
+	# up of a target file with sync_swapin = yes
+	mkdir -p "$OUT/targets"
+	printf '%s\n' "server = $IP:$PORT" "size = 16M" "queues = 1" "client_id = 0x2504" \
+		"sync_swapin = yes" >"$OUT/targets/sync1.conf"
+	if "$CTL" up sync1 --config-dir "$OUT/targets" >"$OUT/sync-up.out" 2>&1; then
+		sync_check sync1 "up (sync_swapin = yes)"
+	else
+		bad+="up: exit $?: $(cat "$OUT/sync-up.out"); "
+	fi
+	"$CTL" down sync1 >>"$OUT/sync-up.out" 2>&1 && ! [ -d $CFG/sync1 ] \
+		|| bad+="down sync1: $(cat "$OUT/sync-up.out"); "
+	if [ -z "$bad" ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(grep -e ^NAME -e ^sync0 "$OUT/sync-sync0-list.txt" | tr -s ' ' | tr '\n' '|')" \
+			"$(tr '\n' ' ' <"$OUT/sync-up.out")"
+	else
+		ktap_fail "$(ktap_name)" "$bad$(ls $CFG)"
+	fi
+fi
+
+# 6. remove
 if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
 	&& rmmod rswap; then
 	ktap_pass "$(ktap_name)"

@@ -103,6 +103,13 @@ pub enum Cmd {
         /// rswap module without encryption is an error. Default: the module's (off).
         #[arg(long)]
         encrypt: bool,
+        /// Make the disk synchronous (sync_swapin = 1; the block layer's
+        /// BLK_FEAT_SYNCHRONOUS): swap then reads the one page a fault needs and waits for
+        /// it, without readahead. Slower for the swap workload `make bench` measures:
+        /// Documentation/benchmarks.md. An rswap module without it is an error. Default:
+        /// the module's (off).
+        #[arg(long)]
+        sync_swapin: bool,
         /// Run mkswap and swapon on the disk once it appears.
         #[arg(long)]
         swap: bool,
@@ -121,8 +128,9 @@ pub enum Cmd {
     /// Reads and checks the whole file first (a bad line is an error naming FILE:LINE,
     /// and nothing is done), mounts configfs and loads the rswap module if needed, then
     /// does what `add` does with the file's settings, mkswap and swapon included with
-    /// `swap = yes`. A target that is already up (enabled, and swapped on and encrypted
-    /// if it should be) is left alone: success. Used by rswap@NAME.service at boot.
+    /// `swap = yes`. A target that is already up (enabled, and swapped on, encrypted and
+    /// synchronous if it should be) is left alone: success. Used by rswap@NAME.service at
+    /// boot.
     Up {
         /// The target's name: its file is DIR/NAME.conf, its configfs directory NAME.
         name: String,
@@ -140,7 +148,8 @@ pub enum Cmd {
         /// The target's name.
         name: String,
     },
-    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET ENC.
+    /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET ENC
+    /// SYNC.
     List {
         /// A JSON array of objects instead of the table.
         #[arg(long)]
@@ -261,6 +270,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
         "USED",
         "SECRET",
         "ENC",
+        "SYNC",
     ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for t in targets {
@@ -274,6 +284,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
             dash(t.swap_used_bytes.map(human_size)),
             dash(t.secret.map(yes_no)),
             dash(t.encrypt.map(yes_no)),
+            dash(t.sync_swapin.map(yes_no)),
         ]);
     }
     align(&header, rows)
@@ -404,6 +415,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             recovery_ms,
             keepalive_ms,
             encrypt,
+            sync_swapin,
             swap,
             priority,
         } => ctl.add(&AddOptions {
@@ -421,6 +433,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             recovery_ms,
             keepalive_ms,
             encrypt,
+            sync_swapin,
             swap,
             priority,
         }),

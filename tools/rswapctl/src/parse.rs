@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsers for what the kernel shows: a target's `state` line, its `secret` and `encrypt`
-//! attributes, the encryption line of its `stats` and `/proc/swaps`; a secret file's
-//! content; the human-readable sizes of the table.
+//! Parsers for what the kernel shows: a target's `state` line, its `secret` attribute and
+//! its 0/1 ones (`encrypt`, `sync_swapin`), the encryption line of its `stats` and
+//! `/proc/swaps`; a secret file's content; the human-readable sizes of the table.
 
 use std::fmt;
 
@@ -251,8 +251,8 @@ pub fn parse_secret_attr(text: &str) -> Option<bool> {
     }
 }
 
-/// The `encrypt` attribute: `1` or `0`; anything else is not known.
-pub fn parse_encrypt_attr(text: &str) -> Option<bool> {
+/// A 0/1 attribute (`encrypt`, `sync_swapin`): `1` or `0`; anything else is not known.
+pub fn parse_bool_attr(text: &str) -> Option<bool> {
     match text.trim() {
         "1" => Some(true),
         "0" => Some(false),
@@ -520,11 +520,11 @@ mod tests {
     }
 
     #[test]
-    fn encrypt_attr() {
-        assert_eq!(parse_encrypt_attr("1\n"), Some(true));
-        assert_eq!(parse_encrypt_attr("0"), Some(false));
-        assert_eq!(parse_encrypt_attr(""), None);
-        assert_eq!(parse_encrypt_attr("yes"), None);
+    fn bool_attr() {
+        assert_eq!(parse_bool_attr("1\n"), Some(true));
+        assert_eq!(parse_bool_attr("0"), Some(false));
+        assert_eq!(parse_bool_attr(""), None);
+        assert_eq!(parse_bool_attr("yes"), None);
     }
 
     /// `stats` of an enabled target, with this encryption line.

@@ -288,6 +288,10 @@ pub struct AddOptions {
     /// Writes `encrypt` = 1 (the disk seals every block before it leaves the host); when
     /// false, `encrypt` is not written and keeps the module's default.
     pub encrypt: bool,
+    /// Writes `sync_swapin` = 1 (the disk declares itself synchronous, and swap reads it
+    /// without readahead); when false, `sync_swapin` is not written and keeps the
+    /// module's default.
+    pub sync_swapin: bool,
     pub swap: bool,
     pub priority: Option<i32>,
 }
@@ -306,6 +310,9 @@ pub struct TargetInfo {
     /// Whether the disk is encrypted (its `encrypt` attribute is `1`); null if the module
     /// has no such attribute.
     pub encrypt: Option<bool>,
+    /// Whether the disk is synchronous (its `sync_swapin` attribute is `1`); null if the
+    /// module has no such attribute.
+    pub sync_swapin: Option<bool>,
     pub state: String,
     pub queues_live: Option<u32>,
     pub queues_total: Option<u32>,
@@ -323,7 +330,7 @@ pub struct TargetInfo {
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
-pub const FIELDS: [&str; 19] = [
+pub const FIELDS: [&str; 20] = [
     "name",
     "device",
     "addr",
@@ -331,6 +338,7 @@ pub const FIELDS: [&str; 19] = [
     "size_bytes",
     "secret",
     "encrypt",
+    "sync_swapin",
     "state",
     "queues_live",
     "queues_total",
@@ -355,7 +363,7 @@ pub struct TargetStatus {
 
 /// The attributes `status` reads first, in the documentation's order; any other file in
 /// the directory follows in name order.
-const ATTRIBUTES: [&str; 14] = [
+const ATTRIBUTES: [&str; 15] = [
     "addr",
     "port",
     "size",
@@ -364,6 +372,7 @@ const ATTRIBUTES: [&str; 14] = [
     "client_id",
     "secret",
     "encrypt",
+    "sync_swapin",
     "timeout_ms",
     "recovery_ms",
     "keepalive_ms",
@@ -537,6 +546,14 @@ impl<'a> Ctl<'a> {
                  than encryption); not adding the target unencrypted",
             ));
         }
+        if o.sync_swapin && fs::metadata(self.dir(name).join("sync_swapin")).is_err() {
+            return Err(Failure::new(
+                "add",
+                name,
+                "sync_swapin: the rswap module loaded has no sync_swapin attribute (it is \
+                 older than synchronous swap-in); not adding the target without it",
+            ));
+        }
         let mut attrs: Vec<(&str, String)> = Vec::new();
         if let Some(a) = &o.addr {
             attrs.push(("addr", a.to_string()));
@@ -559,6 +576,9 @@ impl<'a> Ctl<'a> {
         }
         if o.encrypt {
             attrs.push(("encrypt", "1".to_string()));
+        }
+        if o.sync_swapin {
+            attrs.push(("sync_swapin", "1".to_string()));
         }
         for (attr, value) in &attrs {
             self.write_attr("add", name, attr, value)?;
@@ -693,11 +713,11 @@ impl<'a> Ctl<'a> {
     }
 
     /// `rswapctl up`: `add`, for a target that may be up already. A target that exists,
-    /// is enabled, (with `swap`) swapped on and (with `encrypt`) encrypted is left as it
-    /// is (`Ok(false)`); one that exists otherwise is an error. While `add` fails to
-    /// connect (writing `enable`), it is tried again every `retry_every` until `wait` has
-    /// passed; each failed attempt is undone (`add` leaves nothing behind) and reported
-    /// to `retrying`. Returns `Ok(true)` when it brought the target up.
+    /// is enabled, (with `swap`) swapped on, (with `encrypt`) encrypted and (with
+    /// `sync_swapin`) synchronous is left as it is (`Ok(false)`); one that exists
+    /// otherwise is an error. While `add` fails to connect (writing `enable`), it is
+    /// tried again every `retry_every` until `wait` has passed; each failed attempt is
+    /// undone (`add` leaves nothing behind) and reported to `retrying`. Returns `Ok(true)` when it brought the target up.
     pub fn up(
         &self,
         o: &AddOptions,
@@ -714,13 +734,21 @@ impl<'a> Ctl<'a> {
             // Never "already up" for a file that asks for encryption while the target is
             // not encrypted.
             let encrypted = self.read_attr(&o.name, "encrypt").unwrap_or_default() == "1";
-            if enabled && (swapped || !o.swap) && (encrypted || !o.encrypt) {
+            // Nor for one that asks for synchronous swap-in while the disk is not.
+            let synchronous = self.read_attr(&o.name, "sync_swapin").unwrap_or_default() == "1";
+            if enabled
+                && (swapped || !o.swap)
+                && (encrypted || !o.encrypt)
+                && (synchronous || !o.sync_swapin)
+            {
                 return Ok(false);
             }
             let missing = if !enabled {
                 "enabled"
             } else if o.encrypt && !encrypted {
                 "encrypted"
+            } else if o.sync_swapin && !synchronous {
+                "synchronous"
             } else {
                 "swapped on"
             };
@@ -813,7 +841,8 @@ impl<'a> Ctl<'a> {
             port: attr("port").and_then(|p| p.parse().ok()),
             size_bytes: attr("size").and_then(|s| s.parse().ok()),
             secret: attr("secret").and_then(|s| parse::parse_secret_attr(&s)),
-            encrypt: attr("encrypt").and_then(|s| parse::parse_encrypt_attr(&s)),
+            encrypt: attr("encrypt").and_then(|s| parse::parse_bool_attr(&s)),
+            sync_swapin: attr("sync_swapin").and_then(|s| parse::parse_bool_attr(&s)),
             state: state
                 .as_ref()
                 .map_or("unknown", TargetState::summary)

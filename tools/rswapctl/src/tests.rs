@@ -3,7 +3,8 @@
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
 //! creates the attributes with the module's defaults, `enable` brings a fake disk up
 //! and down (with its `stats`, encrypted or not as `encrypt` says), `secret` shows only
-//! `(set)` or `(unset)`, and chosen writes fail like the kernel's.
+//! `(set)` or `(unset)`, and chosen writes fail like the kernel's. `sync_swapin` is a
+//! plain file: the fake disk does not care whether it is synchronous.
 
 use crate::cli::{self, Cli};
 use crate::parse;
@@ -52,6 +53,8 @@ struct Fake {
     swapoff_elsewhere: bool,
     /// A module older than encryption: `mkdir` makes no `encrypt` attribute.
     no_encrypt: bool,
+    /// A module older than synchronous swap-in: `mkdir` makes no `sync_swapin` attribute.
+    no_sync_swapin: bool,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
 }
@@ -76,6 +79,7 @@ impl Fake {
             fail_command: None,
             swapoff_elsewhere: false,
             no_encrypt: false,
+            no_sync_swapin: false,
             writes: RefCell::new(Vec::new()),
             commands: RefCell::new(Vec::new()),
         }
@@ -155,6 +159,7 @@ impl Host for Fake {
             ("client_id", "0x5eed"),
             ("secret", "(unset)"),
             ("encrypt", "0"),
+            ("sync_swapin", "0"),
             ("timeout_ms", "5000"),
             ("recovery_ms", "60000"),
             ("keepalive_ms", "5000"),
@@ -163,7 +168,9 @@ impl Host for Fake {
             ("device", ""),
             ("stats", ""),
         ] {
-            if !(self.no_encrypt && attr == "encrypt") {
+            if !(self.no_encrypt && attr == "encrypt"
+                || self.no_sync_swapin && attr == "sync_swapin")
+            {
                 fs::write(path.join(attr), format!("{value}\n"))?;
             }
         }
@@ -485,13 +492,14 @@ fn remove_failures() {
     assert_eq!(fake.attr("mem0", "enable"), "1");
 }
 
-/// `a` enabled, swapped on, with a secret and not encrypted; `b` disabled, on a module
-/// without the `secret` and `encrypt` attributes.
+/// `a` enabled, swapped on, with a secret, not encrypted and not synchronous; `b`
+/// disabled, on a module without the `secret`, `encrypt` and `sync_swapin` attributes.
 fn two_targets() -> Fake {
     let fake = Fake::new();
     fake.target("b", "192.0.2.3", "(unset)", None);
     fs::remove_file(fake.dir("b").join("secret")).unwrap();
     fs::remove_file(fake.dir("b").join("encrypt")).unwrap();
+    fs::remove_file(fake.dir("b").join("sync_swapin")).unwrap();
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
     fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
@@ -513,6 +521,18 @@ fn run(fake: &Fake, args: &[&str]) -> Result<String, String> {
     let mut out = Vec::new();
     cli::run(cli, fake, &mut out).map_err(|f| f.to_string())?;
     Ok(String::from_utf8(out).unwrap())
+}
+
+/// The cells of one column of the `list` table, its header first (no cell is blank).
+fn column<'t>(table: &'t str, header: &str) -> Vec<&'t str> {
+    let mut lines = table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>());
+    let head = lines.next().unwrap();
+    let i = head.iter().position(|h| *h == header).unwrap();
+    std::iter::once(head[i])
+        .chain(lines.map(|row| row[i]))
+        .collect()
 }
 
 #[test]
@@ -538,7 +558,7 @@ fn list_json() {
                 "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
                 "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
-                "encrypt": false, "auth_failures": null
+                "encrypt": false, "sync_swapin": false, "auth_failures": null
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -546,7 +566,7 @@ fn list_json() {
                 "queues_live": null, "queues_total": null, "recovering": null,
                 "dead": null, "recoveries": null, "retried": null, "region": null,
                 "epoch": null, "swap_used_bytes": null, "swap_priority": null,
-                "encrypt": null, "auth_failures": null
+                "encrypt": null, "sync_swapin": null, "auth_failures": null
             }
         ])
     );
@@ -557,11 +577,11 @@ fn list_table() {
     let fake = two_targets();
     assert_eq!(
         run(&fake, &["list"]).unwrap(),
-        "NAME  DEVICE  SERVER          SIZE  STATE      RECOVERIES  USED  SECRET  ENC
+        "NAME  DEVICE  SERVER          SIZE  STATE      RECOVERIES  USED  SECRET  ENC  SYNC
 \
-         a     rswap0  192.0.2.2:7471  8G    connected  3           2M    yes     no
+         a     rswap0  192.0.2.2:7471  8G    connected  3           2M    yes     no   no
 \
-         b     -       192.0.2.3:7471  -     disabled   -           -     -       -
+         b     -       192.0.2.3:7471  -     disabled   -           -     -       -    -
 "
     );
 }
@@ -585,10 +605,12 @@ fn status_json_has_fields_and_attributes() {
     assert_eq!(out["recoveries"], 3);
     assert_eq!(out["secret"], true);
     assert_eq!(out["encrypt"], false);
+    assert_eq!(out["sync_swapin"], false);
     assert_eq!(out["auth_failures"], Value::Null);
     let attrs = out["attributes"].as_object().unwrap();
-    assert_eq!(attrs.len(), 15);
+    assert_eq!(attrs.len(), 16);
     assert_eq!(attrs["encrypt"], "0");
+    assert_eq!(attrs["sync_swapin"], "0");
     assert!(
         attrs["stats"]
             .as_str()
@@ -609,10 +631,11 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[18], "swap_priority: -");
+    assert_eq!(lines[19], "swap_priority: -");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"encrypt: -"));
+    assert!(lines.contains(&"sync_swapin: -"));
     assert!(lines.contains(&"auth_failures: -"));
     assert!(lines.contains(&"state: disabled"));
     assert!(lines.contains(&"port: 7471"));
@@ -628,15 +651,19 @@ fn status_text() {
     let e = run(&fake, &["status", "zz"]).unwrap_err();
     assert!(e.starts_with("rswapctl: status zz: "), "{e}");
     let out = run(&fake, &["status", "a"]).unwrap();
-    assert!(out.contains("\nsecret: true\nencrypt: false\n"), "{out}");
+    assert!(
+        out.contains("\nsecret: true\nencrypt: false\nsync_swapin: false\n"),
+        "{out}"
+    );
     let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
-    assert_eq!(attrs.len(), 15);
+    assert_eq!(attrs.len(), 16);
     assert_eq!(
-        attrs[5..8],
+        attrs[5..9],
         [
             "attr.client_id: 0x5eed",
             "attr.secret: (set)",
-            "attr.encrypt: 0"
+            "attr.encrypt: 0",
+            "attr.sync_swapin: 0"
         ]
     );
 }
@@ -993,11 +1020,7 @@ fn list_and_status_say_whether_a_secret_is_set() {
         ]
     );
     let table = run(&fake, &["list"]).unwrap();
-    // The column before ENC.
-    let column: Vec<&str> = table
-        .lines()
-        .map(|l| l.split_whitespace().rev().nth(1).unwrap())
-        .collect();
+    let column = column(&table, "SECRET");
     assert_eq!(column, ["SECRET", "-", "-", "yes", "no"]);
     for (name, want) in [
         ("set", json!(true)),
@@ -1754,12 +1777,7 @@ fn add_encrypt_writes_encrypt_before_enable() {
     assert_eq!(list[0]["encrypt"], true);
     assert_eq!(list[0]["auth_failures"], 0);
     let table = run(&fake, &["list"]).unwrap();
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    assert_eq!(rows[0].last(), Some(&"ENC"));
-    assert_eq!(rows[1].last(), Some(&"yes"));
+    assert_eq!(column(&table, "ENC"), ["ENC", "yes"]);
     let text = run(&fake, &["status", "mem0"]).unwrap();
     assert!(text.contains("\nencrypt: true\n"), "{text}");
     assert!(text.contains("\nauth_failures: 0\n"), "{text}");
@@ -1813,11 +1831,7 @@ fn status_shows_the_auth_failures_of_the_stats() {
     let text = run(&fake, &["status", "enc"]).unwrap();
     assert!(text.contains("\nauth_failures: 3\n"), "{text}");
     let table = run(&fake, &["list"]).unwrap();
-    let enc: Vec<&str> = table
-        .lines()
-        .map(|l| l.split_whitespace().last().unwrap())
-        .collect();
-    assert_eq!(enc, ["ENC", "yes", "yes", "no", "-"]);
+    assert_eq!(column(&table, "ENC"), ["ENC", "yes", "yes", "no", "-"]);
 }
 
 #[test]
@@ -1904,4 +1918,233 @@ fn man_page_has_encrypt() {
     let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
     assert!(add.contains("\\-\\-encrypt"), "{add}");
     assert!(add.contains("security.md"), "{add}");
+}
+
+// --- synchronous swap-in --------------------------------------------------------------
+
+#[test]
+fn add_sync_swapin_writes_sync_swapin_before_enable() {
+    let fake = Fake::new();
+    run(
+        &fake,
+        &[
+            "add",
+            "mem0",
+            "--server",
+            "192.0.2.2",
+            "--size",
+            "8G",
+            "--keepalive-ms",
+            "1000",
+            "--encrypt",
+            "--sync-swapin",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "size=8G",
+            "keepalive_ms=1000",
+            "encrypt=1",
+            "sync_swapin=1",
+            "enable=1",
+        ]
+    );
+    assert_eq!(fake.attr("mem0", "sync_swapin"), "1");
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    assert_eq!(list[0]["sync_swapin"], true);
+    let table = run(&fake, &["list"]).unwrap();
+    assert_eq!(column(&table, "SYNC"), ["SYNC", "yes"]);
+    let text = run(&fake, &["status", "mem0"]).unwrap();
+    assert!(
+        text.contains("\nencrypt: true\nsync_swapin: true\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nattr.sync_swapin: 1\n"), "{text}");
+    let st: Value =
+        serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
+    assert_eq!(st["sync_swapin"], true);
+    assert_eq!(st["attributes"]["sync_swapin"], "1");
+    // Without --sync-swapin the attribute keeps the module's default: it is not written.
+    run(&fake, &["remove", "mem0"]).unwrap();
+    fake.writes.borrow_mut().clear();
+    run(
+        &fake,
+        &["add", "mem0", "--server", "192.0.2.2", "--size", "8G"],
+    )
+    .unwrap();
+    assert!(!fake
+        .writes
+        .borrow()
+        .iter()
+        .any(|w| w.starts_with("sync_swapin")));
+    assert_eq!(fake.attr("mem0", "sync_swapin"), "0");
+}
+
+#[test]
+fn list_and_status_say_whether_the_disk_is_synchronous() {
+    let fake = Fake::new();
+    // Enabled and synchronous; enabled, not; disabled and synchronous; a module without
+    // the attribute; a value the tool does not know.
+    fake.target("on", "192.0.2.2", "4096", Some("rswap0"));
+    fs::write(fake.dir("on").join("sync_swapin"), "1\n").unwrap();
+    fake.target("off", "192.0.2.2", "4096", Some("rswap1"));
+    fake.target("down", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("down").join("sync_swapin"), "1\n").unwrap();
+    fake.target("old", "192.0.2.2", "4096", None);
+    fs::remove_file(fake.dir("old").join("sync_swapin")).unwrap();
+    fake.target("odd", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("odd").join("sync_swapin"), "2\n").unwrap();
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let sync: Vec<(&str, &Value)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), &t["sync_swapin"]))
+        .collect();
+    assert_eq!(
+        sync,
+        [
+            ("down", &json!(true)),
+            ("odd", &Value::Null),
+            ("off", &json!(false)),
+            ("old", &Value::Null),
+            ("on", &json!(true))
+        ]
+    );
+    let table = run(&fake, &["list"]).unwrap();
+    assert_eq!(
+        column(&table, "SYNC"),
+        ["SYNC", "yes", "-", "no", "-", "yes"]
+    );
+    // The last column, after ENC.
+    assert!(
+        table.lines().next().unwrap().ends_with("  ENC  SYNC"),
+        "{table}"
+    );
+    for (name, want) in [("on", "true"), ("off", "false"), ("old", "-")] {
+        let text = run(&fake, &["status", name]).unwrap();
+        assert!(
+            text.contains(&format!("\nsync_swapin: {want}\n")),
+            "{name}: {text}"
+        );
+    }
+    let text = run(&fake, &["status", "old"]).unwrap();
+    assert!(!text.contains("attr.sync_swapin"), "{text}");
+}
+
+#[test]
+fn add_sync_swapin_failures_leave_nothing() {
+    // A module older than synchronous swap-in: refused before anything is written.
+    let mut fake = Fake::new();
+    fake.no_sync_swapin = true;
+    let o = AddOptions {
+        sync_swapin: true,
+        ..add_options("mem0")
+    };
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: sync_swapin: the rswap module loaded has no sync_swapin \
+         attribute (it is older than synchronous swap-in); not adding the target without it"
+    );
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+    // Without --sync-swapin such a module is fine.
+    fake.ctl().add(&add_options("mem0")).unwrap();
+    assert_eq!(fake.ctl().list().unwrap()[0].sync_swapin, None);
+
+    // The kernel refuses the value.
+    let mut fake = Fake::new();
+    fake.fail = Some((
+        "sync_swapin",
+        EINVAL,
+        Some("sync_swapin: not a boolean (0 or 1)"),
+    ));
+    let f = fake.ctl().add(&o).unwrap_err();
+    assert_eq!(
+        f.to_string(),
+        "rswapctl: add mem0: writing sync_swapin=1: Invalid argument\n\
+         rswapctl: add mem0: kernel: sync_swapin: not a boolean (0 or 1)"
+    );
+    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
+    assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn conf_sync_swapin_and_up() {
+    let base = "server = 192.0.2.2\nsize = 8G\n";
+    for (line, want) in [
+        ("", false),
+        ("sync_swapin = yes", true),
+        ("sync_swapin = no", false),
+        ("sync_swapin = 1", true),
+        ("sync_swapin = false", false),
+    ] {
+        let c = parse_target_config("t", "t.conf", &format!("{base}{line}\n")).unwrap();
+        assert_eq!(c.options.sync_swapin, want, "{line:?}");
+        assert!(!c.options.encrypt, "{line:?}");
+    }
+    assert_eq!(
+        parse_target_config("t", "t.conf", &format!("{base}sync_swapin = on\n")).unwrap_err(),
+        "t.conf:3: sync_swapin: \"on\" is not yes or no"
+    );
+    assert_eq!(
+        parse_target_config(
+            "t",
+            "t.conf",
+            &format!("{base}sync_swapin = no\nsync_swapin = yes\n")
+        )
+        .unwrap_err(),
+        "t.conf:4: sync_swapin given twice (first on line 3)"
+    );
+    let fake = Fake::new();
+    let dir = conf_dir(&fake, "t", &format!("{base}sync_swapin = yes\n"));
+    let d = dir.display().to_string();
+    assert_eq!(
+        run(&fake, &up_args(&d, "t")).unwrap(),
+        "t: up, /dev/rswap0\n"
+    );
+    assert_eq!(
+        *fake.writes.borrow(),
+        ["addr=192.0.2.2", "size=8G", "sync_swapin=1", "enable=1"]
+    );
+    assert_eq!(fake.attr("t", "sync_swapin"), "1");
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    // Up, but not synchronous as the file asks: not "already up".
+    run(&fake, &["down", "t"]).unwrap();
+    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(
+        e.contains("exists but is not synchronous (rswapctl down t first)"),
+        "{e}"
+    );
+    // Encrypted as asked too, but not synchronous: that is what it says.
+    conf_dir(
+        &fake,
+        "t",
+        &format!("{base}encrypt = yes\nsync_swapin = yes\n"),
+    );
+    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(e.contains("exists but is not synchronous"), "{e}");
+    // `sync_swapin = no` leaves a synchronous target alone.
+    conf_dir(&fake, "t", &format!("{base}sync_swapin = no\n"));
+    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+}
+
+#[test]
+fn man_page_has_sync_swapin() {
+    let fake = Fake::new();
+    let dir = fake.tmp.join("man");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
+    let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
+    assert!(add.contains("\\-\\-sync\\-swapin"), "{add}");
+    assert!(add.contains("BLK_FEAT_SYNCHRONOUS"), "{add}");
+    let list = fs::read_to_string(dir.join("rswapctl-list.1")).unwrap();
+    assert!(list.contains("ENC SYNC"), "{list}");
 }
