@@ -4,20 +4,25 @@
 
   report.py --raw DIR --host-env FILE --out DIR [--plot] [--check]
 
---raw       the client guest's bench/ folder (perftest/*.txt, kbench/result.txt,
-            <backend>/fio-*.json, <backend>/swap-N.json, status.tsv, env.json), written by
-            tests/bench/client.sh
+--raw       the client guest's bench/ folder (perftest/*.txt, kbench/result-N.txt,
+            <backend>/fio-JOB-N.json, <backend>/swap-N.json, status.tsv, env.json; N is
+            the repeat), written by tests/bench/client.sh. A folder of a run before
+            repeats (kbench/result.txt, fio-JOB.json) reads as one repeat.
 --host-env  JSON with what only the host knows (accelerator, vCPUs, git revision, date)
 --plot      also draw bench.png (needs matplotlib; skipped with a message without it)
---check     exit 1 unless every baseline produced its numbers (the --quick smoke test);
-            rswap and rswap-md1 may be n/a. It checks that numbers exist, never what
-            they are.
+--check     exit 1 unless every baseline produced its numbers, in every repeat (the
+            --quick smoke test); rswap and rswap-md1 may be n/a. It checks that numbers
+            exist, never what they are.
 The markdown tables go to stdout and to OUT/table.md: the main one (the raw transport,
 measured from kernel verbs by samples/rdma_bench and by perftest from user space, and the
 block devices under fio and the swap workload), the targets (three ratios of this run,
 each with pass or miss), "synchronous swap-in" (the swap workload on rswap-sync, rswap with
 sync_swapin=1, against rswap) and "mirrored swap" (the swap workload on rswap-md1, md
 RAID1 over two rswap disks, against rswap).
+Every figure the tables show is the median of its repeats (the fio jobs and the in-kernel
+benchmark run env "repeats" times, the swap workload env "swap_runs" times), with the
+lowest and highest repeat in brackets; ratios and targets are ratios of medians.
+results.json keeps every repeat's figures ("runs").
 A run limited to some backends (RSWAP_BENCH_BACKENDS, env "selected") leaves the others
 out of the tables and of --check.
 """
@@ -26,6 +31,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 
 BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync"]
@@ -86,20 +92,68 @@ def parse_perftest(path):
     return None
 
 
-def parse_kbench(raw):
-    """The in-kernel benchmark's result lines (kbench/result.txt): per "op_qdN", its
-    integer figures; "error" when the run failed."""
-    out = {}
+def repeat_files(d, stem, ext):
+    """The files of d holding one repeat each, STEM-N.EXT, as [(N, path)] in order of N;
+    a folder of a run before repeats has STEM.EXT, read as repeat 1."""
     try:
-        for line in open(os.path.join(raw, "kbench", "result.txt")):
+        names = os.listdir(d)
+    except OSError:
+        return []
+    pat = re.compile(r"%s(?:-(\d+))?\.%s$" % (re.escape(stem), re.escape(ext)))
+    found = []
+    for name in names:
+        m = pat.match(name)
+        if m:
+            found.append((int(m.group(1) or 1), os.path.join(d, name)))
+    return sorted(found)
+
+
+def median(values):
+    """The median of numbers (the mean of the middle two for an even count); an int when
+    every value is one and so is the median."""
+    m = statistics.median(values)
+    if all(isinstance(v, int) for v in values) and float(m).is_integer():
+        return int(m)
+    return m
+
+
+def summarize(runs, keys):
+    """One figure per key of keys out of a list of repeats (dicts): the median over the
+    repeats that have it, with "range" {key: [min, max]}, "repeats" (how many) and every
+    repeat under "runs"."""
+    out, rng = {}, {}
+    for k in keys:
+        vs = [r[k] for r in runs if isinstance(r.get(k), (int, float))]
+        out[k] = median(vs) if vs else None
+        if vs:
+            rng[k] = [min(vs), max(vs)]
+    out.update({"repeats": len(runs), "range": rng, "runs": runs})
+    return out
+
+
+def parse_kbench(raw):
+    """The in-kernel benchmark's result lines (kbench/result-N.txt, one file per repeat):
+    per "op_qdN", the median of each integer figure over the repeats, its range and every
+    repeat (summarize); "error" when a repeat failed."""
+    out = {}
+    per = {}
+    for n, path in repeat_files(os.path.join(raw, "kbench"), "result", "txt"):
+        try:
+            lines = open(path).read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
             kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
             try:
                 key = "%s_qd%s" % (kv.pop("op"), kv.pop("qd"))
-                out[key] = {k: int(v) for k, v in kv.items()}
+                fig = {k: int(v) for k, v in kv.items()}
             except (KeyError, ValueError):
                 continue
-    except OSError:
-        pass
+            fig["repeat"] = n
+            per.setdefault(key, []).append(fig)
+    for key, runs in per.items():
+        keys = [k for k in runs[0] if k != "repeat"]
+        out[key] = summarize(runs, keys)
     try:
         err = open(os.path.join(raw, "kbench", "error.txt")).read().strip()
         if err:
@@ -111,9 +165,9 @@ def parse_kbench(raw):
 
 def load_swap(d):
     """The swap workload's runs in backend folder d (swap-N.json, swapload-N.json; an older
-    single swap.json too), and their summary: the first run's record with the mean of each
-    figure over the runs, their wall times, min and max, and rc 0 only if every run
-    passed. None when there is no run."""
+    single swap.json too), and their summary: the first run's record with the median of
+    each figure over the runs that passed, their wall times, min and max, and rc 0 only if
+    every run passed. None when there is no run."""
     runs = []
     names = sorted((f for f in os.listdir(d) if re.match(r"swap-\d+\.json$", f)),
                    key=lambda f: int(re.findall(r"\d+", f)[0])) if os.path.isdir(d) else []
@@ -138,36 +192,44 @@ def load_swap(d):
     ok = [r for r in runs if r.get("rc") == 0]
     if ok:
         for k in ["wall_s", "pswpin", "pswpout"]:
-            summary[k] = sum(r.get(k, 0) for r in ok) / len(ok)
+            summary[k] = median([r.get(k, 0) for r in ok])
         # Pages the swap cache read ahead (runs of older versions have none).
         if all("swap_ra" in r for r in ok):
-            summary["swap_ra"] = round(sum(r["swap_ra"] for r in ok) / len(ok))
+            summary["swap_ra"] = median([r["swap_ra"] for r in ok])
         walls = [r.get("wall_s", 0) for r in ok]
         summary["wall_s_runs"] = walls
         summary["wall_s_min"], summary["wall_s_max"] = min(walls), max(walls)
         faults = [g(r, "swapload", "majflt") for r in ok]
         summary["swapload"] = dict(runs[0].get("swapload") or {})
         if all(isinstance(f, (int, float)) for f in faults):
-            summary["swapload"]["majflt"] = sum(faults) / len(faults)
+            summary["swapload"]["majflt"] = median(faults)
         summary["swapload"]["bad_pages"] = sum(g(r, "swapload", "bad_pages") or 0 for r in runs) \
             if all(g(r, "swapload", "bad_pages") is not None for r in runs) else None
     return summary
 
 
 def parse_encryption(d):
-    """What an encrypted backend's target said: the stats' encryption line (blocks sealed
-    and opened, auth_failures, nanoseconds spent) as numbers, with the time per block in
-    microseconds, and the enable's log line naming the gcm(aes) implementation."""
+    """What an encrypted backend's targets said: the stats' encryption line (blocks sealed
+    and opened, auth_failures, nanoseconds spent) as numbers, summed over the backend's
+    set-ups (stats-TAG.txt, one per set-up; stats.txt in a run before repeats), with the
+    time per block in microseconds, and the enable's log line naming the gcm(aes)
+    implementation."""
     out = {}
     try:
-        for line in open(os.path.join(d, "stats.txt")):
+        names = sorted(f for f in os.listdir(d) if re.match(r"stats(-[a-z0-9]+)?\.txt$", f))
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            lines = open(os.path.join(d, name)).read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
             if line.startswith("encryption "):
                 for f in line.split()[2:]:
                     k, _, v = f.partition("=")
                     if v.isdigit():
-                        out[k] = int(v)
-    except OSError:
-        pass
+                        out[k] = out.get(k, 0) + int(v)
     for op, n in [("seal", "sealed"), ("open", "opened")]:
         if out.get(n):
             out[op + "_us_per_block"] = out.get(op + "_ns", 0) / out[n] / 1000.0
@@ -197,7 +259,30 @@ def parse_fio(path):
             "lat_p99_us": p99 / 1000.0 if p99 is not None else None,
             "clat_mean_us": s.get("clat_ns", {}).get("mean", 0) / 1000.0,
             "runtime_ms": s.get("runtime"), "total_ios": s.get("total_ios"),
-            "jobname": job.get("jobname"), "errors": job.get("error", 0)}
+            "jobname": job.get("jobname"), "errors": job.get("error", 0),
+            # When fio finished (Unix time, the guest's clock).
+            "timestamp": data.get("timestamp")}
+
+
+FIO_FIGURES = ["iops", "bw_mib_s", "lat_mean_us", "lat_p99_us", "clat_mean_us"]
+
+
+def load_fio(d, job):
+    """fio job `job` of backend folder d over its repeats (fio-JOB-N.json): the median of
+    each figure, its range and every repeat (summarize), errors summed; None when no
+    repeat has numbers."""
+    runs = []
+    for n, path in repeat_files(d, "fio-" + job, "json"):
+        f = parse_fio(path)
+        if f is not None:
+            f["repeat"] = n
+            runs.append(f)
+    if not runs:
+        return None
+    out = summarize(runs, FIO_FIGURES)
+    out.update({"side": runs[0]["side"], "jobname": runs[0]["jobname"],
+                "errors": sum(r["errors"] or 0 for r in runs)})
+    return out
 
 
 def load(raw, host_env):
@@ -212,6 +297,7 @@ def load(raw, host_env):
         res["raw_rdma"][tool] = parse_perftest(os.path.join(raw, "perftest", tool + ".txt"))
     status = {}
     try:
+        # A backend's line as it stood after each of its set-ups: the last one counts.
         for line in open(os.path.join(raw, "status.tsv")):
             f = line.rstrip("\n").split("\t")
             if len(f) >= 4:
@@ -232,9 +318,8 @@ def load(raw, host_env):
         if st["status"] != "n/a":
             d = os.path.join(raw, b)
             if b not in SWAP_ONLY:
-                entry["fio"] = {j: parse_fio(os.path.join(d, "fio-%s.json" % j))
-                                for j in FIO_JOBS}
-                entry["fio_fill"] = parse_fio(os.path.join(d, "fio-fill.json"))
+                entry["fio"] = {j: load_fio(d, j) for j in FIO_JOBS}
+                entry["fio_fill"] = [parse_fio(p) for _, p in repeat_files(d, "fio-fill", "json")]
             entry["swap"] = load_swap(d)
             if b in ENCRYPTED:
                 entry["encryption"] = parse_encryption(d)
@@ -271,49 +356,64 @@ def kernel_rate_key(res):
     return "qd%s" % qd
 
 
-# (label, value of a backend, {raw column: value}, unit/better, take ratios)
+def values(vs):
+    """The numbers of vs (None when there is none): one per repeat."""
+    vs = [v for v in vs if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return vs or None
+
+
+# (label, a backend's values (one per repeat), {raw column: values}, unit/better, take ratios)
 def rows(res):
     rr = res["raw_rdma"]
     kb = res["raw_kernel"]
     deep = kernel_rate_key(res)
 
+    def kruns(phase):
+        return g(kb, phase, "runs") or []
+
     def kus(phase, k):
-        v = g(kb, phase, k)
-        return v / 1000.0 if v else None
+        return values([r[k] / 1000.0 for r in kruns(phase) if r.get(k)])
+
+    def kops(phase):
+        return values([r.get("ops_per_s") for r in kruns(phase) if r.get("ops_per_s")])
 
     def kmib(phase):
-        v = g(kb, phase, "ops_per_s")
-        return v * g(kb, phase, "bytes") / 2**20 if v and g(kb, phase, "bytes") else None
+        return values([r["ops_per_s"] * r["bytes"] / 2**20 for r in kruns(phase)
+                       if r.get("ops_per_s") and r.get("bytes")])
+
+    def perf(tool, k):
+        return values([g(rr, tool, k)])
 
     def fio(j, k):
-        return lambda b: g(res["backends"][b], "fio", j, k)
+        return lambda b: values([r.get(k) for r in g(res["backends"][b], "fio", j, "runs") or []])
 
     def swap(k):
         def f(b):
             sw = g(res["backends"][b], "swap")
             if not swap_ok(sw):
                 return None
+            ok = [r for r in sw.get("runs") or [] if r.get("rc") == 0]
             if k == "majflt":
-                return g(sw, "swapload", "majflt")
-            return sw.get(k)
+                return values([g(r, "swapload", "majflt") for r in ok])
+            return values([r.get(k) for r in ok])
         return f
     def raw(kernel, perftest):
         return {"kernel": kernel, "perftest": perftest}
     return [
         ("4K rand read QD1, mean latency (us)", fio("rr_qd1", "lat_mean_us"),
-         raw(kus("read_qd1", "lat_mean_ns"), g(rr, "ib_read_lat", "avg_us")), "lower", True),
+         raw(kus("read_qd1", "lat_mean_ns"), perf("ib_read_lat", "avg_us")), "lower", True),
         ("4K rand read QD1, p99 latency (us)", fio("rr_qd1", "lat_p99_us"),
-         raw(kus("read_qd1", "lat_p99_ns"), g(rr, "ib_read_lat", "p99_us")), "lower", True),
+         raw(kus("read_qd1", "lat_p99_ns"), perf("ib_read_lat", "p99_us")), "lower", True),
         ("4K rand write QD1, mean latency (us)", fio("rw_qd1", "lat_mean_us"),
-         raw(kus("write_qd1", "lat_mean_ns"), g(rr, "ib_write_lat", "avg_us")), "lower", True),
+         raw(kus("write_qd1", "lat_mean_ns"), perf("ib_write_lat", "avg_us")), "lower", True),
         ("4K rand write QD1, p99 latency (us)", fio("rw_qd1", "lat_p99_us"),
-         raw(kus("write_qd1", "lat_p99_ns"), g(rr, "ib_write_lat", "p99_us")), "lower", True),
+         raw(kus("write_qd1", "lat_p99_ns"), perf("ib_write_lat", "p99_us")), "lower", True),
         ("4K rand read QD32x2, IOPS", fio("rr_qd32", "iops"),
-         raw(g(kb, "read_" + deep, "ops_per_s"), g(rr, "ib_read_bw", "msg_per_s")), "higher", True),
+         raw(kops("read_" + deep), perf("ib_read_bw", "msg_per_s")), "higher", True),
         ("4K rand write QD32x2, IOPS", fio("rw_qd32", "iops"),
-         raw(g(kb, "write_" + deep, "ops_per_s"), g(rr, "ib_write_bw", "msg_per_s")), "higher", True),
+         raw(kops("write_" + deep), perf("ib_write_bw", "msg_per_s")), "higher", True),
         ("64K seq read QD16, MiB/s", fio("seqread", "bw_mib_s"),
-         raw(kmib("read_" + deep), g(rr, "ib_read_bw", "bw_avg_mib_s")), "higher", True),
+         raw(kmib("read_" + deep), perf("ib_read_bw", "bw_avg_mib_s")), "higher", True),
         ("swap workload, wall time (s)", swap("wall_s"), raw(None, None), "lower", True),
         ("swap workload, major faults", swap("majflt"), raw(None, None), "", False),
         ("swap workload, pswpin (pages)", swap("pswpin"), raw(None, None), "", False),
@@ -365,37 +465,51 @@ def fmt_ratio(v):
     return "n/a" if v is None else "%.2fx" % v
 
 
+def fmt_cell(row, k):
+    """A table cell: the median of k's repeats, and "(min-max)" when they differ."""
+    v, rng = row["values"].get(k), row["range"].get(k)
+    if v is None or not rng or row["repeats"].get(k, 0) < 2 or fmt(rng[0]) == fmt(rng[1]):
+        return fmt(v)
+    return "%s (%s-%s)" % (fmt(v), fmt(rng[0]), fmt(rng[1]))
+
+
 def compute(res):
+    """The table's rows: per column the median of its repeats ("values"), their lowest and
+    highest ("range") and how many there were ("repeats"); the ratios are of medians."""
     table = []
     for label, fn, raw, better, take in rows(res):
-        vals = {b: fn(b) for b in BACKENDS}
-        vals.update(raw)
+        runs = {b: fn(b) for b in BACKENDS}
+        runs.update(raw)
+        vals = {k: median(v) if v else None for k, v in runs.items()}
         rats = {}
         for a, b in RATIOS + (MIRROR_RATIOS + SYNC_RATIOS if swap_row(label) else []):
             rats[ratio_key(a, b)] = ratio(vals[a], vals[b]) if take else None
-        table.append({"metric": label, "better": better, "values": vals, "ratios": rats})
+        table.append({"metric": label, "better": better, "values": vals,
+                      "range": {k: [min(v), max(v)] for k, v in runs.items() if v},
+                      "repeats": {k: len(v) for k, v in runs.items() if v},
+                      "ratios": rats})
     res["table"] = table
     res["targets"] = targets(res, table)
     return table
 
 
 def targets(res, table):
-    """The issue's target ratios of this run, each with its goal and pass/miss (None when
-    a figure is missing)."""
+    """The issue's target ratios of this run: each the ratio of the two medians, with its
+    goal and pass/miss (None when a figure is missing), and the lowest and highest ratio
+    of one repeat of each (ratio_min, ratio_max; "runs": how many repeats each had)."""
     by = {r["metric"]: r for r in table}
     out = []
     for key, what, a, b, metric, goal, kind in TARGETS:
-        v = by[metric]["values"]
+        row = by[metric]
+        v = row["values"]
         r = ratio(v[a], v[b])
         t = {"key": key, "what": what, "a": a, "b": b, "ratio": r, "goal": goal, "kind": kind,
              "pass": None if r is None else (r <= goal if kind == "max" else r >= goal)}
-        if key == "swap_wall_time":
-            sa, sb = g(res["backends"][a], "swap"), g(res["backends"][b], "swap")
-            if swap_ok(sa) and swap_ok(sb) and sa.get("wall_s_min") and sb.get("wall_s_min"):
-                # The best and worst pairing of one run of each.
-                t["ratio_min"] = sa["wall_s_min"] / sb["wall_s_max"]
-                t["ratio_max"] = sa["wall_s_max"] / sb["wall_s_min"]
-                t["runs"] = [len(sa["wall_s_runs"]), len(sb["wall_s_runs"])]
+        ra, rb = row["range"].get(a), row["range"].get(b)
+        if r is not None and ra and rb and rb[0] > 0:
+            t["ratio_min"] = ra[0] / rb[1]
+            t["ratio_max"] = ra[1] / rb[0]
+            t["runs"] = [row["repeats"][a], row["repeats"][b]]
         out.append(t)
     return out
 
@@ -404,15 +518,20 @@ def markdown(res, table):
     env = res["env"]
     out = []
     out.append("rswap benchmark, %s, %s: kernel %s, %s, client %s vCPU / server %s vCPU, "
-               "git %s, fio %ss per job" % (
+               "git %s, fio %ss per job, %s repeat%s" % (
                    env.get("date", "?"), env.get("mode", "?"), env.get("kernel", "?"),
                    env.get("accelerator", "?").upper(), env.get("client_vcpus", "?"),
                    env.get("server_vcpus") or "-", env.get("git_revision", "?"),
-                   env.get("fio_time_s", "?")))
+                   env.get("fio_time_s", "?"), env.get("repeats", 1),
+                   "" if env.get("repeats", 1) == 1 else "s"))
     if env.get("selected"):
         out.append("")
         out.append("Only %s ran (RSWAP_BENCH_BACKENDS); the rest is left out." %
                    ", ".join(env["selected"]))
+    out.append("")
+    out.append("Each figure is the median of its repeats (fio jobs and in-kernel RDMA: %s "
+               "each; swap workload: %s runs), the lowest and highest in brackets; ratios "
+               "are of the medians." % (env.get("repeats", 1), env.get("swap_runs", 1)))
     out.append("")
     # A run limited to some backends shows only their columns and ratios.
     raw_cols = [k for k in RAW if selected(res, k)]
@@ -423,26 +542,25 @@ def markdown(res, table):
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
-        v = r["values"]
         cells = [r["metric"], r["better"] or ""]
-        cells += [("-" if swap_row(r["metric"]) else fmt(v[k])) for k in raw_cols]
-        cells += [fmt(v[b]) for b in main_cols]
+        cells += [("-" if swap_row(r["metric"]) else fmt_cell(r, k)) for k in raw_cols]
+        cells += [fmt_cell(r, b) for b in main_cols]
         cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     shown = [t for t in res.get("targets", []) if selected(res, t["a"]) and selected(res, t["b"])]
     if shown:
-        out.append("Targets (ratios of this one run; under TCG they move between runs, see "
+        out.append("Targets (ratios of this run's medians; in brackets the lowest and highest "
+                   "ratio of one repeat of each; under TCG they move between runs, see "
                    "Documentation/benchmarks.md):")
         out.append("")
         out.append("| target | ratio | goal | result |")
         out.append("|---|--:|--:|:-:|")
     for t in shown:
         what, cell = t["what"], fmt_ratio(t["ratio"])
-        if "ratio_min" in t:
+        if "ratio_min" in t and max(t["runs"]) > 1:
             n_a, n_b = t["runs"]
-            what += " (mean of %s runs each; range: best and worst pairing of single runs)" % (
-                n_a if n_a == n_b else "%d and %d" % (n_a, n_b))
+            what += " (medians of %s repeats)" % (n_a if n_a == n_b else "%d and %d" % (n_a, n_b))
             cell += " (%.2f-%.2fx)" % (t["ratio_min"], t["ratio_max"])
         mark = {True: "pass", False: "MISS", None: "n/a"}[t["pass"]]
         out.append("| %s | %s | %s %.2fx | %s |" % (what, cell, "<=" if t["kind"] == "max" else ">=",
@@ -452,23 +570,26 @@ def markdown(res, table):
     deep = kernel_rate_key(res)
     if not selected(res, "kernel"):
         pass  # not measured in this run: no line
-    elif "error" in kb or not g(kb, "read_qd1", "ops"):
+    elif not g(kb, "read_qd1", "ops"):
         out.append("In-kernel RDMA: n/a (%s)" % kb.get("error", "no results"))
     else:
         out.append("In-kernel RDMA (samples/rdma_bench: kernel verbs, one RC queue made like "
                    "rswap's, against rswap-server, 4 KiB at random offsets of a %s MiB region, "
-                   "%s s per phase): READ QD1 mean %s us (p50 %s, p99 %s; completion handler "
-                   "%s us); WRITE QD1 mean %s us (p50 %s, p99 %s); READ %s %s ops/s; "
-                   "WRITE %s %s ops/s." % (
+                   "%s s per phase%s): READ QD1 mean %s us (p50 %s, p99 %s; "
+                   "completion handler %s us); WRITE QD1 mean %s us (p50 %s, p99 %s); READ %s %s "
+                   "ops/s; WRITE %s %s ops/s.%s" % (
                        res["env"].get("kbench_region_mb", "?"),
                        fmt(res["env"].get("kbench_ms_per_phase", 0) / 1000.0),
+                       "" if g(kb, "read_qd1", "repeats") == 1 else
+                       ", medians of %s repeats" % g(kb, "read_qd1", "repeats"),
                        *[fmt((g(kb, p, k) or 0) / 1000.0) for p, k in [
                            ("read_qd1", "lat_mean_ns"), ("read_qd1", "lat_p50_ns"),
                            ("read_qd1", "lat_p99_ns"), ("read_qd1", "wc_mean_ns"),
                            ("write_qd1", "lat_mean_ns"), ("write_qd1", "lat_p50_ns"),
                            ("write_qd1", "lat_p99_ns")]],
                        deep.upper(), fmt(g(kb, "read_" + deep, "ops_per_s")),
-                       deep.upper(), fmt(g(kb, "write_" + deep, "ops_per_s"))))
+                       deep.upper(), fmt(g(kb, "write_" + deep, "ops_per_s")),
+                       (" A repeat failed: %s" % kb["error"]) if "error" in kb else ""))
     rr = res["raw_rdma"]
     if selected(res, "perftest"):
         out.append("Perftest (user space over rxe, 4 KiB; secondary reference): ib_read_lat avg %s us / p99 %s us; "
@@ -490,7 +611,7 @@ def markdown(res, table):
             sw = e.get("swap") or {}
             walls = sw.get("wall_s_runs") or []
             out.append("- %s: %s, %s; swap %s MiB in a %s MiB cgroup, %s; wall time of %d "
-                       "run%s: %s s (mean %s, min-max %s-%s)" % (
+                       "run%s: %s s (median %s, min-max %s-%s)" % (
                            b, e.get("device"), e.get("description", ""), sw.get("mib"),
                            sw.get("limit_mib"), "data verified" if swap_ok(sw) else "FAILED",
                            len(walls), "" if len(walls) == 1 else "s",
@@ -535,14 +656,15 @@ def swap_table(res, table, out, cols, ratios, caption):
     for r in table:
         if not swap_row(r["metric"]):
             continue
-        cells = [r["metric"], r["better"] or ""] + [fmt(r["values"][b]) for b in cols]
+        cells = [r["metric"], r["better"] or ""] + [fmt_cell(r, b) for b in cols]
         cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     for a, b in ratios:
         sa, sb = g(res["backends"][a], "swap"), g(res["backends"][b], "swap")
         if swap_ok(sa) and swap_ok(sb) and sa.get("wall_s_min") and sb.get("wall_s_min"):
             out.append("")
-            out.append("Wall time %s: %s (best and worst pairing of single runs: %.2f-%.2fx); "
+            out.append("Wall time %s: %s (of the medians; best and worst pairing of single "
+                       "runs: %.2f-%.2fx); "
                        "%s %s s, %s %s s." % (
                            ratio_key(a, b), fmt_ratio(ratio(sa["wall_s"], sb["wall_s"])),
                            sa["wall_s_min"] / sb["wall_s_max"], sa["wall_s_max"] / sb["wall_s_min"],
@@ -592,7 +714,11 @@ def plot(res, table, path):
                     ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8,
                             rotation=90, transform=trans)
                     continue
-                ax.bar([x], [v], width, color=colors[every.index(k)])
+                # The bar is the median; the whisker spans the lowest to the highest repeat.
+                lo, hi = by[m]["range"].get(k, [v, v])
+                ax.bar([x], [v], width, color=colors[every.index(k)],
+                       yerr=[[v - lo], [hi - v]] if hi > lo else None, capsize=2,
+                       error_kw={"elinewidth": 0.8})
                 ax.text(x, v, fmt(v), ha="center", va="bottom", fontsize=7)
         ax.set_xlim(-0.5, len(groups) - 0.5)
         ax.set_xticks(range(len(groups)))
@@ -612,8 +738,10 @@ def plot(res, table, path):
 
 
 def check(res):
-    """The smoke test: every baseline produced numbers (values are not judged)."""
+    """The smoke test: every baseline produced numbers, in every repeat (values are not
+    judged)."""
     bad = []
+    repeats = res["env"].get("repeats", 1)
     perftest = [("ib_read_lat", ["avg_us", "p99_us"]), ("ib_write_lat", ["avg_us", "p99_us"]),
                 ("ib_read_bw", ["msg_per_s"]), ("ib_write_bw", ["msg_per_s"])]
     for tool, keys in perftest if selected(res, "perftest") else []:
@@ -631,9 +759,11 @@ def check(res):
                                     ("read_" + kernel_rate_key(res), ["ops_per_s"]),
                                     ("write_" + kernel_rate_key(res), ["ops_per_s"])]
     for phase, keys in phases:
+        runs = g(kb, phase, "runs") or []
+        if len(runs) < repeats:
+            bad.append("in-kernel RDMA %s: %d of %d repeats" % (phase, len(runs), repeats))
         for k in keys:
-            v = g(kb, phase, k)
-            if not isinstance(v, int) or v <= 0:
+            if not runs or any(not isinstance(r.get(k), int) or r[k] <= 0 for r in runs):
                 bad.append("in-kernel RDMA %s %s missing" % (phase, k))
     for b in BACKENDS:
         e = res["backends"][b]
@@ -643,10 +773,12 @@ def check(res):
             bad.append("%s: %s %s" % (b, e["status"], e.get("reason") or e.get("problem") or ""))
             continue
         for j in ([] if b in SWAP_ONLY else FIO_JOBS):
-            f = g(e, "fio", j)
-            if f is None or f["iops"] <= 0 or f["lat_mean_us"] <= 0:
+            runs = g(e, "fio", j, "runs") or []
+            if len(runs) < repeats:
+                bad.append("%s: fio %s: %d of %d repeats" % (b, j, len(runs), repeats))
+            if not runs or any(f["iops"] <= 0 or f["lat_mean_us"] <= 0 for f in runs):
                 bad.append("%s: fio %s has no numbers" % (b, j))
-            elif j.endswith("qd1") and not f.get("lat_p99_us"):
+            elif j.endswith("qd1") and not all(f.get("lat_p99_us") for f in runs):
                 bad.append("%s: fio %s has no p99" % (b, j))
         sw = e.get("swap")
         runs = (sw or {}).get("runs") or []
