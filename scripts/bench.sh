@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench: rswap against raw RDMA, NVMe-oF RDMA and a local RAM disk, in one run.
 #
-#   scripts/bench.sh [--quick] [--loopback] [--out DIR] [--time SECS] [--swap-mb MIB]
+#   scripts/bench.sh [--quick] [--loopback] [--out DIR] [--time SECS] [--repeats N]
+#                    [--swap-mb MIB]
 #     --quick      smoke test for make check: tiny sizes and durations; fails unless the
 #                  harness produced every baseline number (values are not judged)
 #     --loopback   one guest runs both sides (rxe loops back inside the guest: ~10x lower
 #                  latency than two guests; for functional checks, not for numbers)
 #     --out DIR    results folder (default results/bench-<timestamp>/)
-#     --time SECS  run time of each fio job (default 20, --quick 2)
+#     --time SECS  run time of each fio job in each repeat (default 5, --quick 1)
+#     --repeats N  rounds of the fio jobs and the in-kernel RDMA benchmark, backends
+#                  interleaved; the tables show the median (default 3, --quick 2)
 #     --swap-mb M  working set of the swap workload (default 96, --quick 16); the cgroup
 #                  limit is half of it. It runs 3 times per backend (--quick: 2)
 #
@@ -28,7 +31,7 @@
 # See Documentation/benchmarks.md.
 . "$(dirname "$0")/common.sh"
 
-quick=0 loopback=0 out= T= swap_mb=
+quick=0 loopback=0 out= T= repeats= swap_mb=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
@@ -36,11 +39,13 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--time) T=$2; shift 2 ;;
 	--swap-mb) swap_mb=$2; shift 2 ;;
-	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--repeats) repeats=$2; shift 2 ;;
+	-h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench.sh: unknown option $1 (see --help)" ;;
 	esac
 done
 [ -z "$T" ] || [[ $T =~ ^[0-9]+$ && $T -ge 1 ]] || die "--time wants whole seconds >= 1"
+[ -z "$repeats" ] || [[ $repeats =~ ^[0-9]+$ && $repeats -ge 1 ]] || die "--repeats wants a count >= 1"
 [ -z "$swap_mb" ] || [[ $swap_mb =~ ^[0-9]+$ && $swap_mb -ge 8 ]] || die "--swap-mb wants MiB >= 8"
 # RSWAP_BENCH_BACKENDS: checked here against the names backends.sh knows, so that a typo
 # fails now rather than after the guests booted.
@@ -84,11 +89,14 @@ gcc -O2 -Wall -Wextra -o "$out/client/swapload" "$RSWAP_TOP/tests/bench/swapload
 args=()
 [ $quick = 1 ] && args+=(--quick)
 [ -n "$T" ] && args+=(--time "$T")
+[ -n "$repeats" ] && args+=(--repeats "$repeats")
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
 args+=("${only[@]}")
-# Every guest is bounded: the whole run stays under 45 minutes, --quick under 7. The swap
-# workload runs 3 times per backend, at up to ~3 s per MiB on the slowest.
-if [ $quick = 1 ]; then limit=420; else limit=$((1200 + 15 * ${T:-20} + 10 * ${swap_mb:-96})); fi
+# Every guest is bounded: at the defaults the whole run stays under 45 minutes, --quick
+# under 10. The swap workload runs 3 times per backend, at up to ~3 s per MiB on the
+# slowest; each repeat runs 25 fio jobs of T seconds plus set-ups.
+if [ $quick = 1 ]; then limit=600
+else limit=$((1200 + 30 * ${repeats:-3} * ${T:-5} + 10 * ${swap_mb:-96})); fi
 
 accel=${RSWAP_ACCEL:-tcg}
 [ "$accel" = kvm ] && [ -d /sys/module/kvm_pvm ] && accel=tcg

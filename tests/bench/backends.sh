@@ -11,8 +11,9 @@
 # folder, for any extra record it wants to keep. teardown also runs after a failed setup,
 # so it must cope with a half-built backend.
 
-# Run order. The rswap family goes last: a crash of the driver under test must not cost
-# the baselines' numbers.
+# Run order (of the first round of fio jobs and of the swap workload; later rounds rotate
+# it, see client.sh). The rswap family goes last: a crash of the driver under test must
+# not cost the baselines' numbers.
 BACKENDS=(
 	"nvme_rdma:nvme-rdma:NVMe-oF RDMA (nvmet-rdma target, brd namespace on the memory-server guest)"
 	"local:local:brd RAM disk on the client guest"

@@ -1,13 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The benchmark's client guest: raw RDMA (perftest, then samples/rdma_bench from kernel
-# verbs against rswap-server), then every block device of tests/bench/backends.sh under fio
-# and the swap workload, $SWAP_RUNS times (the swap workload only for the backends in
-# SWAP_ONLY). Started by scripts/bench.sh
-# through qemu/run-pair.sh (two guests) or qemu/run.sh (--loopback, one guest that also
-# runs tests/bench/server.sh in the background).
+# The benchmark's client guest: raw RDMA from user space (perftest), then $REPEATS rounds
+# of the in-kernel RDMA benchmark (samples/rdma_bench: kernel verbs against rswap-server)
+# and of every block device of tests/bench/backends.sh under fio, then the swap workload on
+# every block device, $SWAP_RUNS times (the backends in SWAP_ONLY run the swap workload
+# only). Started by scripts/bench.sh through qemu/run-pair.sh (two guests) or qemu/run.sh
+# (--loopback, one guest that also runs tests/bench/server.sh in the background).
 #
-#   client.sh [--quick] [--time SECS] [--swap-mb MIB] [--loopback] [--backend NAME]...
+#   client.sh [--quick] [--time SECS] [--repeats N] [--swap-mb MIB] [--loopback]
+#             [--backend NAME]...
+#
+# A round runs the in-kernel benchmark once and, on each backend in turn, sets it up, fills
+# its test region, runs every fio job once and tears it down. Round R takes the items in
+# the order of round 1 rotated by R-1 places, so that a drift of the host's speed over the
+# run does not always favour the same backend; round 1 keeps tests/bench/backends.sh's
+# order (the baselines before the rswap family), as does the swap workload after the
+# rounds. report.py takes the median of the repeats.
 #
 # --backend NAME (repeatable; scripts/bench.sh makes them from RSWAP_BENCH_BACKENDS): run
 # only these: backends by id or label (rswap_sync or rswap-sync), and the raw references
@@ -15,30 +23,35 @@
 # out is "n/a: not selected" in the results and fails nothing.
 #
 # Raw results go to $RSWAP_OUT/bench/ (perftest text, the in-kernel benchmark's result
-# lines, fio JSON, swap JSON per run, status.tsv, env.json); scripts/bench.sh turns them
-# into the table, results.json and the plot. Progress lines "@@BENCH ..." on the console
-# tell the host which step runs and how long is left. Exit 0 when every baseline
-# (perftest, the in-kernel RDMA benchmark, nvme-rdma, local) produced its numbers.
+# lines per repeat (kbench/result-R.txt), fio JSON per job and repeat
+# (<label>/fio-JOB-R.json), swap JSON per run, status.tsv, env.json); scripts/bench.sh
+# turns them into the table, results.json and the plot. Progress lines "@@BENCH ..." on
+# the console tell the host which step runs and how long is left. Exit 0 when every
+# baseline (perftest, the in-kernel RDMA benchmark, nvme-rdma, local) produced its numbers.
 . "$RSWAP_TOP/tests/bench/lib.sh"
 . "$BENCH/backends.sh"
 
-quick=0 loopback=0 T= SWAP_MB= ONLY=()
+quick=0 loopback=0 T= REPEATS= SWAP_MB= ONLY=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
 	--loopback) loopback=1; shift ;;
 	--time) T=$2; shift 2 ;;
+	--repeats) REPEATS=$2; shift 2 ;;
 	--swap-mb) SWAP_MB=$2; shift 2 ;;
 	--backend) ONLY+=("$2"); shift 2 ;;
 	*) echo "client.sh: unknown argument $1"; exit 2 ;;
 	esac
 done
+# Each fio job runs T seconds (after RAMP seconds not counted) in each of REPEATS rounds,
+# each in-kernel benchmark phase KB_MS in each round: REPEATS x T measures about as long
+# as one job of 20 s (and one phase of 10 s) did before the rounds.
 if [ $quick = 1 ]; then
-	: "${T:=2}" "${SWAP_MB:=16}"; RAMP=0 LAT_N=100 BW_N=500 REGION_MB=16 DEV_MB=64 SWAP_TIMEOUT=180
-	KB_MS=1000 SWAP_RUNS=2
+	: "${T:=1}" "${REPEATS:=2}" "${SWAP_MB:=16}"; RAMP=0 LAT_N=100 BW_N=500 REGION_MB=16 DEV_MB=64
+	SWAP_TIMEOUT=180 KB_MS=1000 SWAP_RUNS=2
 else
-	: "${T:=20}" "${SWAP_MB:=96}"; RAMP=2 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256 SWAP_TIMEOUT=600
-	KB_MS=10000 SWAP_RUNS=3
+	: "${T:=5}" "${REPEATS:=3}" "${SWAP_MB:=96}"; RAMP=1 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256
+	SWAP_TIMEOUT=600 KB_MS=4000 SWAP_RUNS=3
 fi
 # selected NAME...: whether any of NAME (an id, a label, perftest, kernel) is to run.
 selected() {
@@ -48,6 +61,24 @@ selected() {
 	return 1
 }
 NOT_SELECTED="not selected (RSWAP_BENCH_BACKENDS)"
+# id -> label and description of every backend.
+declare -A BK_LABEL=() BK_DESC=()
+for b in "${BACKENDS[@]}"; do
+	IFS=: read -r id label desc <<< "$b"
+	BK_LABEL[$id]=$label BK_DESC[$id]=$desc
+done
+# The items of a round, in round 1's order: the in-kernel benchmark ("kbench") and every
+# selected backend that has fio jobs.
+ROUND=()
+selected kernel && ROUND+=(kbench)
+for b in "${BACKENDS[@]}"; do
+	IFS=: read -r id label _ <<< "$b"
+	selected "$id" "$label" && ! swap_only "$id" && ROUND+=("$id")
+done
+round_items() { # R: round R's items, round 1's order rotated by R-1 places
+	local i n=${#ROUND[@]}
+	for ((i = 0; i < n; i++)); do echo "${ROUND[(i + $1 - 1) % n]}"; done
+}
 # The in-kernel RDMA benchmark (samples/rdma_bench): KB_MS per phase (READ QD1, READ
 # QD$KB_QD, WRITE QD1, WRITE QD$KB_QD) over one queue of the kind rswap uses.
 KB_QD=32
@@ -102,20 +133,27 @@ if selected perftest; then
 	plan_add perf.rb $bw_est "perftest:ib_read_bw"
 	plan_add perf.wb $bw_est "perftest:ib_write_bw"
 fi
-selected kernel && plan_add kbench $((KB_MS * 4 / 1000 + 12)) "in-kernel:rdma_bench"
+# Estimates from a two-guest TCG run (fill ~4 s for 64 MiB, swap on nvme-rdma ~1.4 s per
+# MiB of working set, on brd ~0.05 s). Keys: kbench.R, ID.R.* (round R), ID.swap.*.
+for r in $(seq "$REPEATS"); do
+	for id in $(round_items "$r"); do
+		if [ "$id" = kbench ]; then
+			plan_add "kbench.$r" $((KB_MS * 4 / 1000 + 12)) "in-kernel:rdma_bench-$r"
+			continue
+		fi
+		label=${BK_LABEL[$id]}
+		plan_add "$id.$r.setup" 10 "$label:setup-$r"
+		plan_add "$id.$r.fill" $((REGION_MB / 16 + 2)) "$label:fill-$r"
+		for j in "${FIO_JOBS[@]}"; do plan_add "$id.$r.$j" $((T + RAMP + 2)) "$label:fio-$j-$r"; done
+	done
+done
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
 	selected "$id" "$label" || continue
-	plan_add "$id.setup" 10 "$label:setup"
-	# Estimates from a two-guest TCG run (fill ~4 s for 64 MiB, swap on nvme-rdma ~1.4 s per
-	# MiB of working set, on brd ~0.05 s).
-	if ! swap_only "$id"; then
-		plan_add "$id.fill" $((REGION_MB / 16 + 2)) "$label:fill"
-		for j in "${FIO_JOBS[@]}"; do plan_add "$id.$j" $((T + RAMP + 2)) "$label:fio-$j"; done
-	fi
+	plan_add "$id.swap.setup" 10 "$label:setup-swap"
 	for n in $(seq "$SWAP_RUNS"); do
-		if [ "$id" = local ]; then plan_add "$id.swap$n" $((SWAP_MB / 16 + 3)) "$label:swap-$n"
-		else plan_add "$id.swap$n" $((SWAP_MB * 3 / 2 + 5)) "$label:swap-$n"; fi
+		if [ "$id" = local ]; then plan_add "$id.swap.$n" $((SWAP_MB / 16 + 3)) "$label:swap-$n"
+		else plan_add "$id.swap.$n" $((SWAP_MB * 3 / 2 + 5)) "$label:swap-$n"; fi
 	done
 done
 echo "@@BENCH plan ${#PLAN[@]} left=$(plan_left)"
@@ -137,14 +175,14 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 	printf ' "fio_time_s": %s, "fio_ramp_s": %s, "fio_region_mb": %s, "device_mb": %s,\n' "$T" "$RAMP" "$REGION_MB" "$DEV_MB"
 	printf ' "perftest_lat_iters": %s, "perftest_bw_iters": %s, "swap_mb": %s, "swap_limit_mb": %s,\n' \
 		"$LAT_N" "$BW_N" "$SWAP_MB" "$SWAP_LIMIT_MB"
-	printf ' "swap_runs": %s, "kbench_ms_per_phase": %s, "kbench_qd": %s, "kbench_region_mb": %s,\n' \
-		"$SWAP_RUNS" "$KB_MS" "$KB_QD" "$REGION_MB"
+	printf ' "repeats": %s, "swap_runs": %s, "kbench_ms_per_phase": %s, "kbench_qd": %s, "kbench_region_mb": %s,\n' \
+		"$REPEATS" "$SWAP_RUNS" "$KB_MS" "$KB_QD" "$REGION_MB"
 	printf ' "selected": %s,\n' "$([ ${#ONLY[@]} = 0 ] && echo null \
 		|| printf '[%s]' "$(for n in "${ONLY[@]}"; do json_str "$n"; echo; done | paste -sd,)")"
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 
-echo "bench client: $(uname -r), $(nproc) vCPU, peer $PEER, fio ${T}s per job"
+echo "bench client: $(uname -r), $(nproc) vCPU, peer $PEER, fio ${T}s per job, $REPEATS rounds"
 rdma_up || { echo "bench client: rxe0 is not usable"; exit 1; }
 if [ $loopback = 1 ]; then
 	bash "$BENCH/server.sh" > "$RSWAP_OUT/bench-server.console" 2>&1 &
@@ -184,34 +222,31 @@ fi
 # The transport reference rswap's rows are divided by: 4 KiB RDMA READ and WRITE at QD1
 # and QD$KB_QD over one RC queue made like rswap's, against an rswap-server on the
 # memory-server guest (the same server program rswap uses, started for it and stopped
-# after, so rswap's backend starts on a fresh one). The result lines go to kbench/result.txt.
+# after, so rswap's backend starts on a fresh one). Repeat N's result lines go to
+# kbench/result-N.txt; what went wrong in any repeat to kbench/error.txt.
 KBENCH_KO=$RSWAP_TOP/rswap_rdma_bench.ko
-kbench_run() {
-	local out hex rc=0 k=$R/kbench
-	step kbench
-	[ -f "$KBENCH_KO" ] || { echo "not built: $KBENCH_KO (make)" > "$k/error.txt"; return 1; }
+kbench_run() { # N: repeat N
+	local n=$1 out hex rc=0 k=$R/kbench mark="bench in-kernel RDMA, repeat $1"
+	kerr() { echo "repeat $n: $*" >> "$k/error.txt"; }
+	step "kbench.$n"
+	[ -f "$KBENCH_KO" ] || { kerr "not built: $KBENCH_KO (make)"; return 1; }
 	if ! out=$(ctl run rswap_server_start "$PEER" "$REGION_MB" 2>&1); then
-		echo "rswap-server on $PEER: $(echo "$out" | tail -1)" > "$k/error.txt"; return 1
+		kerr "rswap-server on $PEER: $(echo "$out" | tail -1)"; return 1
 	fi
 	hex=$(printf '0x%02x%02x%02x%02x' ${PEER//./ })
-	dmesg_mark "bench in-kernel RDMA"
+	dmesg_mark "$mark"
 	timeout $((KB_MS * 4 / 1000 + 90)) insmod "$KBENCH_KO" addr="$hex" port="$RSWAP_SERVER_PORT" \
-		ms="$KB_MS" qd="$KB_QD" size_mb="$REGION_MB" > "$k/insmod.log" 2>&1 || rc=$?
-	dmesg | sed -n '/rswap-test-mark: bench in-kernel RDMA/,$p' | grep 'rswap_rdma_bench:' \
-		| sed 's/^\[[^]]*\] //' > "$k/dmesg.txt"
-	grep -o 'result op=.*' "$k/dmesg.txt" > "$k/result.txt"
+		ms="$KB_MS" qd="$KB_QD" size_mb="$REGION_MB" > "$k/insmod-$n.log" 2>&1 || rc=$?
+	dmesg | sed -n "/rswap-test-mark: $mark\$/,\$p" | grep 'rswap_rdma_bench:' \
+		| sed 's/^\[[^]]*\] //' > "$k/dmesg-$n.txt"
+	grep -o 'result op=.*' "$k/dmesg-$n.txt" > "$k/result-$n.txt"
 	grep -q '^rswap_rdma_bench ' /proc/modules && { timeout 60 rmmod rswap_rdma_bench || rc=1; }
 	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" > /dev/null 2>&1
-	dmesg_clean > "$k/dmesg-bad.txt" || { echo "kernel warnings during the in-kernel benchmark" >> "$k/error.txt"; rc=1; }
-	[ $rc = 0 ] || { echo "insmod exit $rc: $(tail -1 "$k/dmesg.txt")" >> "$k/error.txt"; return 1; }
-	[ "$(wc -l < "$k/result.txt")" = 4 ] || { echo "expected 4 result lines" >> "$k/error.txt"; return 1; }
+	dmesg_clean > "$k/dmesg-bad-$n.txt" || { kerr "kernel warnings during the in-kernel benchmark"; rc=1; }
+	[ $rc = 0 ] || { kerr "insmod exit $rc: $(tail -1 "$k/dmesg-$n.txt")"; return 1; }
+	[ "$(wc -l < "$k/result-$n.txt")" = 4 ] || { kerr "expected 4 result lines"; return 1; }
 }
-if ! selected kernel; then
-	echo "$NOT_SELECTED" > "$R/kbench/not-selected.txt"
-elif ! kbench_run; then
-	echo "bench client: in-kernel RDMA benchmark failed: $(tr '\n' ' ' < "$R/kbench/error.txt")"
-	failures=$((failures + 1))
-fi
+selected kernel || echo "$NOT_SELECTED" > "$R/kbench/not-selected.txt"
 
 # ---- fio --------------------------------------------------------------------------------
 fio_job() { # DEV OUTFILE JOB
@@ -264,50 +299,101 @@ swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
 cp "$RSWAP_OUT/swapload" "$SWAPLOAD" 2>/dev/null && chmod +x "$SWAPLOAD" \
 	|| echo "bench client: no swapload binary in \$RSWAP_OUT (scripts/bench.sh builds it)"
 
-# ---- every backend ---------------------------------------------------------------------------
-for b in "${BACKENDS[@]}"; do
-	IFS=: read -r id label desc <<< "$b"
-	d=$R/$label; mkdir -p "$d"
+# ---- the rounds, then the swap workload -------------------------------------------------------
+# A session sets a backend up, measures and tears it down: in round R (TAG R) it fills the
+# test region and runs every fio job once (<label>/fio-JOB-R.json); in TAG "swap" it runs
+# the swap workload SWAP_RUNS times. A backend whose first set-up fails is n/a from then
+# on; anything failing later makes it "partial".
+declare -A BK_NA=() BK_BAD=() BK_DEVICE=()
+bk_status() { # ID: the backend's line of status.tsv as it stands
+	local id=$1 label=${BK_LABEL[$1]}
 	if ! selected "$id" "$label"; then
-		printf '%s\tn/a\t-\t%s\n' "$label" "$NOT_SELECTED" >> "$R/status.tsv"
-		continue
+		printf '%s\tn/a\t-\t%s\n' "$label" "$NOT_SELECTED"
+	elif [ -n "${BK_NA[$id]+set}" ]; then
+		printf '%s\tn/a\t-\t%s\n' "$label" "${BK_NA[$id]}"
+	elif [ -n "${BK_BAD[$id]:-}" ]; then
+		printf '%s\tpartial\t%s\tfailed:%s\n' "$label" "${BK_DEVICE[$id]}" "${BK_BAD[$id]}"
+	else
+		printf '%s\tok\t%s\t%s\n' "$label" "${BK_DEVICE[$id]}" "${BK_DESC[$id]}"
 	fi
-	step "$id.setup"
+}
+session() { # ID TAG
+	local id=$1 tag=$2 label=${BK_LABEL[$1]} desc=${BK_DESC[$1]} d j n msg
+	d=$R/$label
+	[ -z "${BK_NA[$id]+set}" ] || return 0
+	step "$id.$tag.setup"
 	BK_DEV= BK_REASON= BK_DIR=$d
-	dmesg_mark "bench $label"
+	dmesg_mark "bench $label $tag"
 	if ! "backend_${id}_setup"; then
-		echo "bench client: $label n/a: $BK_REASON"
-		printf '%s\tn/a\t-\t%s\n' "$label" "$BK_REASON" >> "$R/status.tsv"
-		skip_steps "$id"
-		backend_optional "$id" || failures=$((failures + 1))
 		"backend_${id}_teardown" 2>/dev/null || true
-		continue
+		if [ -z "${BK_DEVICE[$id]:-}" ]; then
+			echo "bench client: $label n/a: $BK_REASON"
+			BK_NA[$id]=$BK_REASON
+			skip_steps "$id"
+			backend_optional "$id" || failures=$((failures + 1))
+		else
+			echo "bench client: $label: set-up for $tag failed: $BK_REASON"
+			BK_BAD[$id]+=" setup-$tag"
+			skip_steps "$id.$tag"
+		fi
+		bk_status "$id" >> "$R/status.tsv"
+		return 0
 	fi
-	echo "bench client: $label is $BK_DEV ($desc)"
-	bad=
-	if ! swap_only "$id"; then
-		step "$id.fill"
+	[ -n "${BK_DEVICE[$id]:-}" ] || echo "bench client: $label is $BK_DEV ($desc)"
+	BK_DEVICE[$id]=$BK_DEV
+	if [ "$tag" = swap ]; then
+		for n in $(seq "$SWAP_RUNS"); do
+			step "$id.swap.$n"
+			if [ ! -x "$SWAPLOAD" ]; then BK_BAD[$id]+=" swap"; break; fi
+			msg=$(swap_run "$BK_DEV" "$d" "$n") || { BK_BAD[$id]+=" swap-$n"; echo "bench client: $msg"; break; }
+		done
+	else
+		step "$id.$tag.fill"
 		timeout 600 fio --name=fill --filename="$BK_DEV" --direct=1 --ioengine=libaio --rw=write \
-			--bs=1M --iodepth=4 --size="${REGION_MB}M" --output-format=json --output="$d/fio-fill.json" \
-			> "$d/fio-fill.log" 2>&1 || bad+=" fill"
+			--bs=1M --iodepth=4 --size="${REGION_MB}M" --output-format=json \
+			--output="$d/fio-fill-$tag.json" > "$d/fio-fill-$tag.log" 2>&1 || BK_BAD[$id]+=" fill-$tag"
 		for j in "${FIO_JOBS[@]}"; do
-			step "$id.$j"
-			fio_job "$BK_DEV" "$d/fio-$j.json" "$j" || { bad+=" $j"; echo "bench client: fio $j on $label failed"; tail -3 "$d/fio-$j.json.log"; }
+			step "$id.$tag.$j"
+			fio_job "$BK_DEV" "$d/fio-$j-$tag.json" "$j" || {
+				BK_BAD[$id]+=" $j-$tag"; echo "bench client: fio $j (round $tag) on $label failed"
+				tail -3 "$d/fio-$j-$tag.json.log"; }
 		done
 	fi
-	for n in $(seq "$SWAP_RUNS"); do
-		step "$id.swap$n"
-		if [ ! -x "$SWAPLOAD" ]; then bad+=" swap"; break; fi
-		msg=$(swap_run "$BK_DEV" "$d" "$n") || { bad+=" swap-$n"; echo "bench client: $msg"; break; }
-	done
 	"backend_${id}_teardown" || true
-	dmesg_clean > "$d/dmesg-bad.txt" || { bad+=" dmesg"; echo "bench client: kernel warnings during $label"; }
-	if [ -n "$bad" ]; then
-		printf '%s\tpartial\t%s\tfailed:%s\n' "$label" "$BK_DEV" "$bad" >> "$R/status.tsv"
-		failures=$((failures + 1))
-	else
-		printf '%s\tok\t%s\t%s\n' "$label" "$BK_DEV" "$desc" >> "$R/status.tsv"
-	fi
+	# This set-up's counters (backend_rswap_teardown saves the target's stats).
+	[ ! -f "$d/stats.txt" ] || mv "$d/stats.txt" "$d/stats-$tag.txt"
+	msg=$(dmesg_clean) || {
+		printf '%s:\n%s\n' "$tag" "$msg" >> "$d/dmesg-bad.txt"; BK_BAD[$id]+=" dmesg-$tag"
+		echo "bench client: kernel warnings during $label ($tag)"; }
+	# Each session appends the backend's status (report.py takes a label's last line), so
+	# that a run the driver under test crashes still reports what was measured before.
+	bk_status "$id" >> "$R/status.tsv"
+}
+for b in "${BACKENDS[@]}"; do
+	IFS=: read -r id label _ <<< "$b"
+	mkdir -p "$R/$label"; : > "$R/$label/dmesg-bad.txt"
+	selected "$id" "$label" || bk_status "$id" >> "$R/status.tsv"
+done
+kb_failed=0
+for r in $(seq "$REPEATS"); do
+	for id in $(round_items "$r"); do
+		if [ "$id" != kbench ]; then session "$id" "$r"
+		elif ! kbench_run "$r"; then kb_failed=$((kb_failed + 1)); fi
+	done
+done
+if [ $kb_failed != 0 ]; then
+	echo "bench client: in-kernel RDMA benchmark failed in $kb_failed of $REPEATS repeats: $(tr '\n' ' ' < "$R/kbench/error.txt")"
+	failures=$((failures + 1))
+fi
+for b in "${BACKENDS[@]}"; do
+	IFS=: read -r id label _ <<< "$b"
+	selected "$id" "$label" && session "$id" swap
+done
+for b in "${BACKENDS[@]}"; do
+	IFS=: read -r id label _ <<< "$b"
+	selected "$id" "$label" || continue
+	bk_status "$id" >> "$R/status.tsv"
+	[ -z "${BK_BAD[$id]:-}" ] || failures=$((failures + 1))
 done
 
 ctl stop >/dev/null || echo "bench client: could not tell the server to stop"

@@ -7,7 +7,7 @@
 out=$RSWAP_TOP/results/bench-quick
 [ "${1:-}" != --out ] || out=$2
 rm -rf "$out"
-echo "1..3"
+echo "1..4"
 if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out.log"; then
 	echo "ok 1 bench --quick: every baseline figure measured (in-kernel RDMA, perftest, nvme-rdma, local RAM disk)"
 else
@@ -50,4 +50,54 @@ then
 else
 	echo "not ok 3 bench --quick: in-kernel RDMA figures, the target ratios and every swap run are in the JSON"
 	grep -i 'in-kernel\|target' "$out.table" | head -8 | sed 's/^/# /'
+fi
+if o4=$(python3 - "$out/results.json" 2>&1 <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+n = d["env"]["repeats"]
+bad = [] if n >= 2 else ["env.repeats is %s" % n]
+
+def within(what, fig, k):
+    """fig (a job or phase) has n repeats and its figure k is their median, within min..max."""
+    runs = [r[k] for r in fig.get("runs", [])]
+    if len(runs) != n or fig.get("repeats") != n:
+        bad.append("%s: %d repeats, not %d" % (what, len(runs), n))
+    elif not (min(runs) <= fig[k] <= max(runs) and fig["range"][k] == [min(runs), max(runs)]
+              and abs(fig[k] - statistics.median(runs)) <= 1e-9 * abs(fig[k]) + 1e-9):
+        bad.append("%s %s: %s is not the median of %s" % (what, k, fig[k], runs))
+
+rounds = {}
+for name, b in d["backends"].items():
+    if b["status"] != "ok" or "fio" not in b:
+        continue
+    for job, f in b["fio"].items():
+        for k in ("iops", "lat_mean_us"):
+            within("%s fio %s" % (name, job), f or {}, k)
+        for r in (f or {}).get("runs", []):
+            rounds.setdefault(r["repeat"], []).append(r["timestamp"])
+qd = d["env"]["kbench_qd"]
+for p in ("read_qd1", "write_qd1", "read_qd%d" % qd, "write_qd%d" % qd):
+    within("in-kernel RDMA " + p, d["raw_kernel"].get(p) or {}, "ops_per_s")
+# The rounds interleave the backends: every job of round R ended before any of round R+1.
+if sorted(rounds) != list(range(1, n + 1)):
+    bad.append("fio rounds %s" % sorted(rounds))
+for r in range(1, n):
+    if r + 1 in rounds and max(rounds[r]) > min(rounds[r + 1]):
+        bad.append("round %d ran after round %d began" % (r, r + 1))
+# The table shows the medians, and each target's ratio (of those test 3 asks for, and any
+# other the run has) lies between its extreme pairings.
+row = {x["metric"]: x for x in d["table"]}["4K rand read QD1, mean latency (us)"]
+if row["values"]["rswap"] != d["backends"]["rswap"]["fio"]["rr_qd1"]["lat_mean_us"]:
+    bad.append("the table's rswap QD1 latency is not the fio median")
+for t in d["targets"]:
+    if t["ratio"] is not None and not t.get("ratio_min", 0) <= t["ratio"] <= t.get("ratio_max", 0):
+        bad.append("target %s: %s outside %s..%s" % (t["key"], t["ratio"], t.get("ratio_min"), t.get("ratio_max")))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+); then
+	echo "ok 4 bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians"
+else
+	echo "not ok 4 bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians"
+	tail -20 <<<"$o4" | sed 's/^/# /'
 fi
