@@ -1785,12 +1785,7 @@ fn add_encrypt_writes_encrypt_before_enable() {
     run(&fake, &["remove", "mem0"]).unwrap();
     fake.writes.borrow_mut().clear();
     run(&fake, &add_with_secret_file(file, &[])).unwrap();
-    assert!(!fake
-        .writes
-        .borrow()
-        .iter()
-        .any(|w| w.starts_with("encrypt")));
-    assert_eq!(fake.attr("mem0", "encrypt"), "0");
+    left_at_default(&fake, "mem0", "encrypt");
 }
 
 #[test]
@@ -1855,14 +1850,27 @@ fn add_encrypt_failures_leave_nothing() {
     fake.ctl().add(&add_options("mem0")).unwrap();
     assert_eq!(fake.ctl().list().unwrap()[0].encrypt, None);
 
-    // The kernel refuses the value.
+    kernel_refusal_leaves_nothing(&o, "encrypt", "encrypt: not a boolean (0 or 1)");
+}
+
+/// `add` did not write `attr` of `name`, which keeps the module's default (0).
+fn left_at_default(fake: &Fake, name: &str, attr: &str) {
+    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with(attr)));
+    assert_eq!(fake.attr(name, attr), "0");
+}
+
+/// `add` with `o`, whose write of `attr` the kernel refuses with `reason`: the error names
+/// the write and the kernel's reason, and nothing is enabled or left behind.
+fn kernel_refusal_leaves_nothing(o: &AddOptions, attr: &'static str, reason: &'static str) {
     let mut fake = Fake::new();
-    fake.fail = Some(("encrypt", EINVAL, Some("encrypt: not a boolean (0 or 1)")));
-    let f = fake.ctl().add(&o).unwrap_err();
+    fake.fail = Some((attr, EINVAL, Some(reason)));
+    let f = fake.ctl().add(o).unwrap_err();
     assert_eq!(
         f.to_string(),
-        "rswapctl: add mem0: writing encrypt=1: Invalid argument\n\
-         rswapctl: add mem0: kernel: encrypt: not a boolean (0 or 1)"
+        format!(
+            "rswapctl: add mem0: writing {attr}=1: Invalid argument\n\
+             rswapctl: add mem0: kernel: {reason}"
+        )
     );
     assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
     assert!(!fake.dir("mem0").exists());
@@ -1909,13 +1917,18 @@ fn conf_encrypt_and_up() {
     assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
 }
 
-#[test]
-fn man_page_has_encrypt() {
+/// The man page `name` as `rswapctl --generate-man` writes it.
+fn man_page(name: &str) -> String {
     let fake = Fake::new();
     let dir = fake.tmp.join("man");
     fs::create_dir(&dir).unwrap();
     run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
-    let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
+    fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn man_page_has_encrypt() {
+    let add = man_page("rswapctl-add.1");
     assert!(add.contains("\\-\\-encrypt"), "{add}");
     assert!(add.contains("security.md"), "{add}");
 }
@@ -1975,12 +1988,7 @@ fn add_sync_swapin_writes_sync_swapin_before_enable() {
         &["add", "mem0", "--server", "192.0.2.2", "--size", "8G"],
     )
     .unwrap();
-    assert!(!fake
-        .writes
-        .borrow()
-        .iter()
-        .any(|w| w.starts_with("sync_swapin")));
-    assert_eq!(fake.attr("mem0", "sync_swapin"), "0");
+    left_at_default(&fake, "mem0", "sync_swapin");
 }
 
 #[test]
@@ -2056,21 +2064,7 @@ fn add_sync_swapin_failures_leave_nothing() {
     fake.ctl().add(&add_options("mem0")).unwrap();
     assert_eq!(fake.ctl().list().unwrap()[0].sync_swapin, None);
 
-    // The kernel refuses the value.
-    let mut fake = Fake::new();
-    fake.fail = Some((
-        "sync_swapin",
-        EINVAL,
-        Some("sync_swapin: not a boolean (0 or 1)"),
-    ));
-    let f = fake.ctl().add(&o).unwrap_err();
-    assert_eq!(
-        f.to_string(),
-        "rswapctl: add mem0: writing sync_swapin=1: Invalid argument\n\
-         rswapctl: add mem0: kernel: sync_swapin: not a boolean (0 or 1)"
-    );
-    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
-    assert!(!fake.dir("mem0").exists());
+    kernel_refusal_leaves_nothing(&o, "sync_swapin", "sync_swapin: not a boolean (0 or 1)");
 }
 
 #[test]
@@ -2138,13 +2132,9 @@ fn conf_sync_swapin_and_up() {
 
 #[test]
 fn man_page_has_sync_swapin() {
-    let fake = Fake::new();
-    let dir = fake.tmp.join("man");
-    fs::create_dir(&dir).unwrap();
-    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
-    let add = fs::read_to_string(dir.join("rswapctl-add.1")).unwrap();
+    let add = man_page("rswapctl-add.1");
     assert!(add.contains("\\-\\-sync\\-swapin"), "{add}");
     assert!(add.contains("BLK_FEAT_SYNCHRONOUS"), "{add}");
-    let list = fs::read_to_string(dir.join("rswapctl-list.1")).unwrap();
+    let list = man_page("rswapctl-list.1");
     assert!(list.contains("ENC SYNC"), "{list}");
 }
