@@ -117,8 +117,9 @@ impl<const N: usize> SgDma<N> {
         }
         let n = i32::try_from(nents).map_err(|_| EINVAL)?;
         let raw_dev = pd.rdma_device().device().as_raw();
-        // SAFETY: the device is valid while `dev` exists; the table holds `nents`
-        // entries filled by the block layer and `sges` has room for `nents` SGEs.
+        // SAFETY: the device is valid while `pd` (which holds it) is borrowed; the table
+        // holds `nents` entries filled by the block layer and `sges` has room for `nents`
+        // SGEs.
         let mapped = unsafe {
             bindings::rswap_ib_dma_map_sg_sges(
                 raw_dev,
