@@ -65,8 +65,9 @@ for i in $(seq "$LOOPS"); do
 	rmmod rswap || fails=$((fails + 1))
 done
 # Each load saw the device, each unload let it go.
-added=$(dmesg | sed -n '/rswap-test-mark: load\/unload loop/,$p' | grep -c "rswap: $RDMA_DEV: device added")
-removed=$(dmesg | sed -n '/rswap-test-mark: load\/unload loop/,$p' | grep -c "rswap: $RDMA_DEV: device removed, its queues released")
+loop_log=$(dmesg | sed -n '/rswap-test-mark: load\/unload loop/,$p')
+added=$(grep -c "rswap: $RDMA_DEV: device added" <<<"$loop_log")
+removed=$(grep -c "rswap: $RDMA_DEV: device removed, its queues released" <<<"$loop_log")
 slab_after=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
 ktap_diag "slab before/after $LOOPS load/unload cycles: ${slab_before} kB / ${slab_after} kB"
 if [ "$fails" = 0 ] && [ "$added" = "$LOOPS" ] && [ "$removed" = "$LOOPS" ] \
