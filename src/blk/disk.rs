@@ -17,8 +17,10 @@ pub(crate) struct DiskParams<'a> {
     pub(crate) capacity: u64,
     /// Logical and physical block size.
     pub(crate) block_size: u32,
-    /// Hardware queues.
+    /// Hardware queues for all I/O.
     pub(crate) hw_queues: u32,
+    /// Hardware queues for polled I/O only, after those (see [`TagSet::new`]).
+    pub(crate) poll_queues: u32,
     /// Tags per hardware queue.
     pub(crate) queue_depth: u32,
     /// Segments per request.
@@ -76,6 +78,7 @@ impl<T: Operations> Disk<T> {
         let max_sectors =
             (params.max_request_bytes >> SECTOR_SHIFT).max(block_size >> SECTOR_SHIFT);
         let hw_queues = params.hw_queues;
+        let poll_queues = params.poll_queues;
         let whole_pages = params.whole_pages;
         let features = if params.synchronous {
             bindings::RSWAP_BLK_FEAT_SYNCHRONOUS
@@ -94,7 +97,7 @@ impl<T: Operations> Disk<T> {
         let disk_ref = Arc::into_raw(openers.clone());
         let disk = KBox::try_pin_init(
             try_pin_init!(&this in Self {
-                tag_set <- TagSet::new(hw_queues, depth, driver),
+                tag_set <- TagSet::new(hw_queues, poll_queues, depth, driver),
                 gd: {
                     // SAFETY: `this` is being initialised; `tag_set` was initialised above.
                     let set = unsafe { (*this.as_ptr()).tag_set.as_raw() };

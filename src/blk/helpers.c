@@ -114,6 +114,31 @@ unsigned int rswap_blk_default_timeout(void)
 	return 30 * HZ;
 }
 
+void rswap_blk_tag_set_queues(struct blk_mq_tag_set *set, unsigned int default_queues,
+			      unsigned int poll_queues)
+{
+	set->nr_hw_queues = default_queues + poll_queues;
+	set->nr_maps = poll_queues ? HCTX_MAX_TYPES : 1;
+}
+
+void rswap_blk_map_queues(struct blk_mq_tag_set *set, unsigned int poll_queues)
+{
+	unsigned int default_queues = set->nr_hw_queues - poll_queues;
+	unsigned int i;
+
+	/* blk_mq_alloc_tag_set() gave every map all the queues: size them here. */
+	set->map[HCTX_TYPE_DEFAULT].nr_queues = default_queues;
+	set->map[HCTX_TYPE_DEFAULT].queue_offset = 0;
+	if (set->nr_maps > HCTX_TYPE_POLL) {
+		set->map[HCTX_TYPE_READ].nr_queues = default_queues;
+		set->map[HCTX_TYPE_READ].queue_offset = 0;
+		set->map[HCTX_TYPE_POLL].nr_queues = poll_queues;
+		set->map[HCTX_TYPE_POLL].queue_offset = default_queues;
+	}
+	for (i = 0; i < set->nr_maps; i++)
+		blk_mq_map_queues(&set->map[i]);
+}
+
 unsigned int rswap_memalloc_noio_save(void)
 {
 	return memalloc_noio_save();

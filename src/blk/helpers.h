@@ -39,6 +39,18 @@ void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
 unsigned int rswap_blk_default_timeout(void);
+/*
+ * @set has @default_queues hardware queues for all I/O and, after them, @poll_queues for
+ * polled I/O (REQ_POLLED), with a map of their own only if there are any. Sets
+ * nr_hw_queues and nr_maps; before blk_mq_alloc_tag_set().
+ */
+void rswap_blk_tag_set_queues(struct blk_mq_tag_set *set, unsigned int default_queues,
+			      unsigned int poll_queues);
+/*
+ * The map_queues operation of such a tag set, given its @poll_queues: sizes each map
+ * (reads share the default queues) and spreads the CPUs over its queues.
+ */
+void rswap_blk_map_queues(struct blk_mq_tag_set *set, unsigned int poll_queues);
 unsigned int rswap_memalloc_noio_save(void);
 void rswap_memalloc_noio_restore(unsigned int flags);
 

@@ -55,6 +55,15 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
         rq: Request<Self>,
     ) -> core::result::Result<(), (Status, Request<Self>)>;
 
+    /// Completes what has finished on poll queue `hwq` (see
+    /// [`super::tag_set::TagSet::new`]), for a task that waits for its polled I/O by
+    /// polling; returns how many completions it found (0: none yet). Runs in process
+    /// context; must not sleep. Only called on poll queues: a driver without any need not
+    /// implement it.
+    fn poll(_hwq: &Self::HwQueue) -> u32 {
+        0
+    }
+
     /// `rq` timed out on hardware queue `hwq`.
     fn timeout(hwq: &Self::HwQueue, rq: &TimedOutRequest<'_>) -> TimeoutAction;
 }

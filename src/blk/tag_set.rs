@@ -17,11 +17,13 @@ use super::{
 ///
 /// `set` was allocated by `blk_mq_alloc_tag_set` and is freed only by drop; its
 /// `driver_data` points to `driver`, which this value keeps alive, and its `cmd_size` is
-/// that of `T::RequestData`.
+/// that of `T::RequestData`. The last `poll_queues` of its hardware queues are its poll
+/// queues, and it has a poll map exactly if there are any.
 #[pin_data(PinnedDrop)]
 pub(crate) struct TagSet<T: Operations> {
     #[pin]
     set: Opaque<kernel::bindings::blk_mq_tag_set>,
+    poll_queues: u32,
     driver: Arc<T>,
 }
 
@@ -38,16 +40,27 @@ impl<T: Operations> TagSet<T> {
         exit_hctx: Some(exit_hctx_callback::<T>),
         init_request: Some(init_request_callback::<T>),
         exit_request: Some(exit_request_callback::<T>),
+        map_queues: Some(map_queues_callback::<T>),
+        poll: Some(poll_callback::<T>),
         // SAFETY: all-zeroes is a valid `blk_mq_ops` (no callbacks).
         ..unsafe { core::mem::zeroed() }
     };
 
-    /// A tag set of `hw_queues` hardware queues, `depth` tags each, serving `driver`.
-    pub(crate) fn new(hw_queues: u32, depth: u32, driver: Arc<T>) -> impl PinInit<Self, Error> {
+    /// A tag set of `hw_queues` hardware queues for all I/O and, after them, `poll_queues`
+    /// for polled I/O ([`Operations::poll`]), `depth` tags each, serving `driver`. With
+    /// poll queues, the disks of the tag set support polling (`BLK_FEAT_POLL`).
+    pub(crate) fn new(
+        hw_queues: u32,
+        poll_queues: u32,
+        depth: u32,
+        driver: Arc<T>,
+    ) -> impl PinInit<Self, Error> {
         let data = Arc::as_ptr(&driver).cast_mut().cast::<ffi::c_void>();
         let cmd_size = u32::try_from(core::mem::size_of::<T::RequestData>());
+        let polls = poll_queues;
         try_pin_init!(Self {
-            driver,
+            // Before `set`: blk-mq maps the queues (`map_queues_callback`) while allocating.
+            poll_queues: polls,
             set <- Opaque::try_ffi_init(move |set: *mut kernel::bindings::blk_mq_tag_set| {
                 let cmd_size = cmd_size.map_err(|_| EINVAL)?;
                 // SAFETY: `set` is valid for writes; all-zeroes is a valid empty tag set.
@@ -55,16 +68,18 @@ impl<T: Operations> TagSet<T> {
                 // SAFETY: as above; plain fields.
                 unsafe {
                     (*set).ops = &Self::OPS;
-                    (*set).nr_hw_queues = hw_queues;
                     (*set).queue_depth = depth;
                     (*set).numa_node = kernel::bindings::NUMA_NO_NODE;
                     (*set).cmd_size = cmd_size;
                     (*set).timeout = bindings::rswap_blk_default_timeout();
                     (*set).driver_data = data;
                 }
+                // SAFETY: `set` is valid and not allocated yet.
+                unsafe { bindings::rswap_blk_tag_set_queues(set, hw_queues, polls) };
                 // SAFETY: `set` is initialised and pinned until drop frees it.
                 to_result(unsafe { kernel::bindings::blk_mq_alloc_tag_set(set) })
             }),
+            driver,
         })
     }
 
@@ -215,6 +230,41 @@ unsafe extern "C" fn queue_rq_callback<T: Operations>(
             status.as_raw()
         }
     }
+}
+
+/// Maps the CPUs to the hardware queues of each map (default, read, poll).
+///
+/// # Safety
+///
+/// Called by blk-mq with a tag set made by [`TagSet::new`] for `T` (in its allocation or
+/// an update of its queues).
+unsafe extern "C" fn map_queues_callback<T: Operations>(
+    set: *mut kernel::bindings::blk_mq_tag_set,
+) {
+    let field = set.cast::<Opaque<kernel::bindings::blk_mq_tag_set>>();
+    // SAFETY: `set` is the `set` field of a `TagSet<T>` (the caller's guarantee), which
+    // `Opaque` wraps transparently.
+    let this = unsafe { kernel::container_of!(field, TagSet<T>, set) };
+    // SAFETY: `this` is valid; `poll_queues` is initialised before the tag set is
+    // allocated (`TagSet::new`) and never changes.
+    let poll_queues = unsafe { (*this).poll_queues };
+    // SAFETY: `set` is valid; blk-mq allocated a CPU map for each of its `nr_maps` maps,
+    // and the tag set has `poll_queues` poll queues after its default ones (invariant).
+    unsafe { bindings::rswap_blk_map_queues(set, poll_queues) };
+}
+
+/// # Safety
+///
+/// Called by blk-mq with a valid hardware context of a tag set of `T` (a poll queue's),
+/// in process context.
+unsafe extern "C" fn poll_callback<T: Operations>(
+    hctx: *mut kernel::bindings::blk_mq_hw_ctx,
+    _iob: *mut kernel::bindings::io_comp_batch,
+) -> ffi::c_int {
+    // SAFETY: `hctx` is a valid, initialised context of a tag set of `T`, alive for the
+    // call.
+    let hwq = unsafe { hw_queue_of::<T>(hctx) };
+    ffi::c_int::try_from(T::poll(hwq)).unwrap_or(ffi::c_int::MAX)
 }
 
 /// # Safety

@@ -148,6 +148,7 @@ impl RemoteDisk {
                 capacity: config.size,
                 block_size: BLOCK_SIZE,
                 hw_queues: u32::from(config.queues),
+                poll_queues: 0,
                 queue_depth: config.depth,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
