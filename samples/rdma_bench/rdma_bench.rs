@@ -586,6 +586,7 @@ fn run(client: &Registration<BenchClient>, bench: &Arc<Bench>, p: &Params) -> Re
         // A slot per buffer of a phase (at most `depth`), each 4 KiB: two pages at most.
         read_slots: p.depth,
         read_pages: 2,
+        polled: false,
     };
     cm.create_qp(&dev, &caps, 0)?;
     let qp = cm.qp().ok_or(EINVAL)?;

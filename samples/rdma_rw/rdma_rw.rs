@@ -201,6 +201,7 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         // The one READ, into a buffer of at most two pages.
         read_slots: 1,
         read_pages: 2,
+        polled: false,
     };
     cm.create_qp(&dev, &caps, 0)?;
     let qp = cm.qp().ok_or(EINVAL)?;

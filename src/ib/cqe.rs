@@ -171,6 +171,11 @@ impl Outstanding {
         true
     }
 
+    /// Whether no work request is listed: every one posted has completed.
+    pub(super) fn is_empty(&self) -> bool {
+        self.entries.lock().first.is_null()
+    }
+
     /// Completions dropped because their work request had completed already.
     pub(super) fn duplicates(&self) -> u32 {
         self.duplicates.load(Ordering::Relaxed)

@@ -262,9 +262,22 @@ void rswap_ib_wc_flushed(struct ib_wc *wc, struct ib_cqe *cqe)
 }
 
 struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe,
-				int comp_vector)
+				int comp_vector, bool direct)
 {
-	return ib_alloc_cq(dev, context, nr_cqe, comp_vector, IB_POLL_SOFTIRQ);
+	return ib_alloc_cq(dev, context, nr_cqe, comp_vector,
+			   direct ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
+}
+
+int rswap_ib_poll_cq(struct ib_cq *cq, int budget)
+{
+	int n;
+
+	if (WARN_ON_ONCE(in_hardirq()))
+		return 0;
+	local_bh_disable();
+	n = ib_process_cq_direct(cq, budget);
+	local_bh_enable();
+	return n;
 }
 
 void rswap_local_bh_disable(void)

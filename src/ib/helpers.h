@@ -90,11 +90,18 @@ struct ib_cqe *rswap_ib_wc_cqe(struct ib_wc *wc);
 /* Fills @wc as the flushed completion of the work request whose entry is @cqe. */
 void rswap_ib_wc_flushed(struct ib_wc *wc, struct ib_cqe *cqe);
 /*
- * A completion queue of its own for one QP, polled in softirq context, with @context as
- * its `cq_context`; an ERR_PTR on failure. Freed with ib_free_cq().
+ * A completion queue of its own for one QP, polled in softirq context or, if @direct,
+ * only by ib_process_cq_direct(); with @context as its `cq_context`; an ERR_PTR on
+ * failure. Freed with ib_free_cq().
  */
 struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe,
-				int comp_vector);
+				int comp_vector, bool direct);
+/*
+ * Runs the handlers of at most @budget completions of the IB_POLL_DIRECT CQ @cq, with
+ * softirqs disabled as a softirq CQ runs them; returns how many ran. Not in hard
+ * interrupt context (warns and does nothing there).
+ */
+int rswap_ib_poll_cq(struct ib_cq *cq, int budget);
 /* Softirqs off and on again on this CPU (completion handlers expect them off). */
 void rswap_local_bh_disable(void);
 void rswap_local_bh_enable(void);

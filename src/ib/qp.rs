@@ -7,13 +7,19 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicBool, AtomicU8, Ordering},
 };
-use kernel::{error::to_result, prelude::*, str::CStrExt, sync::Arc};
+use kernel::{
+    error::to_result,
+    prelude::*,
+    str::CStrExt,
+    sync::Arc,
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+};
 
 use super::{
     bindings,
-    cq::Cq,
-    cqe::{CqeOwner, Posting},
-    dma::{Direction, DmaBuf},
+    cq::{Cq, CqPoll},
+    cqe::{impl_has_cqe, Cqe, CqeOwner, Outstanding, Posting, SgeList, Wc},
+    dma::{Direction, DmaBuf, Sge},
     mr::Mr,
     pd::Pd,
     rdma_device::RdmaDevice,
@@ -32,6 +38,66 @@ pub(crate) struct QpCaps {
     pub(crate) read_slots: u32,
     /// The most pages one READ's local buffers span.
     pub(crate) read_pages: u32,
+    /// Whether the send completions are polled by the QP's user ([`Qp::poll`]) rather
+    /// than run in softirq context (see [`Qp`]).
+    pub(crate) polled: bool,
+}
+
+/// How many completions one [`Qp::poll`] runs at most.
+const POLL_BUDGET: u32 = 16;
+
+/// How long the teardown of a polled QP polls for its drain marker (see [`Qp::drain`]);
+/// what has not completed by then is completed as flushed once the QP is destroyed, as
+/// for a provider that loses completions.
+const POLLED_DRAIN_MS: i64 = 5000;
+
+/// The last work request of a polled QP: a zero-length RDMA WRITE posted once the QP is in
+/// the error state, whose (flushed) completion comes after that of every send posted
+/// before it (see [`Qp::drain`]), as `ib_drain_qp`'s marker does.
+struct DrainMarker {
+    cqe: Cqe,
+    /// Set by its completion.
+    done: AtomicBool,
+}
+
+impl_has_cqe! { impl HasCqe for DrainMarker { self.cqe } }
+
+impl SgeList for DrainMarker {
+    fn sges(&self) -> &[Sge] {
+        &[]
+    }
+}
+
+/// The posted drain marker of a QP, which owns it (in a box, so it does not move).
+///
+/// # Invariants
+///
+/// Points to the marker of a QP that is posted at most once and outlives its completion
+/// (the QP completes every posted work request before its fields go, see [`Qp::drop`]).
+struct MarkerPost(NonNull<DrainMarker>);
+
+// SAFETY: the marker is plain memory whose only shared field is atomic.
+unsafe impl Send for MarkerPost {}
+
+// SAFETY: the marker stays in its box, which the QP keeps until after every completion
+// (type invariant), and it is posted once, so `from_raw` takes back what `into_raw` gave.
+unsafe impl CqeOwner for MarkerPost {
+    type Target = DrainMarker;
+
+    fn into_raw(self) -> NonNull<DrainMarker> {
+        self.0
+    }
+
+    unsafe fn from_raw(target: NonNull<DrainMarker>) -> Self {
+        Self(target)
+    }
+
+    fn complete(self, _wc: &Wc<'_>) {
+        // SAFETY: the marker outlives its completion (type invariant).
+        unsafe { self.0.as_ref() }
+            .done
+            .store(true, Ordering::Release);
+    }
 }
 
 /// Which one-sided operation to post.
@@ -69,6 +135,10 @@ struct Fence {
 /// (see [`Pd`]); drained and destroyed on drop, and every work request it was given
 /// completed by then (see [`Qp::drop`]).
 ///
+/// A polled QP ([`QpCaps::polled`]) has two CQs: its send completions (the RDMA READs and
+/// WRITEs) are run only by [`Qp::poll`], in the context of whoever polls, and its receive
+/// completions (the server's descriptor, which the connect waits for) in softirq context.
+///
 /// Only a [`super::cm::CmId`] makes and owns one, and drops it before destroying the id.
 ///
 /// On an iWARP device the sink of an RDMA READ must be registered for remote write (the
@@ -78,12 +148,14 @@ struct Fence {
 ///
 /// # Invariants
 ///
-/// `id` is valid and has a QP created by `rdma_create_qp` in `pd`, with `cq` for both
-/// directions, that has not been destroyed. The id outlives this value (its owner, the
-/// `CmId`, drops it first); the CQ and the PD are owned here, `cq` is dropped only in
-/// `drop`, and `pd` last of all. `name` is null or a string that outlives the QP. `fence`
-/// is set exactly on an iWARP device, and then `read_mrs` holds one region for each READ
-/// slot (else none); the regions are in `pd`.
+/// `id` is valid and has a QP created by `rdma_create_qp` in `pd`, with `cq` for its
+/// sends and `recv_cq` (if set, else `cq`) for its receives, that has not been destroyed.
+/// Both CQs list their work requests in `cq`'s [`Outstanding`] set. The id outlives this
+/// value (its owner, the `CmId`, drops it first); the CQs and the PD are owned here, the
+/// CQs are dropped only in `drop`, and `pd` last of all. `name` is null or a string that
+/// outlives the QP. `fence` is set exactly on an iWARP device, and then `read_mrs` holds
+/// one region for each READ slot (else none); the regions are in `pd`. `marker` is set
+/// exactly on a polled QP, and posted at most once, by `drain`.
 pub(crate) struct Qp {
     id: NonNull<bindings::rdma_cm_id>,
     /// The fence READs' buffer (iWARP). Deregistered and unmapped after the QP is
@@ -94,8 +166,12 @@ pub(crate) struct Qp {
     read_mrs: KVec<Mr>,
     /// Set once drained: nothing can be posted after that, so once is enough.
     drained: AtomicBool,
-    /// The QP's CQ, freed after the QP is destroyed.
+    /// The QP's CQ (its send CQ if it is polled), freed after the QP is destroyed.
     cq: ManuallyDrop<Cq>,
+    /// A polled QP's receive CQ (softirq), freed after the QP is destroyed.
+    recv_cq: ManuallyDrop<Option<Cq>>,
+    /// A polled QP's drain marker; freed after every completion.
+    marker: Option<KBox<DrainMarker>>,
     /// The QP's name for the log (its queue), or null.
     name: *const kernel::ffi::c_char,
     /// The QP's protection domain, holding the QP and the regions. Last: dropped after
@@ -110,7 +186,8 @@ unsafe impl Sync for Qp {}
 
 impl Qp {
     /// Creates the QP of `id` on `dev`, in a PD and with a CQ of its own for both
-    /// directions; its asynchronous events are logged with `name`.
+    /// directions (or, polled, one for each); its asynchronous events are logged with
+    /// `name`.
     ///
     /// # Safety
     ///
@@ -160,15 +237,41 @@ impl Qp {
         } else {
             caps.send_wr
         };
-        // One more of each for `ib_drain_qp`'s marker work requests.
-        let cqes = send_wr + caps.recv_wr + 2;
-        let cq = Cq::new(dev, cqes, vector_hint)?;
+        let outstanding = Arc::pin_init(Outstanding::new(), GFP_KERNEL)?;
+        let (cq, recv_cq) = if caps.polled {
+            // One more of each for the drain markers (see `drain`).
+            let cq = Cq::new(dev, send_wr + 1, vector_hint, CqPoll::Direct, &outstanding)?;
+            let recv_cq = Cq::new(
+                dev,
+                caps.recv_wr + 1,
+                vector_hint,
+                CqPoll::Softirq,
+                &outstanding,
+            )?;
+            (cq, Some(recv_cq))
+        } else {
+            // One more of each for `ib_drain_qp`'s marker work requests.
+            let cqes = send_wr + caps.recv_wr + 2;
+            let cq = Cq::new(dev, cqes, vector_hint, CqPoll::Softirq, &outstanding)?;
+            (cq, None)
+        };
+        let marker = if caps.polled {
+            Some(KBox::new(
+                DrainMarker {
+                    cqe: Cqe::new(),
+                    done: AtomicBool::new(false),
+                },
+                GFP_KERNEL,
+            )?)
+        } else {
+            None
+        };
         let mut attr = bindings::ib_qp_init_attr {
             // Asynchronous QP events (a QP turning fatal, ...) go to the kernel log.
             event_handler: Some(bindings::rswap_ib_qp_event),
             qp_context: name.map_or(core::ptr::null_mut(), |n| n.as_char_ptr().cast_mut().cast()),
             send_cq: cq.as_raw(),
-            recv_cq: cq.as_raw(),
+            recv_cq: recv_cq.as_ref().unwrap_or(&cq).as_raw(),
             cap: bindings::ib_qp_cap {
                 max_send_wr: send_wr + 1,
                 max_recv_wr: caps.recv_wr + 1,
@@ -184,13 +287,16 @@ impl Qp {
         // guarantee); the PD and CQ are valid and on the id's device; `attr` is valid for
         // the call.
         to_result(unsafe { bindings::rdma_create_qp(id.as_ptr(), pd.as_raw(), &mut attr) })?;
-        // INVARIANT: the id now has a QP in `pd` with `cq`.
+        // INVARIANT: the id now has a QP in `pd` with `cq` and `recv_cq` (or `cq`), both
+        // listing in `outstanding`.
         Ok(Self {
             id,
             fence,
             read_mrs,
             drained: AtomicBool::new(false),
             cq: ManuallyDrop::new(cq),
+            recv_cq: ManuallyDrop::new(recv_cq),
+            marker,
             name: name.map_or(core::ptr::null(), |n| n.as_char_ptr()),
             pd,
         })
@@ -205,6 +311,13 @@ impl Qp {
     fn qp(&self) -> *mut bindings::ib_qp {
         // SAFETY: by the type invariant the id is valid and has a QP.
         unsafe { (*self.id.as_ptr()).qp }
+    }
+
+    /// Runs the handlers of the send completions waiting on a polled QP (at most a few),
+    /// with softirqs disabled, and returns how many ran; 0 on a QP that is not polled.
+    /// Does not sleep; not in hard interrupt context (it warns and does nothing there).
+    pub(crate) fn poll(&self) -> u32 {
+        self.cq.poll(POLL_BUDGET)
     }
 
     /// Whether this QP registers the sink of each RDMA READ (iWARP), see
@@ -363,13 +476,75 @@ impl Qp {
     /// Moves the QP to the error state and waits until every posted work request has
     /// completed (flushed). Sleeps. Only the first call does anything, so it is for the
     /// owner's teardown alone ([`super::cm::CmId::drain`] and drop), once nothing posts.
+    ///
+    /// A polled QP's receives are drained by `ib_drain_rq` (their CQ is a softirq CQ), which
+    /// moves it to the error state; then its sends by posting a drain marker and polling
+    /// the send CQ until the marker completes: `ib_drain_sq` would poll it too, but run
+    /// the handlers with softirqs enabled. It polls for at most [`POLLED_DRAIN_MS`]; what
+    /// a provider never completes is completed as flushed after the QP is destroyed (see
+    /// [`Qp::drop`]).
     pub(super) fn drain(&self) {
         if self.drained.swap(true, Ordering::AcqRel) {
             return;
         }
-        // SAFETY: the QP is valid; its CQ is not polled directly (softirq context), which
-        // `ib_drain_qp` requires.
-        unsafe { bindings::ib_drain_qp(self.qp()) };
+        let Some(marker) = &self.marker else {
+            // SAFETY: the QP is valid; its CQ is not polled directly (softirq context),
+            // which `ib_drain_qp` requires.
+            unsafe { bindings::ib_drain_qp(self.qp()) };
+            return;
+        };
+        // SAFETY: the QP is valid; its receive CQ is a softirq CQ, which `ib_drain_rq`
+        // requires. This moves the QP to the error state.
+        unsafe { bindings::ib_drain_rq(self.qp()) };
+        // INVARIANT: the marker is the QP's, posted this once (`drained` was clear).
+        let posted = self.post_marker(MarkerPost(NonNull::from(&**marker)));
+        let outstanding = self.cq.outstanding();
+        let start: Instant<Monotonic> = Instant::now();
+        loop {
+            let done = if posted {
+                marker.done.load(Ordering::Acquire)
+            } else {
+                outstanding.is_empty()
+            };
+            if done || start.elapsed() >= Delta::from_millis(POLLED_DRAIN_MS) {
+                break;
+            }
+            if self.poll() == 0 {
+                fsleep(Delta::from_micros(500));
+            }
+        }
+    }
+
+    /// Posts `marker` as a signalled zero-length RDMA WRITE, not fenced (on iWARP too: it
+    /// carries no data, and is posted only to come back flushed); whether it was posted.
+    fn post_marker(&self, marker: MarkerPost) -> bool {
+        let posting = Posting::new(marker, self.cq.outstanding());
+        let mut wr = bindings::rswap_ib_rdma {
+            cqe: posting.cqe(),
+            write: true,
+            sges: core::ptr::null_mut(),
+            nsges: 0,
+            ..Default::default()
+        };
+        // SAFETY: the QP is valid; the work request has no SGEs, no region, and its
+        // completion entry is in the marker, which the work request owns until its
+        // completion (`MarkerPost`).
+        let ret = unsafe { bindings::rswap_ib_post_rdma(self.qp(), &mut wr) };
+        if ret != 0 {
+            let _ = posting.unpost();
+            return false;
+        }
+        true
+    }
+
+    /// The QP's name for the log.
+    fn log_name(&self) -> &CStr {
+        if self.name.is_null() {
+            c"rswap"
+        } else {
+            // SAFETY: a non-null name is a string that outlives the QP (invariant).
+            unsafe { CStr::from_char_ptr(self.name) }
+        }
     }
 }
 
@@ -381,10 +556,16 @@ impl Drop for Qp {
         // SAFETY: by the type invariant the id is valid and has a QP, which is destroyed
         // once here.
         unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
-        // SAFETY: dropped once, here, after the QP on it was destroyed; not used after.
-        let cq = unsafe { ManuallyDrop::take(&mut self.cq) };
+        // SAFETY: dropped once, here, after the QP on them was destroyed; not used after.
+        let (cq, recv_cq) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.cq),
+                ManuallyDrop::take(&mut self.recv_cq),
+            )
+        };
         let outstanding = cq.outstanding().clone();
         let dev = cq.rdma_device().clone();
+        drop(recv_cq);
         drop(cq);
         // A provider may drop completions the drain should have waited for (soft-iWARP
         // loses the READs still waiting for their responses when its device is removed).
@@ -393,12 +574,7 @@ impl Drop for Qp {
         let lost = unsafe { outstanding.flush_lost(dev.device()) };
         let duplicates = outstanding.duplicates();
         if lost > 0 || duplicates > 0 {
-            let name = if self.name.is_null() {
-                c"rswap"
-            } else {
-                // SAFETY: a non-null name is a string that outlives the QP (invariant).
-                unsafe { CStr::from_char_ptr(self.name) }
-            };
+            let name = self.log_name();
             pr_warn!(
                 "{}: {}: the device never completed {} work request(s) (completed as flushed after the QP was destroyed) and completed {} twice (the second ignored)\n",
                 name,

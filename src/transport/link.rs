@@ -759,6 +759,7 @@ impl Link {
             // A request of at most `max_sge` pages of data, page-contiguous but for the
             // start of the first and the end of the last.
             read_pages: max_sge + 1,
+            polled: false,
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
         let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
