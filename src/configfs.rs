@@ -60,6 +60,9 @@ const DEFAULT_ENCRYPT: bool = false;
 /// `make bench` measured the swap workload 2.4 times slower with it
 /// (Documentation/benchmarks.md, "Synchronous swap-in").
 const DEFAULT_SYNC_SWAPIN: bool = false;
+/// Most connections (queues and poll queues) one target opens: the server's default
+/// limit of queues per client.
+const MAX_CONNECTIONS: u32 = 64;
 
 /// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
 /// registered as long as a target directory exists (each pins the module).
@@ -134,6 +137,7 @@ impl configfs::GroupOperations for Root {
                 src_addr: 15,
                 encrypt: 16,
                 sync_swapin: 17,
+                poll_queues: 18,
             ],
         };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
@@ -158,6 +162,7 @@ impl configfs::GroupOperations for Root {
                     secret: None,
                     encrypt: DEFAULT_ENCRYPT,
                     sync_swapin: DEFAULT_SYNC_SWAPIN,
+                    poll_queues: 0,
                     instance: nonzero_random(),
                     enabled: None,
                 }),
@@ -219,6 +224,8 @@ struct Settings {
     /// Whether the disk declares itself synchronous (`BLK_FEAT_SYNCHRONOUS`): swap then
     /// reads pages back one at a time, without readahead.
     sync_swapin: bool,
+    /// Hardware queues for polled I/O, each a connection of its own, after `queues`.
+    poll_queues: u16,
     /// Which instance of its client id this target is, towards the server: random for
     /// each directory, kept across `enable` cycles (a region has one owner instance).
     instance: u64,
@@ -282,11 +289,36 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         refuse(this, format_args!("enable: set size first"));
         return Err(EINVAL);
     };
+    // More poll queues than CPUs would have no CPU mapped to them (as nvme-rdma, which
+    // caps its own at the CPUs online).
+    let cpus = u16::try_from(kernel_ext::nr_cpus()).unwrap_or(u16::MAX);
+    let poll_queues = s.poll_queues.min(cpus);
+    if poll_queues < s.poll_queues {
+        pr_info!(
+            "{}: configfs: poll_queues {} is more than the {} CPUs: {} poll queues\n",
+            &*this.name,
+            s.poll_queues,
+            cpus,
+            poll_queues
+        );
+    }
+    let connections = u32::from(s.queues) + u32::from(poll_queues);
+    if connections > MAX_CONNECTIONS {
+        refuse(
+            this,
+            format_args!(
+                "enable: queues + poll_queues is {}, more than {} connections",
+                connections, MAX_CONNECTIONS
+            ),
+        );
+        return Err(EINVAL);
+    }
     let config = DiskConfig {
         server: addr.with_port(s.port),
         source: s.src_addr,
         size,
         queues: s.queues,
+        poll_queues,
         depth: s.depth,
         client_id: s.client_id,
         timeout_ms: s.timeout_ms,
@@ -391,7 +423,7 @@ setting_attr!(
     3,
     "queues",
     |s, w| writeln!(w, "{}", s.queues),
-    |t| parse::number(t, 1, 64),
+    |t| parse::number(t, 1, u64::from(MAX_CONNECTIONS)),
     |s, v| s.queues = v as u16
 );
 setting_attr!(
@@ -435,6 +467,13 @@ setting_attr!(
     |s, w| writeln!(w, "{}", u8::from(s.sync_swapin)),
     |t| parse::boolean(t),
     |s, v| s.sync_swapin = v
+);
+setting_attr!(
+    18,
+    "poll_queues",
+    |s, w| writeln!(w, "{}", s.poll_queues),
+    |t| parse::number(t, 0, u64::from(MAX_CONNECTIONS) - 1),
+    |s, v| s.poll_queues = v as u16
 );
 setting_attr!(
     11,

@@ -108,6 +108,11 @@ struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq)
 	return rq->mq_hctx;
 }
 
+bool rswap_blk_rq_in_flight(struct request *rq)
+{
+	return blk_mq_rq_state(rq) == MQ_RQ_IN_FLIGHT;
+}
+
 /* 30 seconds, in jiffies. */
 unsigned int rswap_blk_default_timeout(void)
 {

@@ -39,6 +39,8 @@ void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
 unsigned int rswap_blk_default_timeout(void);
+/* Whether @rq is in flight (started and not completed). */
+bool rswap_blk_rq_in_flight(struct request *rq);
 /*
  * @set has @default_queues hardware queues for all I/O and, after them, @poll_queues for
  * polled I/O (REQ_POLLED), with a map of their own only if there are any. Sets

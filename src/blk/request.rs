@@ -305,4 +305,11 @@ impl<'a> TimedOutRequest<'a> {
         // SAFETY: the request is valid.
         unsafe { bindings::rswap_blk_rq_pos(self.rq.get()) }
     }
+
+    /// Whether the request is still in flight: not, if it was ended meanwhile (its memory
+    /// stays valid, as blk-mq holds a reference for the timeout handler).
+    pub(crate) fn is_in_flight(&self) -> bool {
+        // SAFETY: the request is valid.
+        unsafe { bindings::rswap_blk_rq_in_flight(self.rq.get()) }
+    }
 }

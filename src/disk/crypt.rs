@@ -24,7 +24,7 @@
 //! Each request has its own preallocated [`RequestCrypt`]: a crypto request and the
 //! bounce pages its WRITE is sealed into (a write must not change the caller's pages).
 //! Reads are opened in place in the request's pages. Both run where the request is:
-//! sealing in `queue_rq`, opening in the completion (softirq), with a synchronous
+//! sealing in `queue_rq`, opening in the completion (softirqs disabled), with a synchronous
 //! transform; nothing allocates or sleeps.
 
 use core::sync::atomic::{AtomicU64, Ordering};

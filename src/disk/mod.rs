@@ -44,6 +44,9 @@ pub(crate) struct DiskConfig {
     pub(crate) size: u64,
     /// Hardware queues, one connection each.
     pub(crate) queues: u16,
+    /// Hardware queues for polled I/O only (`HCTX_TYPE_POLL`), one connection each, after
+    /// those.
+    pub(crate) poll_queues: u16,
     /// Requests in flight per queue.
     pub(crate) depth: u32,
     /// This client's identity towards the server.
@@ -67,6 +70,18 @@ pub(crate) struct DiskConfig {
     /// Declare the disk synchronous, so that swap reads its pages back without readahead
     /// (see [`DiskParams::synchronous`]).
     pub(crate) sync_swapin: bool,
+}
+
+/// The poll queues of a disk, as its log line names them (nothing if there are none).
+struct PollQueues(u16);
+
+impl kernel::fmt::Display for PollQueues {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            n => write!(f, " and {} poll queues", n),
+        }
+    }
 }
 
 /// A connected disk.
@@ -121,7 +136,8 @@ impl RemoteDisk {
                 source: config.source,
                 client_id: config.client_id,
                 size: config.size,
-                queue_count: config.queues,
+                queue_count: config.queues + config.poll_queues,
+                poll_queues: config.poll_queues,
                 depth: config.depth,
                 max_sge: MAX_SEGMENTS as u32,
                 timeout_ms: config.timeout_ms,
@@ -148,7 +164,7 @@ impl RemoteDisk {
                 capacity: config.size,
                 block_size: BLOCK_SIZE,
                 hw_queues: u32::from(config.queues),
-                poll_queues: 0,
+                poll_queues: u32::from(config.poll_queues),
                 queue_depth: config.depth,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
@@ -161,14 +177,15 @@ impl RemoteDisk {
             driver.clone(),
         )?;
         pr_info!(
-            "{}: {} bytes of remote memory at {} (region {}, epoch {}{}), {} queues\n",
+            "{}: {} bytes of remote memory at {} (region {}, epoch {}{}), {} queues{}\n",
             name,
             config.size,
             config.server.with_port_shown(),
             desc.region_id,
             desc.epoch,
             if desc.reused() { ", reconnected" } else { "" },
-            config.queues
+            config.queues,
+            PollQueues(config.poll_queues)
         );
         if config.sync_swapin {
             pr_info!(

@@ -382,8 +382,8 @@ fn finish_crypt(
     result
 }
 
-/// The work request carrying `rq` completed: unmap, then end or requeue it. Runs in
-/// softirq context.
+/// The work request carrying `rq` completed: unmap, then end or requeue it. Runs with
+/// softirqs disabled: in softirq context, or on a poll queue in whichever task polls.
 fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
     rq.data().dma.unmap(wc.device());
     let issued = rq.data().issued.take();
@@ -614,8 +614,19 @@ impl blk::Operations for Driver {
         })
     }
 
+    fn poll(hwq: &DiskQueue) -> u32 {
+        hwq.queue.poll()
+    }
+
     fn timeout(hwq: &DiskQueue, rq: &TimedOutRequest<'_>) -> TimeoutAction {
         let queue = &hwq.queue;
+        // On a poll queue a request whose submitter stopped polling (a stopped task, an
+        // io_uring that does not reap) completes only when polled: poll before calling
+        // a healthy link dead, as nvme-pci does before timing a request out.
+        queue.reap();
+        if !rq.is_in_flight() {
+            return TimeoutAction::Done;
+        }
         pr_warn!(
             "{}: queue {}: request at sector {} timed out\n",
             queue.name(),

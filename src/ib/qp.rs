@@ -46,6 +46,9 @@ pub(crate) struct QpCaps {
 /// How many completions one [`Qp::poll`] runs at most.
 const POLL_BUDGET: u32 = 16;
 
+/// How many times [`Qp::poll_all`] polls at most.
+const POLL_ALL_ROUNDS: u32 = 64;
+
 /// How long the teardown of a polled QP polls for its drain marker (see [`Qp::drain`]);
 /// what has not completed by then is completed as flushed once the QP is destroyed, as
 /// for a provider that loses completions.
@@ -318,6 +321,21 @@ impl Qp {
     /// Does not sleep; not in hard interrupt context (it warns and does nothing there).
     pub(crate) fn poll(&self) -> u32 {
         self.cq.poll(POLL_BUDGET)
+    }
+
+    /// [`Qp::poll`] until it finds nothing (or a bounded number of times, if completions
+    /// keep coming): for who reaps what nobody polled for (the keep-alive, a timeout).
+    /// How many ran.
+    pub(crate) fn poll_all(&self) -> u32 {
+        let mut total = 0;
+        for _ in 0..POLL_ALL_ROUNDS {
+            let n = self.poll();
+            total += n;
+            if n < POLL_BUDGET {
+                break;
+            }
+        }
+        total
     }
 
     /// Whether this QP registers the sink of each RDMA READ (iWARP), see

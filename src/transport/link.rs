@@ -4,15 +4,15 @@
 //!
 //! Setup follows the rdma_cm steps: resolve the address, resolve the route, take the
 //! device's object and register the queue as a user of the device, create the QP with a
-//! protection domain and a CQ of its own, post the RECV for the region descriptor,
-//! connect with the [`ConnectRequest`] as private data, and take the descriptor the server
-//! sends once the connection is up. A client with a secret first dials once with a hello,
-//! which the server refuses with a challenge, then dials again with its proof for that
-//! challenge, and checks the server's proof in the descriptor before it uses the region
-//! (see `Documentation/wire-format.md`). Each step waits, bounded, for the event that ends it:
-//! the CM handler and the receive completion record their events in [`LinkEvents`] and
-//! wake the connecting thread; nothing polls. [`LinkEvents::abort`] ends a wait at once
-//! (teardown, device removal).
+//! protection domain and CQs of its own (polled on a poll queue, see [`Link::poll`]),
+//! post the RECV for the region descriptor, connect with the [`ConnectRequest`] as
+//! private data, and take the descriptor the server sends once the connection is up. A
+//! client with a secret first dials once with a hello, which the server refuses with a
+//! challenge, then dials again with its proof for that challenge, and checks the server's
+//! proof in the descriptor before it uses the region (see `Documentation/wire-format.md`).
+//! Each step waits, bounded, for the event that ends it: the CM handler and the receive
+//! completion record their events in [`LinkEvents`] and wake the connecting thread;
+//! nothing polls. [`LinkEvents::abort`] ends a wait at once (teardown, device removal).
 //!
 //! Teardown is the reverse, by ownership: [`Conn`]'s drop disconnects and drains the QP
 //! (every posted work request completes, flushed) and leaves the device's users; then the
@@ -120,6 +120,9 @@ pub(crate) struct LinkParams {
     pub(crate) size: u64,
     /// Queues the client opens.
     pub(crate) queue_count: u16,
+    /// How many of them, the last ones, are polled: their I/O completes only when its
+    /// submitter polls for it ([`Link::poll`]).
+    pub(crate) poll_queues: u16,
     /// Work requests in flight per queue.
     pub(crate) depth: u32,
     /// Most SGEs one work request needs.
@@ -137,7 +140,7 @@ pub(crate) struct LinkParams {
 /// keep-alive probe failed).
 pub(crate) trait LinkWatcher: Send + Sync {
     /// The link is lost, for reason `why` (with a work completion status, or 0). Runs in
-    /// the CM's process context or in a completion (softirq): must not sleep.
+    /// the CM's process context or in a completion (softirqs disabled): must not sleep.
     fn link_lost(&self, why: &CStr, status: u32);
 }
 
@@ -549,7 +552,7 @@ pub(crate) struct Link {
     #[pin]
     conn: Revocable<Conn>,
     /// The keep-alive probe, when it is not posted. Taken in the keep-alive work, put
-    /// back in its completion (softirq).
+    /// back in its completion (softirqs disabled).
     #[pin]
     probe: SpinLockIrq<Option<ProbeBox>>,
 }
@@ -759,7 +762,7 @@ impl Link {
             // A request of at most `max_sge` pages of data, page-contiguous but for the
             // start of the first and the end of the last.
             read_pages: max_sge + 1,
-            polled: false,
+            polled: index >= params.queue_count.saturating_sub(params.poll_queues),
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
         let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
@@ -821,6 +824,11 @@ impl Link {
         let Some(conn) = self.conn() else {
             return ProbeOutcome::NotPosted;
         };
+        // Nobody may have polled an idle polled link since the last probe: its completion
+        // is reaped here.
+        if let Some(qp) = conn.qp() {
+            qp.poll_all();
+        }
         let Some(probe) = self.probe.lock().take() else {
             return ProbeOutcome::Unanswered;
         };
@@ -837,6 +845,22 @@ impl Link {
                 ProbeOutcome::NotPosted
             }
         }
+    }
+
+    /// Runs the completions waiting on a polled link (see [`Qp::poll`]); how many ran (0
+    /// on a link that is not polled, or torn down). Does not sleep.
+    pub(crate) fn poll(&self) -> u32 {
+        self.conn()
+            .and_then(|conn| conn.qp().map(Qp::poll))
+            .unwrap_or(0)
+    }
+
+    /// Runs every completion waiting on a polled link (see [`Qp::poll_all`]), for I/O
+    /// that nobody polls for any more. Does not sleep.
+    pub(crate) fn reap(&self) -> u32 {
+        self.conn()
+            .and_then(|conn| conn.qp().map(Qp::poll_all))
+            .unwrap_or(0)
     }
 
     /// Takes the connection down (sleeps): its posted work requests are flushed, and

@@ -296,6 +296,18 @@ impl Queue {
         self.link.lock().clone()
     }
 
+    /// Runs the completions waiting on this queue's link if it is polled: a task waiting
+    /// for polled I/O on the queue calls it. How many ran. Does not sleep.
+    pub(crate) fn poll(&self) -> u32 {
+        self.current().map_or(0, |link| link.poll())
+    }
+
+    /// Runs every completion waiting on this queue's link if it is polled, for I/O that
+    /// nobody polls for (a request timed out). How many ran. Does not sleep.
+    pub(crate) fn reap(&self) -> u32 {
+        self.current().map_or(0, |link| link.reap())
+    }
+
     /// Runs `f` with the live link and its connection, handing `value` to it; gives
     /// `value` back with the reason when the queue has no live connection. `f` runs in an
     /// RCU read-side section: it must not sleep.
