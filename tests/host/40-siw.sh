@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The data-path, swap and recovery suites again, over soft-iWARP (siw0) instead of
+# The data-path, poll queue, swap and recovery suites again, over soft-iWARP (siw0) instead of
 # soft-RoCE: an iWARP device, where rswap registers each RDMA READ's sink in a memory
 # region and fences each WRITE with a READ, so those paths carry every suite's data.
 # Debian's stock kernel does not build siw: on it this suite is skipped; `make check
@@ -10,8 +10,8 @@
 . "$RSWAP_TOP/tests/lib/host.sh"
 out=$RSWAP_TOP/results/siw
 [ "${1:-}" != --out ] || out=$2
-suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/40-swap.sh
-	tests/guest/45-recovery.sh)
+suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/33-poll.sh
+	tests/guest/40-swap.sh tests/guest/45-recovery.sh)
 
 if [ "${KERNEL:-stock}" != debug ]; then
 	echo "1..1"

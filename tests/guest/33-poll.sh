@@ -1,0 +1,304 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Poll queues over soft-RoCE in one guest: a target with poll_queues has hardware queues
+# for polled I/O only (io_uring with IORING_SETUP_IOPOLL, fio --hipri), each a connection
+# whose RDMA completions are run by the task that polls for them, not by an interrupt.
+# Polled I/O goes to those queues and only there, reads back what it wrote, recovers
+# when the server drops the connections, and an idle poll queue passes its keep-alive.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORT=18527
+CFG=/sys/kernel/config/rswap
+T=$CFG/poll
+OUT=$RSWAP_OUT/33-poll
+mkdir -p "$OUT"
+SIZE_MB=32
+
+NAMES=(
+	"poll: poll_queues defaults to 0 and takes 0..63; bad values, and queues + poll_queues over 64 at enable, are refused with a reason"
+	"poll: a target without poll queues does not poll (io_poll 0), and polled I/O on it fails with EOPNOTSUPP instead of hanging"
+	"poll: queues=1 poll_queues=1 connects two queues, and the disk polls (io_poll 1)"
+	"poll: fio io_uring --hipri writes and verifies 8 MiB: 0 errors, every request on the poll queue (queue1), none on queue0"
+	"poll: I/O that is not polled (libaio) goes to queue0 only"
+	"poll: an idle poll queue passes 6 keep-alive rounds (keepalive_ms=1000): no probe unanswered, no recovery"
+	"poll: the server closes every connection under polled fio verify; the flushed requests are issued again, both queues reconnect and fio ends with 0 errors"
+	"poll: polled I/O whose submitter stops polling (SIGSTOP, keepalive_ms=0, io_timeout 2 s): the timeout polls and finds it done, no request timed out, no recovery; fio ends with 0 errors once resumed"
+	"poll: an encrypted target (encrypt=1) with a poll queue: polled fio verify opens every read in the polling task, 0 errors"
+	"poll: poll_queues above the CPU count is capped at it at enable, with a log line"
+	"poll: disable, rmdir and rmmod work"
+	"poll: a device that loses flushed completions (fault_lose_flushes=16, keepalive_ms=0) under polled fio verify: the poll queue's teardown stops waiting at its marker, then completes them itself; fio ends with 0 errors"
+	"dmesg: no BUG/WARNING/Oops in the poll queue tests"
+)
+target_suite_start
+dmesg_mark "33-poll"
+
+# qstat FILE QUEUE KEY: counter KEY of hardware queue QUEUE in a copy of the stats.
+qstat() { awk -v q="queue$2" -v k="$3" '$1 == q { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$1"; }
+# requests FILE QUEUE: reads + writes of QUEUE.
+requests() { echo $(( $(qstat "$1" "$2" reads) + $(qstat "$1" "$2" writes) )); }
+fio_errors() { grep -o '"total_err" : [0-9]*' "$1" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }'; }
+# fio_hipri NAME [more fio options]: polled fio writes and verifies 8 MiB of the disk in
+# 4 KiB requests at QD8, into $OUT/fio-NAME.*.
+fio_hipri() {
+	local name=$1
+	shift
+	fio --name="$name" --filename="$DEV" --direct=1 --ioengine=io_uring --hipri=1 --rw=randwrite \
+		--bs=4k --iodepth=8 --size=8M --verify=crc32c --verify_fatal=1 --do_verify=1 \
+		--verify_state_save=0 --output-format=json --output="$OUT/fio-$name.json" "$@" \
+		>"$OUT/fio-$name.log" 2>&1
+}
+# fio_hipri_load NAME: fio_hipri with 4k..128k requests at QD32 in 2 jobs, one on each half
+# of the disk, in the background (sets fpid); returns once it has I/O in flight.
+fio_hipri_load() {
+	fio_hipri "$1" --bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M \
+		--offset_increment=$((SIZE_MB / 2))M --group_reporting &
+	fpid=$!
+	local rd wr
+	for _ in $(seq 200); do
+		read -r rd wr < /sys/block/$B/inflight
+		[ $((rd + wr)) -gt 0 ] && break
+		sleep 0.05
+	done
+}
+
+rswap_load || ktap_skip_rest "insmod failed"
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 128M --grace 120 --insecure \
+	|| ktap_skip_rest "rswap-server does not start: $(tail -2 "$OUT/server.log")"
+# Polled I/O needs io_uring; a distribution may turn it off for unprivileged users only.
+[ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 2 ] && echo 0 > /proc/sys/kernel/io_uring_disabled
+
+mkdir $T
+bad=0 why=
+try() { # attr value: must be refused with a reason in last_error
+	if echo "$2" > "$T/$1" 2>/dev/null; then bad=1; why+="$1=$2 accepted; "; return; fi
+	[[ $(cat $T/last_error) == "$1: "* ]] || { bad=1; why+="$1=$2: last_error '$(cat $T/last_error)'; "; }
+}
+default=$(cat $T/poll_queues)
+for v in 64 -1 x 1e1; do try poll_queues "$v"; done
+range=$(cat $T/last_error)
+echo 63 > $T/poll_queues && [ "$(cat $T/poll_queues)" = 63 ] || { bad=1; why+="63 refused; "; }
+echo "$IP" > $T/addr; echo $PORT > $T/port; echo ${SIZE_MB}M > $T/size; echo 64 > $T/queues; echo 1 > $T/poll_queues
+if echo 1 > $T/enable 2>/dev/null; then
+	bad=1 why+="enable with 64 + 1 queues accepted; "
+	echo 0 > $T/enable
+fi
+over=$(cat $T/last_error)
+[[ $over == "enable: queues + poll_queues is 65, more than 64 connections" ]] || { bad=1; why+="enable: '$over'; "; }
+[[ $(cat $T/state) != connected* ]] || { bad=1; why+="state $(cat $T/state); "; }
+echo 0 > $T/poll_queues
+if [ "$default" = 0 ] && [ $bad = 0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$range" "$over"
+else
+	ktap_fail "$(ktap_name)" "default $default; $why"
+fi
+
+# Without poll queues the block layer refuses polled I/O: fio fails fast.
+echo 1 > $T/queues
+if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
+	DEV=/dev/$(cat $T/device)
+	B=$(basename "$DEV")
+	iop=$(cat /sys/block/$B/queue/io_poll)
+	timeout 60 fio --name=nopoll --filename="$DEV" --direct=1 --ioengine=io_uring --hipri=1 \
+		--rw=randread --bs=4k --iodepth=1 --size=1M --number_ios=16 >"$OUT/fio-nopoll.log" 2>&1
+	frc=$?
+	if [ "$iop" = 0 ] && [ $frc != 0 ] && [ $frc != 124 ] && grep -qi 'not supported' "$OUT/fio-nopoll.log"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "io_poll $iop; fio exit $frc: $(grep -i -m1 'not supported' "$OUT/fio-nopoll.log")"
+	else
+		ktap_fail "$(ktap_name)" "io_poll $iop; fio exit $frc: $(tail -3 "$OUT/fio-nopoll.log")"
+	fi
+	echo 0 > $T/enable
+else
+	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error)"
+fi
+
+echo 1 > $T/poll_queues; echo 1000 > $T/keepalive_ms
+if ! echo 1 > $T/enable || [[ $(cat $T/state) != connected* ]]; then
+	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4)"
+	ktap_skip_rest "the target with a poll queue did not connect"
+fi
+DEV=/dev/$(cat $T/device)
+B=$(basename "$DEV")
+line=$(dmesg | grep "rswap: $B: .* 1 queues and 1 poll queues" | tail -1 | sed 's/^\[[^]]*\] //')
+if [ "$(cat /sys/block/$B/queue/io_poll)" = 1 ] && [[ $(cat $T/state) == "connected queues=2/2 "* ]] \
+	&& [ -n "$line" ] && [ -n "$(qstat $T/stats 1 reads)" ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$line" "$(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "io_poll $(cat /sys/block/$B/queue/io_poll); state $(cat $T/state); log '$line'; $(cat $T/stats)"
+fi
+
+cat $T/stats > "$OUT/stats-0.txt"
+fio_hipri polled
+frc=$?
+cat $T/stats > "$OUT/stats-1.txt"
+q0=$(( $(requests "$OUT/stats-1.txt" 0) - $(requests "$OUT/stats-0.txt" 0) ))
+q1=$(( $(requests "$OUT/stats-1.txt" 1) - $(requests "$OUT/stats-0.txt" 1) ))
+# 8 MiB written and read back in 4 KiB requests: 4096 of them.
+if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-polled.json")" = 0 ] && [ $q1 -ge 4096 ] && [ $q0 = 0 ] \
+	&& [ "$(qstat "$OUT/stats-1.txt" 1 inflight)" = 0 ] && [ "$(qstat "$OUT/stats-1.txt" 1 errors)" = 0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "queue0 +$q0, queue1 +$q1 requests"
+else
+	ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-polled.json"); queue0 +$q0, queue1 +$q1; $(tail -3 "$OUT/fio-polled.log")"
+fi
+
+fio --name=irq --filename="$DEV" --direct=1 --ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 \
+	--size=4M --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+	--output-format=json --output="$OUT/fio-irq.json" >"$OUT/fio-irq.log" 2>&1
+frc=$?
+cat $T/stats > "$OUT/stats-2.txt"
+q0=$(( $(requests "$OUT/stats-2.txt" 0) - $(requests "$OUT/stats-1.txt" 0) ))
+q1=$(( $(requests "$OUT/stats-2.txt" 1) - $(requests "$OUT/stats-1.txt" 1) ))
+if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-irq.json")" = 0 ] && [ $q0 -ge 2048 ] && [ $q1 = 0 ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "queue0 +$q0, queue1 +$q1 requests"
+else
+	ktap_fail "$(ktap_name)" "fio exit $frc; queue0 +$q0, queue1 +$q1; $(tail -3 "$OUT/fio-irq.log")"
+fi
+
+# The keep-alive probe of a poll queue completes only when someone polls: the keep-alive
+# itself must, or an idle poll queue looks dead at its second round.
+r0=$(state_field $T recoveries)
+dmesg_mark "33-poll idle"
+sleep 6
+idle=$(dmesg | sed -n '/rswap-test-mark: 33-poll idle/,$p')
+if [ "$(state_field $T recoveries)" = "$r0" ] && ! grep -q 'keep-alive probe' <<<"$idle" \
+	&& [[ $(cat $T/state) == "connected queues=2/2 "* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "$(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "recoveries $r0 -> $(state_field $T recoveries); $(grep rswap <<<"$idle" | tail -4)"
+fi
+
+# The server drops every connection (keeping the regions) while polled I/O is in flight:
+# the flushed requests are requeued and polled for again on the new links.
+r0=$(state_field $T recoveries) q0=$(state_field $T retried)
+fio_hipri_load recover
+kill -USR1 "$SPID"
+wait_exit $fpid 300
+frc=$?
+for _ in $(seq 100); do
+	[[ $(cat $T/state) == "connected queues=2/2 "* ]] && [ "$(state_field $T recoveries)" -ge $((r0 + 2)) ] && break
+	sleep 0.1
+done
+r1=$(state_field $T recoveries) q1=$(state_field $T retried)
+if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-recover.json")" = 0 ] && [ "$r1" -ge $((r0 + 2)) ] \
+	&& [ "$q1" -gt "$q0" ] && [[ $(cat $T/state) == "connected queues=2/2 "* ]]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "recoveries $r0 -> $r1, requests issued again $q0 -> $q1; $(cat $T/state)" \
+		"$(dmesg | grep 'queue 1: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+else
+	ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-recover.json"); recoveries $r0 -> $r1, retried $q0 -> $q1; $(cat $T/state); $(tail -3 "$OUT/fio-recover.log")"
+fi
+
+# reenable SETTING=VALUE...: disables the target, writes the settings, enables it again.
+reenable() {
+	local kv
+	echo 0 > $T/enable || return 1
+	for kv in "$@"; do echo "${kv#*=}" > "$T/${kv%%=*}" || return 1; done
+	echo 1 > $T/enable && DEV=/dev/$(cat $T/device) && B=$(basename "$DEV")
+}
+
+# The submitter of polled I/O stops polling with requests in flight: they complete in the
+# CQ, where nobody (no keep-alive either) runs them, until blk-mq times them out. The
+# timeout must poll and find them done, not take a healthy link down.
+if reenable keepalive_ms=0; then
+	echo 2000 > /sys/block/$B/queue/io_timeout
+	r0=$(state_field $T recoveries)
+	dmesg_mark "33-poll stop"
+	fio_hipri_load stopped --thread
+	pkill -STOP -f -- --name=stopped
+	sleep 8
+	stopped=$(dmesg | sed -n '/rswap-test-mark: 33-poll stop/,$p')
+	r1=$(state_field $T recoveries)
+	pkill -CONT -f -- --name=stopped
+	wait_exit $fpid 300
+	frc=$?
+	if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-stopped.json")" = 0 ] && [ "$r1" = "$r0" ] \
+		&& ! grep -q 'timed out' <<<"$stopped"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "recoveries $r0 -> $r1 while fio was stopped for 8 s; $(cat $T/state)"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-stopped.json"); recoveries $r0 -> $r1; $(grep rswap <<<"$stopped" | tail -3)"
+	fi
+else
+	ktap_fail "$(ktap_name)" "re-enable with keepalive_ms=0: $(cat $T/last_error)"
+fi
+
+# Encrypted: reads are opened in their completion, which on a poll queue runs in the task
+# that polls.
+if reenable encrypt=1; then
+	cat $T/stats > "$OUT/stats-enc0.txt"
+	fio_hipri encrypted
+	frc=$?
+	cat $T/stats > "$OUT/stats-enc1.txt"
+	opened=$(sed -n 's/^encryption .*\bopened=\([0-9]*\).*/\1/p' "$OUT/stats-enc1.txt")
+	q1=$(( $(requests "$OUT/stats-enc1.txt" 1) - $(requests "$OUT/stats-enc0.txt" 1) ))
+	if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-encrypted.json")" = 0 ] && [ "${opened:-0}" -ge 2048 ] \
+		&& [ $q1 -ge 4096 ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "queue1 +$q1 requests; $(grep '^encryption ' "$OUT/stats-enc1.txt")"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-encrypted.json"); queue1 +$q1; $(grep '^encryption ' "$OUT/stats-enc1.txt"); $(tail -3 "$OUT/fio-encrypted.log")"
+	fi
+else
+	ktap_fail "$(ktap_name)" "re-enable with encrypt=1: $(cat $T/last_error)"
+fi
+
+cpus=$(nproc --all)
+if reenable encrypt=0 poll_queues=63 && [[ $(cat $T/state) == "connected queues=$((cpus + 1))/$((cpus + 1)) "* ]] \
+	&& capped=$(dmesg | grep "rswap: poll: configfs: poll_queues 63 is more than the $cpus CPUs: $cpus poll queues" | tail -1) \
+	&& [ -n "$capped" ]; then
+	ktap_pass "$(ktap_name)"
+	ktap_diag "${capped#*] }" "$(cat $T/state)"
+else
+	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(cat $T/last_error); $(dmesg | grep rswap | tail -3)"
+fi
+
+ok=1
+echo 0 > $T/enable || ok=0
+rmdir $T || ok=0
+rmmod rswap || ok=0
+if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(dmesg | tail -3)"; fi
+
+# A polled QP is drained by polling until every work request is back; one whose flushed
+# completion the device never delivers holds that up to its limit, and is then completed
+# as flushed once the QP and its CQ are gone (as on a softirq queue).
+lost_lines() { dmesg | grep -o 'the device never completed [0-9]*' | awk '{ s += $5 } END { print s + 0 }'; }
+lost0=$(lost_lines)
+if rswap_load fault_lose_flushes=16 && mkdir $T && echo "$IP" > $T/addr && echo $PORT > $T/port \
+	&& echo ${SIZE_MB}M > $T/size && echo 1 > $T/queues && echo 1 > $T/poll_queues \
+	&& echo 0 > $T/keepalive_ms && echo 1 > $T/enable; then
+	DEV=/dev/$(cat $T/device)
+	B=$(basename "$DEV")
+	fio_hipri_load lose
+	kill -USR1 "$SPID"
+	wait_exit $fpid 300
+	frc=$?
+	lost=$(( $(lost_lines) - lost0 ))
+	st=$(cat $T/state)
+	ok=1
+	echo 0 > $T/enable || ok=0
+	rmdir $T || ok=0
+	rmmod rswap || ok=0
+	if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-lose.json")" = 0 ] && [ $lost -ge 1 ] && [ $ok = 1 ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "work requests whose completion was dropped and that rswap completed itself: $lost; state was: $st" \
+			"$(dmesg | grep 'the device never completed' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-lose.json"), completed by rswap $lost, teardown ok=$ok, state $st; $(tail -3 "$OUT/fio-lose.log"); $(dmesg | grep rswap | tail -4)"
+	fi
+else
+	ktap_fail "$(ktap_name)" "could not set up: $(cat $T/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3)"
+	rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
+fi
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+
+dmesg_note_rxe_races
+ktap_check "$(ktap_name)" dmesg_clean
+ktap_finish
