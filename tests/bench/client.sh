@@ -179,6 +179,10 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 		"$REPEATS" "$SWAP_RUNS" "$KB_MS" "$KB_QD" "$REGION_MB"
 	printf ' "selected": %s,\n' "$([ ${#ONLY[@]} = 0 ] && echo null \
 		|| printf '[%s]' "$(for n in "${ONLY[@]}"; do json_str "$n"; echo; done | paste -sd,)")"
+	# Every backend this harness has, by label, selected or not: report.py leaves the
+	# backends added after a run out of its tables.
+	printf ' "backends": [%s],\n' "$(for b in "${BACKENDS[@]}"; do
+		IFS=: read -r _ label _ <<< "$b"; json_str "$label"; echo; done | paste -sd,)"
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 

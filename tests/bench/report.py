@@ -24,7 +24,8 @@ benchmark run env "repeats" times, the swap workload env "swap_runs" times), wit
 lowest and highest repeat in brackets; ratios and targets are ratios of medians.
 results.json keeps every repeat's figures ("runs").
 A run limited to some backends (RSWAP_BENCH_BACKENDS, env "selected") leaves the others
-out of the tables and of --check.
+out of the tables and of --check, as does a run of a harness that did not have a backend
+yet (env "backends", the labels it had; see in_harness).
 """
 import argparse
 import json
@@ -43,6 +44,9 @@ SWAP_ONLY = ["rswap-md1", "rswap-sync"]
 OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1", "rswap-sync"]
 # Encrypted rswap (encrypt=1): its cost is its ratio to rswap in the same run.
 ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
+# Backends added after client.sh began to list its backends (env "backends"): a run
+# without that list did not have them.
+NEWER = []
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 # The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
 # queue made like rswap's, against rswap-server) and perftest (user space, secondary).
@@ -307,7 +311,9 @@ def load(raw, host_env):
         pass
     for b in BACKENDS:
         st = status.get(b, {"status": "n/a", "device": None,
-                            "note": "the run ended before this backend was measured"})
+                            "note": "the run ended before this backend was measured"
+                            if in_harness(env, b) else
+                            "not in this run (its harness did not have this backend)"})
         entry = {"status": st["status"], "device": st["device"]}
         if st["status"] == "n/a":
             entry["reason"] = st["note"]
@@ -336,9 +342,19 @@ def g(d, *path):
     return d
 
 
+def in_harness(env, name):
+    """Whether the harness of the run with env had backend name (a label): those env
+    "backends" lists, or for a run before that list, all but NEWER."""
+    have = env.get("backends")
+    return name not in NEWER if have is None else name in have
+
+
 def selected(res, name):
     """Whether the run measured name (a backend label, "kernel" or "perftest"): every one
-    unless RSWAP_BENCH_BACKENDS chose some (env "selected": ids or labels)."""
+    its harness had (in_harness) unless RSWAP_BENCH_BACKENDS chose some (env "selected":
+    ids or labels)."""
+    if name in BACKENDS and not in_harness(res["env"], name):
+        return False
     only = res["env"].get("selected")
     if not only:
         return True
