@@ -8,8 +8,10 @@
 # functions on the peer). On success it sets BK_DEV to the block device and returns 0;
 # when the backend cannot be built it sets BK_REASON (one line) and returns non-zero, and
 # the results show the backend as "n/a" with that reason. $BK_DIR is the backend's results
-# folder, for any extra record it wants to keep. teardown also runs after a failed setup,
-# so it must cope with a half-built backend.
+# folder, for any extra record it wants to keep. setup may also set BK_FIO, the fio options
+# that choose the engine of its fio jobs (an array; client.sh resets it to
+# --ioengine=libaio before each setup; the fill always uses libaio). teardown also runs
+# after a failed setup, so it must cope with a half-built backend.
 
 # Run order (of the first round of fio jobs and of the swap workload; later rounds rotate
 # it, see client.sh). The rswap family goes last: a crash of the driver under test must
@@ -25,10 +27,13 @@ BACKENDS=(
 )
 # Backends that run the swap workload only (no fill, no fio jobs).
 SWAP_ONLY=(rswap_sync rswap_md)
+# Backends that run the fill and the fio jobs only (no swap workload).
+FIO_ONLY=()
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
 OPTIONAL=(rswap rswap_sync rswap_enc rswap_enc_wq rswap_md)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
+fio_only() { [[ " ${FIO_ONLY[*]} " == *" $1 "* ]]; }          # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 
 # ---- HOOK: rswap -----------------------------------------------------------------------

@@ -4,18 +4,19 @@
 # of the in-kernel RDMA benchmark (samples/rdma_bench: kernel verbs against rswap-server)
 # and of every block device of tests/bench/backends.sh under fio, then the swap workload on
 # every block device, $SWAP_RUNS times (the backends in SWAP_ONLY run the swap workload
-# only). Started by scripts/bench.sh through qemu/run-pair.sh (two guests) or qemu/run.sh
-# (--loopback, one guest that also runs tests/bench/server.sh in the background).
+# only, those in FIO_ONLY no swap workload). Started by scripts/bench.sh through
+# qemu/run-pair.sh (two guests) or qemu/run.sh (--loopback, one guest that also runs
+# tests/bench/server.sh in the background).
 #
 #   client.sh [--quick] [--time SECS] [--repeats N] [--swap-mb MIB] [--loopback]
 #             [--backend NAME]...
 #
 # A round runs the in-kernel benchmark once and, on each backend in turn, sets it up, fills
-# its test region, runs every fio job once and tears it down. Round R takes the items in
-# the order of round 1 rotated by R-1 places, so that a drift of the host's speed over the
-# run does not always favour the same backend; round 1 keeps tests/bench/backends.sh's
-# order (the baselines before the rswap family), as does the swap workload after the
-# rounds. report.py takes the median of the repeats.
+# its test region, runs every fio job once (with the engine its setup chose, BK_FIO) and
+# tears it down. Round R takes the items in the order of round 1 rotated by R-1 places, so
+# that a drift of the host's speed over the run does not always favour the same backend;
+# round 1 keeps tests/bench/backends.sh's order (the baselines before the rswap family), as
+# does the swap workload after the rounds. report.py takes the median of the repeats.
 #
 # --backend NAME (repeatable; scripts/bench.sh makes them from RSWAP_BENCH_BACKENDS): run
 # only these: backends by id or label (rswap_sync or rswap-sync), and the raw references
@@ -149,7 +150,7 @@ for r in $(seq "$REPEATS"); do
 done
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
-	selected "$id" "$label" || continue
+	selected "$id" "$label" && ! fio_only "$id" || continue
 	plan_add "$id.swap.setup" 10 "$label:setup-swap"
 	for n in $(seq "$SWAP_RUNS"); do
 		if [ "$id" = local ]; then plan_add "$id.swap.$n" $((SWAP_MB / 16 + 3)) "$label:swap-$n"
@@ -253,6 +254,9 @@ kbench_run() { # N: repeat N
 selected kernel || echo "$NOT_SELECTED" > "$R/kbench/not-selected.txt"
 
 # ---- fio --------------------------------------------------------------------------------
+# The engine of the fio jobs (not of the fill): libaio unless the backend's setup chose
+# another (BK_FIO, tests/bench/backends.sh); session() resets it before each setup.
+BK_FIO=(--ioengine=libaio)
 fio_job() { # DEV OUTFILE JOB
 	local dev=$1 outf=$2 spec
 	case $3 in
@@ -262,7 +266,7 @@ fio_job() { # DEV OUTFILE JOB
 	rw_qd32) spec=(--rw=randwrite --bs=4k --iodepth=32 --numjobs=2) ;;
 	seqread) spec=(--rw=read --bs=64k --iodepth=16 --numjobs=1) ;;
 	esac
-	timeout $((T + RAMP + 90)) fio --name="$3" --filename="$dev" --direct=1 --ioengine=libaio \
+	timeout $((T + RAMP + 90)) fio --name="$3" --filename="$dev" --direct=1 "${BK_FIO[@]}" \
 		--size="${REGION_MB}M" --time_based --runtime="$T" --ramp_time="$RAMP" \
 		--norandommap --randrepeat=0 --lat_percentiles=1 --group_reporting \
 		"${spec[@]}" --output-format=json --output="$outf" > "$outf.log" 2>&1
@@ -326,7 +330,7 @@ session() { # ID TAG
 	d=$R/$label
 	[ -z "${BK_NA[$id]+set}" ] || return 0
 	step "$id.$tag.setup"
-	BK_DEV= BK_REASON= BK_DIR=$d
+	BK_DEV= BK_REASON= BK_DIR=$d BK_FIO=(--ioengine=libaio)
 	dmesg_mark "bench $label $tag"
 	if ! "backend_${id}_setup"; then
 		"backend_${id}_teardown" 2>/dev/null || true
@@ -391,7 +395,7 @@ if [ $kb_failed != 0 ]; then
 fi
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
-	selected "$id" "$label" && session "$id" swap
+	selected "$id" "$label" && ! fio_only "$id" && session "$id" swap
 done
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"

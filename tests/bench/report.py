@@ -40,6 +40,8 @@ BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-m
 MAIN = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
 SWAP_ONLY = ["rswap-md1", "rswap-sync"]
+# Backends that run the fio jobs only, no swap workload (tests/bench/backends.sh FIO_ONLY).
+FIO_ONLY = []
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
 OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1", "rswap-sync"]
 # Encrypted rswap (encrypt=1): its cost is its ratio to rswap in the same run.
@@ -258,14 +260,25 @@ def parse_fio(path):
     lat = s.get("lat_ns", {})
     pct = lat.get("percentile") or s.get("clat_ns", {}).get("percentile") or {}
     p99 = pct.get("99.000000")
+    opts = job.get("job options") or {}
     return {"side": side, "iops": s["iops"], "bw_mib_s": s["bw"] / 1024.0,
             "lat_mean_us": lat.get("mean", 0) / 1000.0,
             "lat_p99_us": p99 / 1000.0 if p99 is not None else None,
             "clat_mean_us": s.get("clat_ns", {}).get("mean", 0) / 1000.0,
             "runtime_ms": s.get("runtime"), "total_ios": s.get("total_ios"),
             "jobname": job.get("jobname"), "errors": job.get("error", 0),
+            "engine": fio_engine(opts),
             # When fio finished (Unix time, the guest's clock).
             "timestamp": data.get("timestamp")}
+
+
+def fio_engine(opts):
+    """The I/O engine of a fio job's options ("job options" of its JSON), as "libaio",
+    "io_uring", or "io_uring hipri" when it polls for completions; None when not given."""
+    engine = opts.get("ioengine")
+    if engine is not None and opts.get("hipri", "0") != "0":
+        engine += " hipri"
+    return engine
 
 
 FIO_FIGURES = ["iops", "bw_mib_s", "lat_mean_us", "lat_p99_us", "clat_mean_us"]
@@ -287,6 +300,17 @@ def load_fio(d, job):
     out.update({"side": runs[0]["side"], "jobname": runs[0]["jobname"],
                 "errors": sum(r["errors"] or 0 for r in runs)})
     return out
+
+
+def engines(entry):
+    """The engines a backend's fio jobs ran with (fio_engine), over every job and repeat,
+    in order: one, unless something went wrong."""
+    seen = []
+    for f in (entry.get("fio") or {}).values():
+        for r in (f or {}).get("runs", []):
+            if r.get("engine") and r["engine"] not in seen:
+                seen.append(r["engine"])
+    return seen
 
 
 def load(raw, host_env):
@@ -325,8 +349,10 @@ def load(raw, host_env):
             d = os.path.join(raw, b)
             if b not in SWAP_ONLY:
                 entry["fio"] = {j: load_fio(d, j) for j in FIO_JOBS}
+                entry["fio_engine"] = ", ".join(engines(entry)) or None
                 entry["fio_fill"] = [parse_fio(p) for _, p in repeat_files(d, "fio-fill", "json")]
-            entry["swap"] = load_swap(d)
+            if b not in FIO_ONLY:
+                entry["swap"] = load_swap(d)
             if b in ENCRYPTED:
                 entry["encryption"] = parse_encryption(d)
         res["backends"][b] = entry
@@ -560,7 +586,8 @@ def markdown(res, table):
     for r in table:
         cells = [r["metric"], r["better"] or ""]
         cells += [("-" if swap_row(r["metric"]) else fmt_cell(r, k)) for k in raw_cols]
-        cells += [fmt_cell(r, b) for b in main_cols]
+        cells += [("-" if swap_row(r["metric"]) and b in FIO_ONLY else fmt_cell(r, b))
+                  for b in main_cols]
         cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
@@ -623,6 +650,9 @@ def markdown(res, table):
             out.append("- %s: n/a (%s)" % (b, e.get("reason", "")))
         elif e["status"] != "ok":
             out.append("- %s: %s on %s (%s)" % (b, e["status"], e.get("device"), e.get("problem", "")))
+        elif b in FIO_ONLY:
+            out.append("- %s: %s, %s; fio engine %s; no swap workload (fio jobs only)" % (
+                b, e.get("device"), e.get("description", ""), e.get("fio_engine") or "?"))
         else:
             sw = e.get("swap") or {}
             walls = sw.get("wall_s_runs") or []
@@ -717,9 +747,10 @@ def plot(res, table, path):
     from matplotlib.transforms import blended_transform_factory
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     for ax, (title, metrics, groups) in zip(axes.flat, panels):
-        # The raw transport has no swap figure; a swap-only backend has nothing but.
+        # The raw transport and a fio-only backend have no swap figure; a swap-only
+        # backend has nothing but.
         swap = swap_row(metrics[0])
-        ks = [k for k in keys if (k not in RAW if swap else k not in SWAP_ONLY)]
+        ks = [k for k in keys if (k not in RAW + FIO_ONLY if swap else k not in SWAP_ONLY)]
         width = 0.8 / max(len(ks), 1)
         trans = blended_transform_factory(ax.transData, ax.transAxes)
         for ki, k in enumerate(ks):
@@ -796,6 +827,8 @@ def check(res):
                 bad.append("%s: fio %s has no numbers" % (b, j))
             elif j.endswith("qd1") and not all(f.get("lat_p99_us") for f in runs):
                 bad.append("%s: fio %s has no p99" % (b, j))
+        if b in FIO_ONLY:
+            continue
         sw = e.get("swap")
         runs = (sw or {}).get("runs") or []
         want = res["env"].get("swap_runs", 1)
