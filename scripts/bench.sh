@@ -92,11 +92,11 @@ args=()
 [ -n "$repeats" ] && args+=(--repeats "$repeats")
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
 args+=("${only[@]}")
-# Every guest is bounded: at the defaults the whole run stays under 45 minutes, --quick
+# Every guest is bounded: at the defaults the whole run stays under 47 minutes, --quick
 # under 10. The swap workload runs 3 times per backend, at up to ~3 s per MiB on the
-# slowest; each repeat runs 25 fio jobs of T seconds plus set-ups.
+# slowest; each repeat runs 35 fio jobs of T seconds plus set-ups.
 if [ $quick = 1 ]; then limit=600
-else limit=$((1200 + 30 * ${repeats:-3} * ${T:-5} + 10 * ${swap_mb:-96})); fi
+else limit=$((1200 + 40 * ${repeats:-3} * ${T:-5} + 10 * ${swap_mb:-96})); fi
 
 accel=${RSWAP_ACCEL:-tcg}
 [ "$accel" = kvm ] && [ -d /sys/module/kvm_pvm ] && accel=tcg

@@ -20,6 +20,8 @@ BACKENDS=(
 	"nvme_rdma:nvme-rdma:NVMe-oF RDMA (nvmet-rdma target, brd namespace on the memory-server guest)"
 	"local:local:brd RAM disk on the client guest"
 	"rswap:rswap:/dev/rswap0 backed by rswap-server on the memory-server guest"
+	"rswap_uring:rswap-uring:/dev/rswap0 as rswap, fio with ioengine=io_uring (completions by interrupt, not polled)"
+	"rswap_poll:rswap-poll:/dev/rswap0 with poll_queues (one per client vCPU, io_poll 1), fio with ioengine=io_uring hipri=1 (completions polled by the submitting task)"
 	"rswap_sync:rswap-sync:/dev/rswap0 with sync_swapin=1 (BLK_FEAT_SYNCHRONOUS: swap reads pages back one at a time, without readahead)"
 	"rswap_enc:rswap-enc:/dev/rswap0 with encrypt=1 (every block sealed with AES-256-GCM; reads opened in the RDMA completion)"
 	"rswap_enc_wq:rswap-enc-wq:/dev/rswap0 with encrypt=1, rswap.ko crypt_workqueue=1 (reads opened in a workqueue)"
@@ -28,10 +30,10 @@ BACKENDS=(
 # Backends that run the swap workload only (no fill, no fio jobs).
 SWAP_ONLY=(rswap_sync rswap_md)
 # Backends that run the fill and the fio jobs only (no swap workload).
-FIO_ONLY=()
+FIO_ONLY=(rswap_uring rswap_poll)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_sync rswap_enc rswap_enc_wq rswap_md)
+OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 fio_only() { [[ " ${FIO_ONLY[*]} " == *" $1 "* ]]; }          # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
@@ -42,9 +44,9 @@ backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 # configure /sys/kernel/config/rswap/bench (Documentation/configuration.md), enable.
 # Reports "not available" while rswap.ko or rswap-server is not built.
 RSWAP_CFG=/sys/kernel/config/rswap/bench
-# What the rswap family's setup varies: encrypt=1 and sync_swapin=1 on the target, and
-# rswap.ko's parameters.
-RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_PARAMS=
+# What the rswap family's setup varies: encrypt=1, sync_swapin=1 and poll_queues on the
+# target, and rswap.ko's parameters.
+RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS=
 backend_rswap_setup() {
 	local out
 	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
@@ -73,10 +75,21 @@ backend_rswap_setup() {
 		echo "$RSWAP_BK_SYNC" > "$RSWAP_CFG/sync_swapin" \
 			|| { BK_REASON="sync_swapin=$RSWAP_BK_SYNC refused: $(cat "$RSWAP_CFG/last_error" 2>/dev/null)"; return 1; }
 	fi
+	# poll_queues only when set (rswap-poll); the module's default is 0, no poll queues.
+	if [ -n "$RSWAP_BK_POLLQ" ]; then
+		[ -e "$RSWAP_CFG/poll_queues" ] \
+			|| { BK_REASON="not available: rswap.ko has no poll_queues attribute (a build without poll queues)"; return 1; }
+		echo "$RSWAP_BK_POLLQ" > "$RSWAP_CFG/poll_queues" \
+			|| { BK_REASON="poll_queues=$RSWAP_BK_POLLQ refused: $(cat "$RSWAP_CFG/last_error" 2>/dev/null)"; return 1; }
+	fi
 	timeout 120 sh -c "echo 1 > $RSWAP_CFG/enable" \
 		|| { BK_REASON="enable failed: $(dmesg | grep rswap | tail -1)"; return 1; }
 	out=/dev/$(cat "$RSWAP_CFG/device")
 	wait_bdev "$out" 30 || { BK_REASON="enabled, but $out did not appear"; return 1; }
+	# The queue layout of each set-up: in the target's stats the poll queues are numbered
+	# after the others (report.py counts the requests each kind served).
+	echo "queues=$(cat "$RSWAP_CFG/queues") poll_queues=$(cat "$RSWAP_CFG/poll_queues" 2>/dev/null || echo 0)" \
+		"io_poll=$(cat "/sys/block/${out#/dev/}/queue/io_poll")" >> "$BK_DIR/queues.txt"
 	BK_DEV=$out
 }
 backend_rswap_teardown() {
@@ -100,6 +113,33 @@ backend_rswap_enc_wq_setup() {
 	RSWAP_BK_ENCRYPT=1 RSWAP_BK_PARAMS=crypt_workqueue=1 backend_rswap_setup
 }
 backend_rswap_enc_wq_teardown() { backend_rswap_teardown; }
+# rswap-uring and rswap-poll (fio jobs only: swap never submits polled I/O). rswap-uring is
+# rswap's target under fio's io_uring engine instead of libaio, completions still by
+# interrupt: against rswap, what the engine alone changes. rswap-poll adds poll queues,
+# one per client vCPU after the interrupt-driven ones (so that every CPU maps to one), and
+# runs fio with io_uring and --hipri (IORING_SETUP_IOPOLL): its requests go to the poll
+# queues, whose RDMA completions the polling task runs. Against rswap-uring, what polling
+# changes; I/O that is not polled (the libaio fill) still uses the other queues.
+uring_allow() { # io_uring_disabled=2 refuses io_uring even to root; the guests are ours
+	local f=/proc/sys/kernel/io_uring_disabled
+	[ "$(cat $f 2>/dev/null || echo 0)" != 2 ] || echo 0 > $f \
+		|| { BK_REASON="io_uring is disabled (kernel.io_uring_disabled=2) and could not be enabled"; return 1; }
+}
+backend_rswap_uring_setup() {
+	uring_allow && backend_rswap_setup || return 1
+	BK_FIO=(--ioengine=io_uring)
+}
+backend_rswap_uring_teardown() { backend_rswap_teardown; }
+backend_rswap_poll_setup() {
+	local iop
+	uring_allow && RSWAP_BK_POLLQ=$(nproc) backend_rswap_setup || return 1
+	iop=$(cat "/sys/block/${BK_DEV#/dev/}/queue/io_poll" 2>/dev/null)
+	[ "$iop" = 1 ] || {
+		BK_REASON="enabled with poll_queues=$(nproc), but /sys/block/${BK_DEV#/dev/}/queue/io_poll is ${iop:-missing}, not 1"
+		return 1; }
+	BK_FIO=(--ioengine=io_uring --hipri=1)
+}
+backend_rswap_poll_teardown() { backend_rswap_teardown; }
 # ----------------------------------------------------------------------------------------
 
 # ---- rswap-md1: md RAID1 over two rswap disks --------------------------------------------

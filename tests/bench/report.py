@@ -15,10 +15,10 @@
             exist, never what they are.
 The markdown tables go to stdout and to OUT/table.md: the main one (the raw transport,
 measured from kernel verbs by samples/rdma_bench and by perftest from user space, and the
-block devices under fio and the swap workload), the targets (three ratios of this run,
-each with pass or miss), "synchronous swap-in" (the swap workload on rswap-sync, rswap with
-sync_swapin=1, against rswap) and "mirrored swap" (the swap workload on rswap-md1, md
-RAID1 over two rswap disks, against rswap).
+block devices under fio and the swap workload), the targets (ratios of this run, each
+with pass or miss; the fio ones again for rswap-poll, polled I/O), "synchronous swap-in"
+(the swap workload on rswap-sync, rswap with sync_swapin=1, against rswap) and "mirrored
+swap" (the swap workload on rswap-md1, md RAID1 over two rswap disks, against rswap).
 Every figure the tables show is the median of its repeats (the fio jobs and the in-kernel
 benchmark run env "repeats" times, the swap workload env "swap_runs" times), with the
 lowest and highest repeat in brackets; ratios and targets are ratios of medians.
@@ -35,20 +35,26 @@ import re
 import statistics
 import sys
 
-BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync"]
+# (New ones go last: a backend's colour in the plot is its place here.)
+BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync",
+            "rswap-uring", "rswap-poll"]
 # The main table's backend columns; the others have a table of their own.
-MAIN = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
+MAIN = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
 SWAP_ONLY = ["rswap-md1", "rswap-sync"]
 # Backends that run the fio jobs only, no swap workload (tests/bench/backends.sh FIO_ONLY).
-FIO_ONLY = []
+FIO_ONLY = ["rswap-uring", "rswap-poll"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
-OPTIONAL = ["rswap", "rswap-enc", "rswap-enc-wq", "rswap-md1", "rswap-sync"]
+OPTIONAL = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "rswap-md1",
+            "rswap-sync"]
+# The fio engine of a backend's jobs (fio_engine), when not libaio: rswap-uring is rswap
+# under io_uring, rswap-poll under io_uring with --hipri, its requests on poll queues.
+ENGINE = {"rswap-uring": "io_uring", "rswap-poll": "io_uring hipri"}
 # Encrypted rswap (encrypt=1): its cost is its ratio to rswap in the same run.
 ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
 # Backends added after client.sh began to list its backends (env "backends"): a run
 # without that list did not have them.
-NEWER = []
+NEWER = ["rswap-uring", "rswap-poll"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 # The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
 # queue made like rswap's, against rswap-server) and perftest (user space, secondary).
@@ -65,6 +71,16 @@ TARGETS = [
      "rswap", "nvme-rdma", "4K rand read QD32x2, IOPS", 2.0, "min"),
     ("swap_wall_time", "swap workload wall time, rswap / nvme-rdma",
      "rswap", "nvme-rdma", "swap workload, wall time (s)", 0.5, "max"),
+    # The same goals for polled I/O (rswap-poll: poll queues, fio io_uring --hipri).
+    ("poll_qd1_read_latency", "polled I/O: 4K rand read QD1 mean latency, rswap-poll "
+     "(io_uring --hipri) / in-kernel RDMA READ QD1",
+     "rswap-poll", "kernel", "4K rand read QD1, mean latency (us)", 1.10, "max"),
+    ("poll_qd32_read_iops_vs_kernel", "polled I/O: 4K rand read QD32 IOPS, rswap-poll "
+     "(QD32x2, io_uring --hipri) / in-kernel RDMA READ (QD32)",
+     "rswap-poll", "kernel", "4K rand read QD32x2, IOPS", 0.90, "min"),
+    ("poll_qd32_read_iops_vs_nvme", "polled I/O: 4K rand read QD32x2 IOPS, rswap-poll "
+     "(io_uring --hipri) / nvme-rdma (libaio)",
+     "rswap-poll", "nvme-rdma", "4K rand read QD32x2, IOPS", 2.0, "min"),
 ]
 
 
@@ -249,6 +265,40 @@ def parse_encryption(d):
     return out
 
 
+def parse_queues(d):
+    """An rswap backend's queue layout and where its requests went: queues.txt (a line
+    "queues=Q poll_queues=P io_poll=0|1" per set-up) and the target's stats saved at each
+    teardown (stats-TAG.txt; lines "queueN reads=.. writes=..", the poll queues numbered
+    from Q). The layout of the first set-up, io_poll of every set-up, and the requests
+    (reads and writes) on the poll queues and on the others over every set-up; None
+    without queues.txt (a run before it was kept)."""
+    try:
+        setups = [dict(f.split("=", 1) for f in line.split() if "=" in f)
+                  for line in open(os.path.join(d, "queues.txt")).read().splitlines()]
+        setups = [{k: int(v) for k, v in st.items()} for st in setups if st]
+    except (OSError, ValueError):
+        return None
+    if not setups:
+        return None
+    q = setups[0].get("queues", 0)
+    out = {"queues": q, "poll_queues": setups[0].get("poll_queues", 0),
+           "io_poll": [st.get("io_poll") for st in setups],
+           "same_layout": all(st.get("queues") == q and st.get("poll_queues") ==
+                              setups[0].get("poll_queues") for st in setups),
+           "poll_requests": 0, "other_requests": 0}
+    for name in sorted(os.listdir(d)):
+        if not re.match(r"stats(-[a-z0-9]+)?\.txt$", name):
+            continue
+        for line in open(os.path.join(d, name)).read().splitlines():
+            m = re.match(r"queue(\d+) ", line)
+            if not m:
+                continue
+            kv = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+            n = int(kv.get("reads", 0)) + int(kv.get("writes", 0))
+            out["poll_requests" if int(m.group(1)) >= q else "other_requests"] += n
+    return out
+
+
 def parse_fio(path):
     try:
         data = json.load(open(path))
@@ -355,6 +405,9 @@ def load(raw, host_env):
                 entry["swap"] = load_swap(d)
             if b in ENCRYPTED:
                 entry["encryption"] = parse_encryption(d)
+            queues = parse_queues(d)
+            if queues is not None:
+                entry["queues"] = queues
         res["backends"][b] = entry
     return res
 
@@ -464,8 +517,11 @@ def rows(res):
     ]
 
 
+# rswap-uring/rswap: what fio's io_uring engine changes against libaio; rswap-poll/
+# rswap-uring: what polling changes, the same engine either way; rswap-poll/rswap: both.
 RATIOS = [("rswap", "kernel"), ("rswap", "perftest"), ("rswap", "nvme-rdma"), ("rswap", "local"),
-          ("rswap-enc", "rswap"), ("rswap-enc-wq", "rswap"), ("rswap-enc", "nvme-rdma"),
+          ("rswap-poll", "kernel"), ("rswap-uring", "rswap"), ("rswap-poll", "rswap-uring"),
+          ("rswap-poll", "rswap"), ("rswap-enc", "rswap"), ("rswap-enc-wq", "rswap"), ("rswap-enc", "nvme-rdma"),
           ("nvme-rdma", "kernel"), ("nvme-rdma", "local")]
 # The mirrored-swap table: what md RAID1 over two rswap disks costs against one rswap disk
 # (a cost ratio: above 1, mirroring is slower). Swap rows only.
@@ -674,6 +730,7 @@ def markdown(res, table):
                            enc.get("opened", "?"), enc.get("auth_failures", "?"),
                            fmt(enc.get("seal_us_per_block")), fmt(enc.get("open_us_per_block")),
                            "in a workqueue" if b.endswith("-wq") else "in the RDMA completion"))
+    polled_notes(res, out)
     swap_table(res, table, out, SYNC, SYNC_RATIOS,
                "Synchronous swap-in: the swap workload on rswap with sync_swapin=1 "
                "(rswap-sync: the disk declares BLK_FEAT_SYNCHRONOUS, so a fault reads its one "
@@ -686,6 +743,35 @@ def markdown(res, table):
                "one memory-server guest, over the one link: this is the cost of writing "
                "every page twice, not the gain of independent servers.")
     return "\n".join(out) + "\n"
+
+
+def polled_notes(res, out):
+    """Appends to out how rswap-uring and rswap-poll ran: their fio engine, queues, io_poll,
+    and the requests their poll queues and their other queues served."""
+    lines = []
+    for b in ["rswap-uring", "rswap-poll"]:
+        e = res["backends"][b]
+        q = e.get("queues")
+        if not selected(res, b) or e["status"] == "n/a" or q is None:
+            continue
+        io_poll = sorted(set(q["io_poll"]))
+        lines.append("- %s: fio engine %s; %d queues and %d poll queues%s, io_poll %s in %s; "
+                     "requests on the poll queues %d, on the others %d (the libaio fill among "
+                     "them)." % (
+                         b, e.get("fio_engine") or "?", q["queues"], q["poll_queues"],
+                         "" if q["same_layout"] else " (the first set-up's; others differed)",
+                         "/".join(str(v) for v in io_poll),
+                         "every set-up" if len(io_poll) == 1 else "the set-ups",
+                         q["poll_requests"], q["other_requests"]))
+    if lines:
+        out.append("")
+        out.append("Polled I/O: rswap-uring is rswap under fio's io_uring engine (completions "
+                   "by interrupt), rswap-poll the same with poll queues and fio's --hipri "
+                   "(IORING_SETUP_IOPOLL: completions polled by the submitting task); fio jobs "
+                   "only, swap I/O is never polled. rswap-uring/rswap is what the engine "
+                   "changes, rswap-poll/rswap-uring what polling changes.")
+        out.append("")
+        out.extend(lines)
 
 
 def swap_table(res, table, out, cols, ratios, caption):
@@ -730,7 +816,7 @@ def plot(res, table, path):
     keys = [k for k in every if selected(res, k)]
     names = [NAMES.get(k, k) for k in keys]
     colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
-              "#9467bd", "#17becf"]
+              "#9467bd", "#17becf", "#e377c2", "#8c564b"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
@@ -827,6 +913,17 @@ def check(res):
                 bad.append("%s: fio %s has no numbers" % (b, j))
             elif j.endswith("qd1") and not all(f.get("lat_p99_us") for f in runs):
                 bad.append("%s: fio %s has no p99" % (b, j))
+        # The fio jobs measured what the backend stands for: its engine, and for
+        # rswap-poll requests on the poll queues.
+        got, want = engines(e), ENGINE.get(b, "libaio")
+        if b not in SWAP_ONLY and got and got != [want]:
+            bad.append("%s: fio ran with %s, not %s" % (b, ", ".join(got), want))
+        if b == "rswap-poll":
+            q = e.get("queues") or {}
+            if not q.get("poll_queues") or set(q.get("io_poll") or [0]) != {1} \
+                    or not q.get("poll_requests"):
+                bad.append("rswap-poll: polled I/O did not reach poll queues (%s)"
+                           % (q or "no queues.txt"))
         if b in FIO_ONLY:
             continue
         sw = e.get("swap")
