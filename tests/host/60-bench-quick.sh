@@ -7,7 +7,7 @@
 out=$RSWAP_TOP/results/bench-quick
 [ "${1:-}" != --out ] || out=$2
 rm -rf "$out"
-echo "1..4"
+echo "1..5"
 if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out.log"; then
 	echo "ok 1 bench --quick: every baseline figure measured (in-kernel RDMA, perftest, nvme-rdma, local RAM disk)"
 else
@@ -35,14 +35,23 @@ qd = d["env"]["kbench_qd"]
 ok = all(k[p][f] > 0 for p in ("read_qd1", "write_qd1")
          for f in ("ops", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "wc_mean_ns"))
 ok = ok and all(k["%s_qd%d" % (op, qd)]["ops_per_s"] > 0 for op in ("read", "write"))
-# The three targets (four ratios) are computed, each with its goal and verdict.
+# The three targets (four ratios) are computed, each with its goal and verdict, and the
+# fio ones again for polled I/O (rswap-poll; no ratio when it is n/a, see test 5).
 t = {x["key"]: x for x in d["targets"]}
-ok = ok and len(t) == 4 and all(x["goal"] > 0 and x["kind"] in ("max", "min") for x in t.values())
+poll = ("poll_qd1_read_latency", "poll_qd32_read_iops_vs_kernel", "poll_qd32_read_iops_vs_nvme")
+ok = ok and set(t) == {"qd1_read_latency", "qd32_read_iops_vs_kernel", "qd32_read_iops_vs_nvme",
+                       "swap_wall_time", *poll}
+ok = ok and all(x["goal"] > 0 and x["kind"] in ("max", "min") for x in t.values())
 ok = ok and t["qd1_read_latency"]["ratio"] > 0 and t["qd32_read_iops_vs_kernel"]["ratio"] > 0
-# Every backend's swap workload ran as often as planned.
+if d["backends"]["rswap-poll"]["status"] == "ok":
+    ok = ok and all(t[k]["ratio"] > 0 for k in poll)
+# Every backend's swap workload ran as often as planned, but for the fio-only ones
+# (rswap-uring, rswap-poll), which have none.
 runs = d["env"]["swap_runs"]
-ok = ok and runs >= 2 and all(len(b["swap"]["runs"]) == runs for b in d["backends"].values()
-                              if b["status"] == "ok")
+fio_only = ("rswap-uring", "rswap-poll")
+ok = ok and runs >= 2 and all(len(b["swap"]["runs"]) == runs for n, b in d["backends"].items()
+                              if b["status"] == "ok" and n not in fio_only)
+ok = ok and not any("swap" in d["backends"][n] for n in fio_only)
 sys.exit(0 if ok else 1)
 PY
 then
@@ -100,4 +109,51 @@ PY
 else
 	echo "not ok 4 bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians"
 	tail -20 <<<"$o4" | sed 's/^/# /'
+fi
+# Polled I/O: rswap-uring (rswap's target, fio on io_uring) and rswap-poll (poll queues,
+# one per client vCPU, fio on io_uring --hipri) ran every fio job with that engine, and
+# rswap-poll's requests reached its poll queues. rswap-poll may be n/a only because the
+# rswap.ko under test has no poll_queues attribute.
+if o5=$(python3 - "$out/results.json" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad, notes = [], []
+
+def fio_ok(name, engine):
+    b = d["backends"][name]
+    if b["status"] != "ok":
+        bad.append("%s: %s %s" % (name, b["status"], b.get("reason") or b.get("problem")))
+        return None
+    for j, f in b["fio"].items():
+        if not f or not all(r["iops"] > 0 for r in f["runs"]) or f["errors"]:
+            bad.append("%s: fio %s has no numbers or errors" % (name, j))
+    if b.get("fio_engine") != engine:
+        bad.append("%s: fio engine %s, not %s" % (name, b.get("fio_engine"), engine))
+    q = b.get("queues") or {}
+    notes.append("%s: fio %s; %s queues + %s poll queues, io_poll %s; requests: %s on poll queues, "
+                 "%s on the others" % (name, b.get("fio_engine"), q.get("queues"), q.get("poll_queues"),
+                                       q.get("io_poll"), q.get("poll_requests"), q.get("other_requests")))
+    return q
+
+q = fio_ok("rswap-uring", "io_uring")
+if q is not None and q.get("poll_queues") != 0:
+    bad.append("rswap-uring: poll_queues %s" % q.get("poll_queues"))
+p = d["backends"]["rswap-poll"]
+if p["status"] == "n/a" and "has no poll_queues attribute" in p.get("reason", ""):
+    notes.append("rswap-poll n/a: %s" % p["reason"])
+else:
+    q = fio_ok("rswap-poll", "io_uring hipri")
+    if q is not None and not (q.get("poll_queues") == d["env"]["vcpus"]
+                              and set(q.get("io_poll", [])) == {1} and q.get("poll_requests", 0) > 0):
+        bad.append("rswap-poll: poll queues %s, not one per vCPU (%s) with io_poll 1 and requests"
+                   % (q, d["env"]["vcpus"]))
+print("\n".join(bad or notes))
+sys.exit(1 if bad else 0)
+PY
+); then
+	echo "ok 5 bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)"
+	sed 's/^/# /' <<<"$o5"
+else
+	echo "not ok 5 bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)"
+	tail -20 <<<"$o5" | sed 's/^/# /'
 fi
