@@ -51,10 +51,9 @@ struct Fake {
     fail_command: Option<&'static str>,
     /// `swapoff` fails because another swapoff took the disk out of /proc/swaps.
     swapoff_elsewhere: bool,
-    /// A module older than encryption: `mkdir` makes no `encrypt` attribute.
-    no_encrypt: bool,
-    /// A module older than synchronous swap-in: `mkdir` makes no `sync_swapin` attribute.
-    no_sync_swapin: bool,
+    /// A module older than these attributes (`encrypt`, `sync_swapin`): `mkdir` does not
+    /// make them.
+    older_than: Vec<&'static str>,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
 }
@@ -78,8 +77,7 @@ impl Fake {
             fail: None,
             fail_command: None,
             swapoff_elsewhere: false,
-            no_encrypt: false,
-            no_sync_swapin: false,
+            older_than: Vec::new(),
             writes: RefCell::new(Vec::new()),
             commands: RefCell::new(Vec::new()),
         }
@@ -168,9 +166,7 @@ impl Host for Fake {
             ("device", ""),
             ("stats", ""),
         ] {
-            if !(self.no_encrypt && attr == "encrypt"
-                || self.no_sync_swapin && attr == "sync_swapin")
-            {
+            if !self.older_than.contains(&attr) {
                 fs::write(path.join(attr), format!("{value}\n"))?;
             }
         }
@@ -1831,26 +1827,18 @@ fn status_shows_the_auth_failures_of_the_stats() {
 
 #[test]
 fn add_encrypt_failures_leave_nothing() {
-    // A module older than encryption: refused before anything is written.
-    let mut fake = Fake::new();
-    fake.no_encrypt = true;
     let o = AddOptions {
         encrypt: true,
         ..add_options("mem0")
     };
-    let f = fake.ctl().add(&o).unwrap_err();
-    assert_eq!(
-        f.to_string(),
-        "rswapctl: add mem0: encrypt: the rswap module loaded has no encrypt attribute \
-         (it is older than encryption); not adding the target unencrypted"
+    let older = older_module_refuses(
+        &o,
+        "encrypt",
+        "encrypt: the rswap module loaded has no encrypt attribute (it is older than \
+         encryption); not adding the target unencrypted",
     );
-    assert!(fake.writes.borrow().is_empty());
-    assert!(!fake.dir("mem0").exists());
-    // Without --encrypt such a module is fine.
-    fake.ctl().add(&add_options("mem0")).unwrap();
-    assert_eq!(fake.ctl().list().unwrap()[0].encrypt, None);
-
-    kernel_refusal_leaves_nothing(&o, "encrypt", "encrypt: not a boolean (0 or 1)");
+    assert_eq!(older.encrypt, None);
+    kernel_refusal_leaves_nothing(&o, "encrypt=1", "encrypt: not a boolean (0 or 1)");
 }
 
 /// `add` did not write `attr` of `name`, which keeps the module's default (0).
@@ -1859,40 +1847,62 @@ fn left_at_default(fake: &Fake, name: &str, attr: &str) {
     assert_eq!(fake.attr(name, attr), "0");
 }
 
-/// `add` with `o`, whose write of `attr` the kernel refuses with `reason`: the error names
-/// the write and the kernel's reason, and nothing is enabled or left behind.
-fn kernel_refusal_leaves_nothing(o: &AddOptions, attr: &'static str, reason: &'static str) {
+/// `add` with `o` on a module older than `attr` (it has no such attribute): refused with
+/// `why` before anything is written, and nothing is left behind. Without the option
+/// (`add_options`) such a module is fine: returns that target as `list` shows it.
+fn older_module_refuses(o: &AddOptions, attr: &'static str, why: &str) -> target::TargetInfo {
+    let mut fake = Fake::new();
+    fake.older_than = vec![attr];
+    let f = fake.ctl().add(o).unwrap_err();
+    assert_eq!(f.to_string(), format!("rswapctl: add mem0: {why}"));
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+    fake.ctl().add(&add_options("mem0")).unwrap();
+    assert!(!fake.dir("mem0").join(attr).exists());
+    fake.ctl().list().unwrap().remove(0)
+}
+
+/// `add` with `o`, whose write `attr=value` the kernel refuses with `reason`: the error
+/// names the write and the kernel's reason, and nothing is enabled or left behind.
+fn kernel_refusal_leaves_nothing(o: &AddOptions, write: &'static str, reason: &'static str) {
+    let (attr, _) = write.split_once('=').unwrap();
     let mut fake = Fake::new();
     fake.fail = Some((attr, EINVAL, Some(reason)));
     let f = fake.ctl().add(o).unwrap_err();
     assert_eq!(
         f.to_string(),
         format!(
-            "rswapctl: add mem0: writing {attr}=1: Invalid argument\n\
+            "rswapctl: add mem0: writing {write}: Invalid argument\n\
              rswapctl: add mem0: kernel: {reason}"
         )
     );
-    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with("enable")));
+    // The refused write is the last one (no enable=0 to undo), and none before it enabled.
+    let writes = fake.writes.borrow();
+    let (last, before) = writes.split_last().unwrap();
+    assert_eq!(last, write);
+    assert!(
+        !before.iter().any(|w| w.starts_with("enable")),
+        "{writes:?}"
+    );
     assert!(!fake.dir("mem0").exists());
 }
 
-#[test]
-fn conf_encrypt_and_up() {
-    let base = "server = 192.0.2.2\nsize = 8G\n";
-    for (line, want) in [
-        ("", false),
-        ("encrypt = yes", true),
-        ("encrypt = no", false),
-    ] {
-        let c = parse_target_config("t", "t.conf", &format!("{base}{line}\n")).unwrap();
-        assert_eq!(c.options.encrypt, want, "{line:?}");
-    }
-    assert_eq!(
-        parse_target_config("t", "t.conf", &format!("{base}encrypt = aes\n")).unwrap_err(),
-        "t.conf:3: encrypt: \"aes\" is not yes or no"
-    );
+/// The target file `t.conf` of a server, a size and then `lines` (from line 3 on).
+const CONF_BASE: &str = "server = 192.0.2.2\nsize = 8G\n";
+
+/// `add`'s options from a target file of a server, a size and `lines`.
+fn conf_with(lines: &str) -> Result<AddOptions, String> {
+    parse_target_config("t", "t.conf", &format!("{CONF_BASE}{lines}\n")).map(|c| c.options)
+}
+
+/// `up t` of a target file of a server, a size and `line`: writes `write` between them
+/// and enable=1 (the attribute then shows it), and the second time the target is
+/// "already up". Then, once down, `t` is up again as `Fake::target` makes one, with the
+/// module's defaults: `up` refuses it, "exists but {refused} (rswapctl down t first)".
+/// Returns the fake, with that target up, and the file's directory.
+fn up_from_a_file_with(line: &str, write: &str, refused: &str) -> (Fake, String) {
     let fake = Fake::new();
-    let dir = conf_dir(&fake, "t", &format!("{base}encrypt = yes\n"));
+    let dir = conf_dir(&fake, "t", &format!("{CONF_BASE}{line}\n"));
     let d = dir.display().to_string();
     assert_eq!(
         run(&fake, &up_args(&d, "t")).unwrap(),
@@ -1900,19 +1910,38 @@ fn conf_encrypt_and_up() {
     );
     assert_eq!(
         *fake.writes.borrow(),
-        ["addr=192.0.2.2", "size=8G", "encrypt=1", "enable=1"]
+        ["addr=192.0.2.2", "size=8G", write, "enable=1"]
     );
+    let (attr, value) = write.split_once('=').unwrap();
+    assert_eq!(fake.attr("t", attr), value);
     assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
-    // Up, but not encrypted as the file asks: not "already up".
+    // Up, but not as the file asks: not "already up".
     run(&fake, &["down", "t"]).unwrap();
     fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
     let e = run(&fake, &up_args(&d, "t")).unwrap_err();
     assert!(
-        e.contains("exists but is not encrypted (rswapctl down t first)"),
+        e.contains(&format!("exists but {refused} (rswapctl down t first)")),
         "{e}"
     );
+    (fake, d)
+}
+
+#[test]
+fn conf_encrypt_and_up() {
+    for (line, want) in [
+        ("", false),
+        ("encrypt = yes", true),
+        ("encrypt = no", false),
+    ] {
+        assert_eq!(conf_with(line).unwrap().encrypt, want, "{line:?}");
+    }
+    assert_eq!(
+        conf_with("encrypt = aes").unwrap_err(),
+        "t.conf:3: encrypt: \"aes\" is not yes or no"
+    );
+    let (fake, d) = up_from_a_file_with("encrypt = yes", "encrypt=1", "is not encrypted");
     // `encrypt = no` leaves an encrypted target alone.
-    conf_dir(&fake, "t", &format!("{base}encrypt = no\n"));
+    conf_dir(&fake, "t", &format!("{CONF_BASE}encrypt = no\n"));
     fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
     assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
 }
@@ -2045,31 +2074,22 @@ fn list_and_status_say_whether_the_disk_is_synchronous() {
 
 #[test]
 fn add_sync_swapin_failures_leave_nothing() {
-    // A module older than synchronous swap-in: refused before anything is written.
-    let mut fake = Fake::new();
-    fake.no_sync_swapin = true;
     let o = AddOptions {
         sync_swapin: true,
         ..add_options("mem0")
     };
-    let f = fake.ctl().add(&o).unwrap_err();
-    assert_eq!(
-        f.to_string(),
-        "rswapctl: add mem0: sync_swapin: the rswap module loaded has no sync_swapin \
-         attribute (it is older than synchronous swap-in); not adding the target without it"
+    let older = older_module_refuses(
+        &o,
+        "sync_swapin",
+        "sync_swapin: the rswap module loaded has no sync_swapin attribute (it is older \
+         than synchronous swap-in); not adding the target without it",
     );
-    assert!(fake.writes.borrow().is_empty());
-    assert!(!fake.dir("mem0").exists());
-    // Without --sync-swapin such a module is fine.
-    fake.ctl().add(&add_options("mem0")).unwrap();
-    assert_eq!(fake.ctl().list().unwrap()[0].sync_swapin, None);
-
-    kernel_refusal_leaves_nothing(&o, "sync_swapin", "sync_swapin: not a boolean (0 or 1)");
+    assert_eq!(older.sync_swapin, None);
+    kernel_refusal_leaves_nothing(&o, "sync_swapin=1", "sync_swapin: not a boolean (0 or 1)");
 }
 
 #[test]
 fn conf_sync_swapin_and_up() {
-    let base = "server = 192.0.2.2\nsize = 8G\n";
     for (line, want) in [
         ("", false),
         ("sync_swapin = yes", true),
@@ -2077,55 +2097,30 @@ fn conf_sync_swapin_and_up() {
         ("sync_swapin = 1", true),
         ("sync_swapin = false", false),
     ] {
-        let c = parse_target_config("t", "t.conf", &format!("{base}{line}\n")).unwrap();
-        assert_eq!(c.options.sync_swapin, want, "{line:?}");
-        assert!(!c.options.encrypt, "{line:?}");
+        let o = conf_with(line).unwrap();
+        assert_eq!(o.sync_swapin, want, "{line:?}");
+        assert!(!o.encrypt, "{line:?}");
     }
     assert_eq!(
-        parse_target_config("t", "t.conf", &format!("{base}sync_swapin = on\n")).unwrap_err(),
+        conf_with("sync_swapin = on").unwrap_err(),
         "t.conf:3: sync_swapin: \"on\" is not yes or no"
     );
     assert_eq!(
-        parse_target_config(
-            "t",
-            "t.conf",
-            &format!("{base}sync_swapin = no\nsync_swapin = yes\n")
-        )
-        .unwrap_err(),
+        conf_with("sync_swapin = no\nsync_swapin = yes").unwrap_err(),
         "t.conf:4: sync_swapin given twice (first on line 3)"
     );
-    let fake = Fake::new();
-    let dir = conf_dir(&fake, "t", &format!("{base}sync_swapin = yes\n"));
-    let d = dir.display().to_string();
-    assert_eq!(
-        run(&fake, &up_args(&d, "t")).unwrap(),
-        "t: up, /dev/rswap0\n"
-    );
-    assert_eq!(
-        *fake.writes.borrow(),
-        ["addr=192.0.2.2", "size=8G", "sync_swapin=1", "enable=1"]
-    );
-    assert_eq!(fake.attr("t", "sync_swapin"), "1");
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
-    // Up, but not synchronous as the file asks: not "already up".
-    run(&fake, &["down", "t"]).unwrap();
-    fake.target("t", "192.0.2.2", "8589934592", Some("rswap0"));
-    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
-    assert!(
-        e.contains("exists but is not synchronous (rswapctl down t first)"),
-        "{e}"
-    );
+    let (fake, d) = up_from_a_file_with("sync_swapin = yes", "sync_swapin=1", "is not synchronous");
     // Encrypted as asked too, but not synchronous: that is what it says.
     conf_dir(
         &fake,
         "t",
-        &format!("{base}encrypt = yes\nsync_swapin = yes\n"),
+        &format!("{CONF_BASE}encrypt = yes\nsync_swapin = yes\n"),
     );
     fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
     let e = run(&fake, &up_args(&d, "t")).unwrap_err();
     assert!(e.contains("exists but is not synchronous"), "{e}");
     // `sync_swapin = no` leaves a synchronous target alone.
-    conf_dir(&fake, "t", &format!("{base}sync_swapin = no\n"));
+    conf_dir(&fake, "t", &format!("{CONF_BASE}sync_swapin = no\n"));
     fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
     assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
 }
