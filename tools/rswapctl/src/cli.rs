@@ -83,6 +83,14 @@ pub enum Cmd {
         /// RDMA queues (default: the number of CPUs).
         #[arg(long, value_name = "N")]
         queues: Option<u32>,
+        /// More queues, after the --queues ones, for polled I/O only (io_uring with
+        /// IORING_SETUP_IOPOLL, fio --hipri), each a connection of its own: 0..63. At
+        /// enable the module gives at most one per CPU, and refuses queues + poll queues
+        /// over 64. Swap does not poll: only for programs that do. An rswap module without
+        /// them makes N > 0 an error. Default: the module's (0).
+        #[arg(long, value_name = "N", allow_hyphen_values = true,
+              value_parser = target::parse_poll_queues)]
+        poll_queues: Option<u32>,
         /// This client's identity at the server, decimal or 0x hex (default: random).
         #[arg(long, value_name = "ID")]
         client_id: Option<String>,
@@ -129,8 +137,8 @@ pub enum Cmd {
     /// and nothing is done), mounts configfs and loads the rswap module if needed, then
     /// does what `add` does with the file's settings, mkswap and swapon included with
     /// `swap = yes`. A target that is already up (enabled, and swapped on, encrypted and
-    /// synchronous if it should be) is left alone: success. Used by rswap@NAME.service at
-    /// boot.
+    /// synchronous if it should be, with the file's poll_queues if it gives them) is left
+    /// alone: success. Used by rswap@NAME.service at boot.
     Up {
         /// The target's name: its file is DIR/NAME.conf, its configfs directory NAME.
         name: String,
@@ -410,6 +418,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             server: (addr, port),
             size,
             queues,
+            poll_queues,
             client_id,
             secret_file,
             recovery_ms,
@@ -429,6 +438,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             port,
             size,
             queues,
+            poll_queues,
             client_id,
             recovery_ms,
             keepalive_ms,

@@ -5,10 +5,10 @@
 //!
 //! One `key = value` per line; blank lines and lines starting with `#` are ignored. The
 //! keys are the options of `rswapctl add`: `server` and `size` (required), `client_id`,
-//! `secret_file`, `encrypt` and `sync_swapin` (`yes` or `no`), `queues`, `recovery_ms`,
-//! `keepalive_ms`, `swap` (`yes` or `no`) and `priority` (with `swap = yes`). An unknown
-//! key, a key given twice, a bad value or a missing required key is an error that names
-//! the file and line; nothing is then done.
+//! `secret_file`, `encrypt` and `sync_swapin` (`yes` or `no`), `queues`, `poll_queues`
+//! (0..63), `recovery_ms`, `keepalive_ms`, `swap` (`yes` or `no`) and `priority` (with
+//! `swap = yes`). An unknown key, a key given twice, a bad value or a missing required
+//! key is an error that names the file and line; nothing is then done.
 
 use crate::target::{self, AddOptions};
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 pub const DEFAULT_DIR: &str = "/etc/rswap/targets";
 
 /// The keys a target file may have, in the documentation's order.
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 12] = [
     "server",
     "size",
     "client_id",
@@ -25,6 +25,7 @@ pub const KEYS: [&str; 11] = [
     "encrypt",
     "sync_swapin",
     "queues",
+    "poll_queues",
     "recovery_ms",
     "keepalive_ms",
     "swap",
@@ -142,6 +143,9 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
             "encrypt" => options.encrypt = yes_no(value).map_err(bad)?,
             "sync_swapin" => options.sync_swapin = yes_no(value).map_err(bad)?,
             "queues" => options.queues = Some(uint(value).map_err(bad)?),
+            "poll_queues" => {
+                options.poll_queues = Some(target::parse_poll_queues(value).map_err(bad)?)
+            }
             "recovery_ms" => options.recovery_ms = Some(uint(value).map_err(bad)?),
             "keepalive_ms" => options.keepalive_ms = Some(uint(value).map_err(bad)?),
             "swap" => options.swap = yes_no(value).map_err(bad)?,

@@ -235,6 +235,21 @@ pub fn parse_server(s: &str) -> Result<(ServerAddr, Option<u16>), String> {
     Ok((addr, port))
 }
 
+/// The most poll queues a target may ask for (its `poll_queues` attribute takes 0..63:
+/// with at least one ordinary queue, 64 connections in all).
+pub const POLL_QUEUES_MAX: u32 = 63;
+
+/// `--poll-queues N` and `poll_queues = N`: a number 0..63. The module checks it too, and
+/// at `enable` what it depends on (the CPUs, `queues` + `poll_queues` at most 64).
+pub fn parse_poll_queues(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if n <= POLL_QUEUES_MAX && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!(
+            "{v:?} is not a number of poll queues (0..{POLL_QUEUES_MAX})"
+        )),
+    }
+}
+
 /// A secret file longer than this is not a secret file (128 digits and some whitespace).
 const SECRET_FILE_MAX: u64 = 4096;
 
@@ -280,6 +295,10 @@ pub struct AddOptions {
     pub port: Option<u16>,
     pub size: String,
     pub queues: Option<u32>,
+    /// Writes `poll_queues` (hardware queues for polled I/O, after `queues`); when
+    /// `None`, it is not written and keeps the module's default (0). `Some(0)` on a
+    /// module without the attribute is not written either: such a module has none.
+    pub poll_queues: Option<u32>,
     pub client_id: Option<String>,
     /// Written to the `secret` attribute; its `Debug` does not show it.
     pub secret: Option<Secret>,
@@ -313,6 +332,9 @@ pub struct TargetInfo {
     /// Whether the disk is synchronous (its `sync_swapin` attribute is `1`); null if the
     /// module has no such attribute.
     pub sync_swapin: Option<bool>,
+    /// The poll queues asked for (its `poll_queues` attribute; at `enable` the disk gets
+    /// at most one per CPU); null if the module has no such attribute.
+    pub poll_queues: Option<u32>,
     pub state: String,
     pub queues_live: Option<u32>,
     pub queues_total: Option<u32>,
@@ -330,7 +352,7 @@ pub struct TargetInfo {
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
-pub const FIELDS: [&str; 20] = [
+pub const FIELDS: [&str; 21] = [
     "name",
     "device",
     "addr",
@@ -339,6 +361,7 @@ pub const FIELDS: [&str; 20] = [
     "secret",
     "encrypt",
     "sync_swapin",
+    "poll_queues",
     "state",
     "queues_live",
     "queues_total",
@@ -363,12 +386,13 @@ pub struct TargetStatus {
 
 /// The attributes `status` reads first, in the documentation's order; any other file in
 /// the directory follows in name order.
-const ATTRIBUTES: [&str; 15] = [
+const ATTRIBUTES: [&str; 16] = [
     "addr",
     "port",
     "size",
     "queues",
     "queue_depth",
+    "poll_queues",
     "client_id",
     "secret",
     "encrypt",
@@ -554,6 +578,16 @@ impl<'a> Ctl<'a> {
                  older than synchronous swap-in); not adding the target without it",
             ));
         }
+        // A module without poll queues has none: fine for 0, not for more.
+        let has_poll_queues = fs::metadata(self.dir(name).join("poll_queues")).is_ok();
+        if o.poll_queues.is_some_and(|n| n > 0) && !has_poll_queues {
+            return Err(Failure::new(
+                "add",
+                name,
+                "poll_queues: the rswap module loaded has no poll_queues attribute (it is \
+                 older than polled I/O); not adding the target without poll queues",
+            ));
+        }
         let mut attrs: Vec<(&str, String)> = Vec::new();
         if let Some(a) = &o.addr {
             attrs.push(("addr", a.to_string()));
@@ -564,6 +598,9 @@ impl<'a> Ctl<'a> {
         attrs.push(("size", o.size.clone()));
         if let Some(q) = o.queues {
             attrs.push(("queues", q.to_string()));
+        }
+        if let Some(p) = o.poll_queues.filter(|&p| p > 0 || has_poll_queues) {
+            attrs.push(("poll_queues", p.to_string()));
         }
         if let Some(c) = &o.client_id {
             attrs.push(("client_id", c.clone()));
@@ -713,11 +750,12 @@ impl<'a> Ctl<'a> {
     }
 
     /// `rswapctl up`: `add`, for a target that may be up already. A target that exists,
-    /// is enabled, (with `swap`) swapped on, (with `encrypt`) encrypted and (with
-    /// `sync_swapin`) synchronous is left as it is (`Ok(false)`); one that exists
-    /// otherwise is an error. While `add` fails to connect (writing `enable`), it is
-    /// tried again every `retry_every` until `wait` has passed; each failed attempt is
-    /// undone (`add` leaves nothing behind) and reported to `retrying`. Returns `Ok(true)` when it brought the target up.
+    /// is enabled, (with `swap`) swapped on, (with `encrypt`) encrypted, (with
+    /// `sync_swapin`) synchronous and (with `poll_queues`) has that many poll queues is
+    /// left as it is (`Ok(false)`); one that exists otherwise is an error. While `add`
+    /// fails to connect (writing `enable`), it is tried again every `retry_every` until
+    /// `wait` has passed; each failed attempt is undone (`add` leaves nothing behind)
+    /// and reported to `retrying`. Returns `Ok(true)` when it brought the target up.
     pub fn up(
         &self,
         o: &AddOptions,
@@ -736,27 +774,38 @@ impl<'a> Ctl<'a> {
             let encrypted = self.read_attr(&o.name, "encrypt").unwrap_or_default() == "1";
             // Nor for one that asks for synchronous swap-in while the disk is not.
             let synchronous = self.read_attr(&o.name, "sync_swapin").unwrap_or_default() == "1";
+            // Nor for one that gives a number of poll queues the target does not have (as
+            // asked: the attribute, not the CPUs' cap; a module without it has none).
+            let poll_queues = self
+                .read_attr(&o.name, "poll_queues")
+                .unwrap_or_else(|_| "0".to_string());
+            let other_poll_queues = o
+                .poll_queues
+                .filter(|&p| poll_queues.trim().parse::<u32>().ok() != Some(p));
             if enabled
                 && (swapped || !o.swap)
                 && (encrypted || !o.encrypt)
                 && (synchronous || !o.sync_swapin)
+                && other_poll_queues.is_none()
             {
                 return Ok(false);
             }
-            let missing = if !enabled {
-                "enabled"
+            let why = if !enabled {
+                "is not enabled".to_string()
             } else if o.encrypt && !encrypted {
-                "encrypted"
+                "is not encrypted".to_string()
             } else if o.sync_swapin && !synchronous {
-                "synchronous"
+                "is not synchronous".to_string()
+            } else if let Some(p) = other_poll_queues {
+                format!("has poll_queues {}, not {p}", poll_queues.trim())
             } else {
-                "swapped on"
+                "is not swapped on".to_string()
             };
             return Err(Failure::new(
                 "up",
                 &o.name,
                 format!(
-                    "{} exists but is not {missing} (rswapctl down {} first)",
+                    "{} exists but {why} (rswapctl down {} first)",
                     self.dir(&o.name).display(),
                     o.name
                 ),
@@ -843,6 +892,7 @@ impl<'a> Ctl<'a> {
             secret: attr("secret").and_then(|s| parse::parse_secret_attr(&s)),
             encrypt: attr("encrypt").and_then(|s| parse::parse_bool_attr(&s)),
             sync_swapin: attr("sync_swapin").and_then(|s| parse::parse_bool_attr(&s)),
+            poll_queues: attr("poll_queues").and_then(|s| s.parse().ok()),
             state: state
                 .as_ref()
                 .map_or("unknown", TargetState::summary)

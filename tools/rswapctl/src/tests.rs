@@ -3,8 +3,9 @@
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
 //! creates the attributes with the module's defaults, `enable` brings a fake disk up
 //! and down (with its `stats`, encrypted or not as `encrypt` says), `secret` shows only
-//! `(set)` or `(unset)`, and chosen writes fail like the kernel's. `sync_swapin` is a
-//! plain file: the fake disk does not care whether it is synchronous.
+//! `(set)` or `(unset)`, and chosen writes fail like the kernel's. `sync_swapin` and
+//! `poll_queues` are plain files: the fake disk does not care whether it is synchronous,
+//! nor how many poll queues it has.
 
 use crate::cli::{self, Cli};
 use crate::parse;
@@ -51,8 +52,8 @@ struct Fake {
     fail_command: Option<&'static str>,
     /// `swapoff` fails because another swapoff took the disk out of /proc/swaps.
     swapoff_elsewhere: bool,
-    /// A module older than these attributes (`encrypt`, `sync_swapin`): `mkdir` does not
-    /// make them.
+    /// A module older than these attributes (`encrypt`, `sync_swapin`, `poll_queues`):
+    /// `mkdir` does not make them.
     older_than: Vec<&'static str>,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
@@ -154,6 +155,7 @@ impl Host for Fake {
             ("size", "(unset)"),
             ("queues", "2"),
             ("queue_depth", "128"),
+            ("poll_queues", "0"),
             ("client_id", "0x5eed"),
             ("secret", "(unset)"),
             ("encrypt", "0"),
@@ -496,6 +498,7 @@ fn two_targets() -> Fake {
     fs::remove_file(fake.dir("b").join("secret")).unwrap();
     fs::remove_file(fake.dir("b").join("encrypt")).unwrap();
     fs::remove_file(fake.dir("b").join("sync_swapin")).unwrap();
+    fs::remove_file(fake.dir("b").join("poll_queues")).unwrap();
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
     fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
@@ -554,7 +557,8 @@ fn list_json() {
                 "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
                 "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
-                "encrypt": false, "sync_swapin": false, "auth_failures": null
+                "encrypt": false, "sync_swapin": false, "poll_queues": 0,
+                "auth_failures": null
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -562,7 +566,8 @@ fn list_json() {
                 "queues_live": null, "queues_total": null, "recovering": null,
                 "dead": null, "recoveries": null, "retried": null, "region": null,
                 "epoch": null, "swap_used_bytes": null, "swap_priority": null,
-                "encrypt": null, "sync_swapin": null, "auth_failures": null
+                "encrypt": null, "sync_swapin": null, "poll_queues": null,
+                "auth_failures": null
             }
         ])
     );
@@ -602,11 +607,13 @@ fn status_json_has_fields_and_attributes() {
     assert_eq!(out["secret"], true);
     assert_eq!(out["encrypt"], false);
     assert_eq!(out["sync_swapin"], false);
+    assert_eq!(out["poll_queues"], 0);
     assert_eq!(out["auth_failures"], Value::Null);
     let attrs = out["attributes"].as_object().unwrap();
-    assert_eq!(attrs.len(), 16);
+    assert_eq!(attrs.len(), 17);
     assert_eq!(attrs["encrypt"], "0");
     assert_eq!(attrs["sync_swapin"], "0");
+    assert_eq!(attrs["poll_queues"], "0");
     assert!(
         attrs["stats"]
             .as_str()
@@ -627,11 +634,12 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[19], "swap_priority: -");
+    assert_eq!(lines[20], "swap_priority: -");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"encrypt: -"));
     assert!(lines.contains(&"sync_swapin: -"));
+    assert!(lines.contains(&"poll_queues: -"));
     assert!(lines.contains(&"auth_failures: -"));
     assert!(lines.contains(&"state: disabled"));
     assert!(lines.contains(&"port: 7471"));
@@ -648,14 +656,17 @@ fn status_text() {
     assert!(e.starts_with("rswapctl: status zz: "), "{e}");
     let out = run(&fake, &["status", "a"]).unwrap();
     assert!(
-        out.contains("\nsecret: true\nencrypt: false\nsync_swapin: false\n"),
+        out.contains("\nsecret: true\nencrypt: false\nsync_swapin: false\npoll_queues: 0\n"),
         "{out}"
     );
     let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
-    assert_eq!(attrs.len(), 16);
+    assert_eq!(attrs.len(), 17);
     assert_eq!(
-        attrs[5..9],
+        attrs[3..10],
         [
+            "attr.queues: 2",
+            "attr.queue_depth: 128",
+            "attr.poll_queues: 0",
             "attr.client_id: 0x5eed",
             "attr.secret: (set)",
             "attr.encrypt: 0",
@@ -1208,6 +1219,7 @@ size = 8G
 client_id = 0x1001
 secret_file = /etc/rswap/swap0.secret
 queues = 4
+poll_queues = 1
 recovery_ms = 3000
 keepalive_ms = 2000
 
@@ -1228,6 +1240,7 @@ fn conf_parses_every_key() {
     assert_eq!(o.size, "8G");
     assert_eq!(o.client_id.as_deref(), Some("0x1001"));
     assert_eq!(o.queues, Some(4));
+    assert_eq!(o.poll_queues, Some(1));
     assert_eq!(o.recovery_ms, Some(3000));
     assert_eq!(o.keepalive_ms, Some(2000));
     assert!(o.swap);
@@ -1254,6 +1267,7 @@ fn conf_minimal_and_spacing() {
     assert_eq!(c.options.size, "64M");
     assert!(!c.options.swap);
     assert_eq!(c.options.queues, None);
+    assert_eq!(c.options.poll_queues, None);
     assert_eq!(c.options.client_id, None);
     assert_eq!(c.secret_file, None);
     let c =
@@ -2132,4 +2146,230 @@ fn man_page_has_sync_swapin() {
     assert!(add.contains("BLK_FEAT_SYNCHRONOUS"), "{add}");
     let list = man_page("rswapctl-list.1");
     assert!(list.contains("ENC SYNC"), "{list}");
+}
+
+// --- poll queues ------------------------------------------------------------------------
+
+#[test]
+fn add_poll_queues_writes_poll_queues_before_enable() {
+    let fake = Fake::new();
+    let add = |more: &[&str]| {
+        let mut args = vec!["add", "mem0", "--server", "192.0.2.2", "--size", "8G"];
+        args.extend(more);
+        run(&fake, &args)
+    };
+    add(&["--queues", "2", "--poll-queues", "2", "--sync-swapin"]).unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "size=8G",
+            "queues=2",
+            "poll_queues=2",
+            "sync_swapin=1",
+            "enable=1",
+        ]
+    );
+    assert_eq!(fake.attr("mem0", "poll_queues"), "2");
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    assert_eq!(list[0]["poll_queues"], 2);
+    let text = run(&fake, &["status", "mem0"]).unwrap();
+    assert!(
+        text.contains("\nsync_swapin: true\npoll_queues: 2\nstate: connected\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nattr.queue_depth: 128\nattr.poll_queues: 2\n"),
+        "{text}"
+    );
+    let st: Value =
+        serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
+    assert_eq!(st["poll_queues"], 2);
+    assert_eq!(st["attributes"]["poll_queues"], "2");
+    // `list` has no column for it: the table stays as wide as it was.
+    let table = run(&fake, &["list"]).unwrap();
+    assert_eq!(
+        table.lines().next().unwrap(),
+        "NAME  DEVICE  SERVER          SIZE  STATE      RECOVERIES  USED  SECRET  ENC  SYNC"
+    );
+    // Without --poll-queues the attribute keeps the module's default: it is not written.
+    run(&fake, &["remove", "mem0"]).unwrap();
+    fake.writes.borrow_mut().clear();
+    add(&[]).unwrap();
+    left_at_default(&fake, "mem0", "poll_queues");
+    // 0 is written as any other number.
+    run(&fake, &["remove", "mem0"]).unwrap();
+    fake.writes.borrow_mut().clear();
+    add(&["--poll-queues", "0"]).unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        ["addr=192.0.2.2", "size=8G", "poll_queues=0", "enable=1"]
+    );
+    // 0..63, checked before anything is created.
+    run(&fake, &["remove", "mem0"]).unwrap();
+    fake.writes.borrow_mut().clear();
+    for bad in ["64", "-1", "+1", "x", "", "4294967296", "--swap"] {
+        let e = add(&["--poll-queues", bad]).unwrap_err();
+        assert!(
+            e.contains(&format!("{bad:?} is not a number of poll queues (0..63)")),
+            "{bad:?}: {e}"
+        );
+    }
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+    add(&["--poll-queues", "63"]).unwrap();
+    assert_eq!(fake.attr("mem0", "poll_queues"), "63");
+}
+
+#[test]
+fn list_and_status_show_poll_queues() {
+    let fake = Fake::new();
+    // Enabled with 2; enabled with the default; disabled with 1; a module without the
+    // attribute; a value the tool does not know.
+    fake.target("two", "192.0.2.2", "4096", Some("rswap0"));
+    fs::write(fake.dir("two").join("poll_queues"), "2\n").unwrap();
+    fake.target("none", "192.0.2.2", "4096", Some("rswap1"));
+    fake.target("down", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("down").join("poll_queues"), "1\n").unwrap();
+    fake.target("old", "192.0.2.2", "4096", None);
+    fs::remove_file(fake.dir("old").join("poll_queues")).unwrap();
+    fake.target("odd", "192.0.2.2", "4096", None);
+    fs::write(fake.dir("odd").join("poll_queues"), "many\n").unwrap();
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let poll: Vec<(&str, &Value)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), &t["poll_queues"]))
+        .collect();
+    assert_eq!(
+        poll,
+        [
+            ("down", &json!(1)),
+            ("none", &json!(0)),
+            ("odd", &Value::Null),
+            ("old", &Value::Null),
+            ("two", &json!(2))
+        ]
+    );
+    for (name, want) in [("two", "2"), ("none", "0"), ("old", "-")] {
+        let text = run(&fake, &["status", name]).unwrap();
+        assert!(
+            text.contains(&format!("\npoll_queues: {want}\n")),
+            "{name}: {text}"
+        );
+    }
+    let text = run(&fake, &["status", "old"]).unwrap();
+    assert!(!text.contains("attr.poll_queues"), "{text}");
+}
+
+#[test]
+fn add_poll_queues_failures_leave_nothing() {
+    let o = AddOptions {
+        poll_queues: Some(1),
+        ..add_options("mem0")
+    };
+    let older = older_module_refuses(
+        &o,
+        "poll_queues",
+        "poll_queues: the rswap module loaded has no poll_queues attribute (it is older \
+         than polled I/O); not adding the target without poll queues",
+    );
+    assert_eq!(older.poll_queues, None);
+    // 0 poll queues is what such a module has: nothing to write, nothing refused.
+    let mut fake = Fake::new();
+    fake.older_than = vec!["poll_queues"];
+    let zero = AddOptions {
+        poll_queues: Some(0),
+        ..add_options("mem0")
+    };
+    fake.ctl().add(&zero).unwrap();
+    assert_eq!(
+        *fake.writes.borrow(),
+        ["addr=192.0.2.2", "port=18516", "size=8G", "enable=1"]
+    );
+    // The module refuses more queues than it connects at enable, with its reason.
+    let o = AddOptions {
+        queues: Some(64),
+        ..o
+    };
+    kernel_refusal_leaves_nothing(
+        &o,
+        "enable=1",
+        "enable: queues + poll_queues is 65, more than 64 connections",
+    );
+}
+
+#[test]
+fn conf_poll_queues_and_up() {
+    for (line, want) in [
+        ("", None),
+        ("poll_queues = 0", Some(0)),
+        ("poll_queues = 1", Some(1)),
+        ("poll_queues = 63", Some(63)),
+    ] {
+        assert_eq!(conf_with(line).unwrap().poll_queues, want, "{line:?}");
+    }
+    for bad in ["64", "-1", "yes", "1.5", "0x2"] {
+        assert_eq!(
+            conf_with(&format!("poll_queues = {bad}")).unwrap_err(),
+            format!("t.conf:3: poll_queues: \"{bad}\" is not a number of poll queues (0..63)")
+        );
+    }
+    assert_eq!(
+        conf_with("poll_queues = 1\npoll_queues = 2").unwrap_err(),
+        "t.conf:4: poll_queues given twice (first on line 3)"
+    );
+    let (fake, d) = up_from_a_file_with(
+        "poll_queues = 2",
+        "poll_queues=2",
+        "has poll_queues 0, not 2",
+    );
+    // Enabled with 2: already up. A file without the key does not look at them.
+    fs::write(fake.dir("t").join("poll_queues"), "2\n").unwrap();
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    conf_dir(&fake, "t", CONF_BASE);
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    // `poll_queues = 0` asks for none: a target with 2 is not what the file says.
+    conf_dir(&fake, "t", &format!("{CONF_BASE}poll_queues = 0\n"));
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(
+        e.contains("exists but has poll_queues 2, not 0 (rswapctl down t first)"),
+        "{e}"
+    );
+    // A module without the attribute has none, as `poll_queues = 0` asks.
+    fs::remove_file(fake.dir("t").join("poll_queues")).unwrap();
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    // Synchronous as asked too, but without the poll queues: that is what it says.
+    conf_dir(
+        &fake,
+        "t",
+        &format!("{CONF_BASE}sync_swapin = yes\npoll_queues = 1\n"),
+    );
+    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
+    fs::write(fake.dir("t").join("poll_queues"), "0\n").unwrap();
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(e.contains("exists but has poll_queues 0, not 1"), "{e}");
+    // After `down` (enable=0), every `up` only looked.
+    assert_eq!(
+        *fake.writes.borrow(),
+        [
+            "addr=192.0.2.2",
+            "size=8G",
+            "poll_queues=2",
+            "enable=1",
+            "enable=0"
+        ]
+    );
+}
+
+#[test]
+fn man_page_has_poll_queues() {
+    let add = man_page("rswapctl-add.1");
+    assert!(add.contains("\\-\\-poll\\-queues"), "{add}");
+    assert!(add.contains("IORING_SETUP_IOPOLL"), "{add}");
+    let up = man_page("rswapctl-up.1");
+    assert!(up.contains("poll_queues"), "{up}");
+    let list = man_page("rswapctl-list.1");
+    assert!(!list.contains("POLL"), "{list}");
 }
