@@ -4,7 +4,9 @@
 # (JSON checked field by field), a refused add that prints the kernel's reason and leaves
 # nothing behind, an encrypted target (add --encrypt; skipped on a module without the
 # encrypt attribute), a synchronous one (add --sync-swapin, and up of a target file with
-# sync_swapin = yes; skipped on a module without the sync_swapin attribute), and remove.
+# sync_swapin = yes; skipped on a module without the sync_swapin attribute), one with a
+# poll queue (add --poll-queues 1; skipped on a module without the poll_queues
+# attribute), and remove.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -31,6 +33,7 @@ NAMES=(
 	"rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind"
 	"rswapctl add --encrypt: the target's encrypt is 1, list shows ENC yes, list --json has encrypt true, status --json auth_failures 0; removed again"
 	"rswapctl add --sync-swapin, and up of a target file with sync_swapin = yes: the target's sync_swapin is 1, list shows SYNC yes, list --json and status --json have sync_swapin true; removed and down again"
+	"rswapctl add --poll-queues 1: the target's poll_queues is 1, its disk polls (io_poll 1) with 2 queues live, list --json and status --json have poll_queues 1; removed again"
 	"rswapctl remove: swapoff, disable, rmdir"
 	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
 )
@@ -38,7 +41,7 @@ ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1; do
+	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1 $CFG/poll0; do
 		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
 		rmdir $t 2>/dev/null
 	done
@@ -53,8 +56,8 @@ trap cleanup EXIT
 rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 dmesg_mark "25-rswapctl"
 # A removed target's region stays for the server's --grace (60 s): the pool holds ctl0's
-# 32 MiB and 16 MiB for each of enc0, sync0 and sync1.
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size 96M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
+# 32 MiB and 16 MiB for each of enc0, sync0, sync1 and poll0.
+server_start "$OUT/server.log" --listen "$IP:$PORT" --size 112M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
 grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 swapoff -a 2>/dev/null
 
@@ -71,16 +74,18 @@ fi
 "$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
 "$CTL" list >"$OUT/list.txt" 2>&1
 # encrypt, sync_swapin: false with a module that has the attribute (default 0), null
-# without it.
-HAS_ENC=0 HAS_SYNC=0
+# without it; poll_queues: 0, or null without it.
+HAS_ENC=0 HAS_SYNC=0 HAS_POLL=0
 [ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
 [ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
-if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" >"$OUT/check.out" 2>&1 <<'PY'
+[ -e $CFG/ctl0/poll_queues ] && HAS_POLL=1
+if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" \
+	>"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 ip, port = sys.argv[3], int(sys.argv[4])
-has_enc, has_sync = sys.argv[5] == "1", sys.argv[6] == "1"
+has_enc, has_sync, has_poll = sys.argv[5] == "1", sys.argv[6] == "1", sys.argv[7] == "1"
 assert isinstance(lst, list) and len(lst) == 1, lst
 t = lst[0]
 want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
@@ -92,6 +97,8 @@ assert isinstance(t["region"], int) and t["epoch"] == 1, t
 assert t["swap_used_bytes"] is not None and t["swap_used_bytes"] >= 0, t
 assert t["encrypt"] is (False if has_enc else None), t
 assert t["sync_swapin"] is (False if has_sync else None), t
+# A number, not a bool (False == 0 in Python).
+assert (type(t["poll_queues"]) is int and t["poll_queues"] == 0) if has_poll else t["poll_queues"] is None, t
 assert t["auth_failures"] is None, t
 for k, v in want.items():
     assert st.get(k) == v, ("status", k, st.get(k), v)
@@ -149,7 +156,7 @@ PY
 	else
 		checked=
 	fi
-	# Removed whatever the checks said: test 6 unloads the module.
+	# Removed whatever the checks said: test 7 unloads the module.
 	removed=
 	"$CTL" remove enc0 >>"$OUT/enc.out" 2>&1 && ! [ -d $CFG/enc0 ] && removed=1
 	if [ -n "$checked" ] && [ -n "$removed" ]; then
@@ -197,7 +204,7 @@ PY
 	else
 		bad+="add --sync-swapin: exit $?: $(cat "$OUT/sync-add.out"); "
 	fi
-	# Removed whatever the checks said: test 6 unloads the module.
+	# Removed whatever the checks said: test 7 unloads the module.
 	"$CTL" remove sync0 >>"$OUT/sync-add.out" 2>&1 && ! [ -d $CFG/sync0 ] \
 		|| bad+="remove sync0: $(cat "$OUT/sync-add.out"); "
 	# up of a target file with sync_swapin = yes
@@ -220,7 +227,51 @@ PY
 	fi
 fi
 
-# 6. remove
+# 6. a target with a poll queue, on a module that has the poll_queues attribute
+if [ $HAS_POLL = 0 ]; then
+	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/poll_queues (a module older than poll queues)"
+else
+	rm -f "$OUT"/poll-*
+	"$CTL" add poll0 --server "$IP:$PORT" --size 16M --queues 1 --poll-queues 1 --client-id 0x2505 \
+		>"$OUT/poll.out" 2>&1
+	rc=$?
+	pq=$(cat $CFG/poll0/poll_queues 2>&1)
+	dev=$(cat $CFG/poll0/device 2>/dev/null)
+	iop=$([ -n "$dev" ] && cat "/sys/block/$dev/queue/io_poll" 2>&1)
+	"$CTL" list --json >"$OUT/poll-list.json" 2>&1
+	"$CTL" status poll0 --json >"$OUT/poll-status.json" 2>&1
+	if [ $rc = 0 ] && [ "$pq" = 1 ] && [ "$iop" = 1 ] \
+		&& python3 - "$OUT/poll-list.json" "$OUT/poll-status.json" >"$OUT/poll-check.out" 2>&1 <<'PY'
+import json, sys
+lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
+st = json.load(open(sys.argv[2]))
+# A number, not a bool (True == 1 in Python).
+num = lambda v, n: type(v) is int and v == n
+assert num(lst["poll0"]["poll_queues"], 1), lst["poll0"]
+assert num(lst["ctl0"]["poll_queues"], 0), lst["ctl0"]
+# One queue and one poll queue: two connections, both live.
+assert lst["poll0"]["queues_live"] == 2 and lst["poll0"]["queues_total"] == 2, lst["poll0"]
+assert num(st["poll_queues"], 1) and st["state"] == "connected", st
+assert st["attributes"]["poll_queues"] == "1", st["attributes"]
+print("ok", lst["poll0"])
+PY
+	then
+		checked=1
+	else
+		checked=
+	fi
+	# Removed whatever the checks said: test 7 unloads the module.
+	removed=
+	"$CTL" remove poll0 >>"$OUT/poll.out" 2>&1 && ! [ -d $CFG/poll0 ] && removed=1
+	if [ -n "$checked" ] && [ -n "$removed" ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "/dev/$dev io_poll $iop" "$(tail -1 "$OUT/poll-check.out")"
+	else
+		ktap_fail "$(ktap_name)" "exit $rc, poll_queues=$pq, device '$dev', io_poll '$iop': $(cat "$OUT/poll.out"; tail -3 "$OUT/poll-check.out" 2>/dev/null; ls $CFG)"
+	fi
+fi
+
+# 7. remove
 if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
 	&& rmmod rswap; then
 	ktap_pass "$(ktap_name)"
