@@ -15,7 +15,7 @@ suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/33-poll.
 
 if [ "${KERNEL:-stock}" != debug ]; then
 	echo "1..1"
-	echo "ok 1 siw: the data-path, swap and recovery suites over soft-iWARP # SKIP the stock kernel has no siw (make check KERNEL=debug runs them)"
+	echo "ok 1 siw: the data-path, poll queue, swap and recovery suites over soft-iWARP # SKIP the stock kernel has no siw (make check KERNEL=debug runs them)"
 	exit 0
 fi
 
