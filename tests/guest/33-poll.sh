@@ -28,6 +28,7 @@ NAMES=(
 	"poll: polled I/O whose submitter stops polling (SIGSTOP, keepalive_ms=0, io_timeout 2 s): the timeout polls and finds it done, no request timed out, no recovery; fio ends with 0 errors once resumed"
 	"poll: an encrypted target (encrypt=1) with a poll queue: polled fio verify opens every read in the polling task, 0 errors"
 	"poll: poll_queues above the CPU count is capped at it at enable, with a log line"
+	"poll: with recovery_ms=0 the server closing every connection under polled fio fails its I/O with EIO promptly; nothing hangs"
 	"poll: disable, rmdir and rmmod work"
 	"poll: a device that loses flushed completions (fault_lose_flushes=16, keepalive_ms=0) under polled fio verify: the poll queue's teardown stops waiting at its marker, then completes them itself; fio ends with 0 errors"
 	"dmesg: no BUG/WARNING/Oops in the poll queue tests"
@@ -258,6 +259,29 @@ if reenable encrypt=0 poll_queues=63 && [[ $(cat $T/state) == "connected queues=
 	ktap_diag "${capped#*] }" "$(cat $T/state)"
 else
 	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(cat $T/last_error); $(dmesg | grep rswap | tail -3)"
+fi
+
+# Recovery off: the polled requests flushed by the teardown, and those that wait, end with
+# EIO; the polling task sees them end instead of polling for ever.
+if reenable poll_queues=1 recovery_ms=0; then
+	dmesg_mark "33-poll norecovery"
+	fio_hipri_load dead
+	start=$(date +%s)
+	kill -USR1 "$SPID"
+	wait_exit $fpid 120
+	frc=$?
+	took=$(( $(date +%s) - start ))
+	dead=$(dmesg | sed -n '/rswap-test-mark: 33-poll norecovery/,$p')
+	if [ $frc != 0 ] && [ $frc != 124 ] && [ $took -le 30 ] && grep -q 'recovery is off: failing its I/O' <<<"$dead" \
+		&& grep -qi 'input/output error' "$OUT/fio-dead.log"; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "fio exit $frc after ${took}s: $(grep -i -m1 'input/output error' "$OUT/fio-dead.log")" "$(cat $T/state)"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc after ${took}s; $(tail -2 "$OUT/fio-dead.log"); $(grep rswap <<<"$dead" | tail -3)"
+		kill -KILL $fpid 2>/dev/null
+	fi
+else
+	ktap_fail "$(ktap_name)" "re-enable with recovery_ms=0: $(cat $T/last_error)"
 fi
 
 ok=1
