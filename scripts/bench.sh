@@ -116,6 +116,8 @@ runpid=$!
 trap 'kill -TERM $runpid 2>/dev/null; wait $runpid 2>/dev/null; exit 130' INT TERM HUP
 
 # Progress: the client guest prints "@@BENCH step I/N left=SECS LABEL" on its console.
+# duration SECS: [H:]MM:SS (the estimate of a full run is over an hour).
+duration() { if [ "$1" -ge 3600 ]; then printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); else printf '%02d:%02d' $(($1 / 60)) $(($1 % 60)); fi; }
 {
 	tail --pid=$runpid -n +1 -F "$out/client/serial.log" 2>/dev/null | while IFS= read -r line; do
 		line=${line%$'\r'}
@@ -123,10 +125,11 @@ trap 'kill -TERM $runpid 2>/dev/null; wait $runpid 2>/dev/null; exit 130' INT TE
 		*"@@BENCH step "*)
 			set -- ${line#*@@BENCH step }
 			left=${2#left=}; [[ $left =~ ^[0-9]+$ ]] || left=0
-			prog "step $1 ${3:-}  (~$(date -u -d "@$left" +%M:%S) left)" ;;
+			prog "step $1 ${3:-}  (~$(duration "$left") left)" ;;
 		*"@@BENCH plan "*)
 			set -- ${line#*@@BENCH plan }
-			prog "guest up: $1 steps, estimated $(date -u -d "@${2#left=}" +%M:%S)" ;;
+			left=${2#left=}; [[ $left =~ ^[0-9]+$ ]] || left=0
+			prog "guest up: $1 steps, estimated $(duration "$left")" ;;
 		*"bench client: "*) prog "${line#*bench client: }" ;;
 		esac
 	done
