@@ -29,8 +29,10 @@ NAMES=(
 	"poll: an encrypted target (encrypt=1) with a poll queue: polled fio verify opens every read in the polling task, 0 errors"
 	"poll: poll_queues above the CPU count is capped at it at enable, with a log line"
 	"poll: with recovery_ms=0 the server closing every connection under polled fio fails its I/O with EIO promptly; nothing hangs"
+	"poll: a target with a secret (the server has an allow-list) and a poll queue: both queues authenticate, polled fio verify ends with 0 errors on the poll queue"
 	"poll: disable, rmdir and rmmod work"
 	"poll: a device that loses flushed completions (fault_lose_flushes=16, keepalive_ms=0) under polled fio verify: the poll queue's teardown stops waiting at its marker, then completes them itself; fio ends with 0 errors"
+	"poll: rdma link delete under polled fio (recovery_ms=5000): the poll queue is torn down with its device, the I/O fails within 90 s, the removal ends; disable and rmmod work"
 	"dmesg: no BUG/WARNING/Oops in the poll queue tests"
 )
 target_suite_start
@@ -284,6 +286,44 @@ else
 	ktap_fail "$(ktap_name)" "re-enable with recovery_ms=0: $(cat $T/last_error)"
 fi
 
+# With a secret every queue proves it in its connect request (hello, challenge, proof); a
+# poll queue does too, before any of its completions is polled for.
+A=$CFG/pollauth
+ALLOW=/tmp/rswap-33-allow
+AUTH_PORT=18528
+AUTH_ID=0x3301
+AUTH_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s %s\n' "$AUTH_ID" "$AUTH_SECRET" > $ALLOW
+chmod 600 $ALLOW
+MAIN_SPID=$SPID
+if server_start "$OUT/server-auth.log" --listen "$IP:$AUTH_PORT" --size 64M --allow-list $ALLOW \
+	&& mkdir $A && echo "$IP" > $A/addr && echo $AUTH_PORT > $A/port && echo ${SIZE_MB}M > $A/size \
+	&& echo 1 > $A/queues && echo 1 > $A/poll_queues && echo $AUTH_ID > $A/client_id \
+	&& echo "$AUTH_SECRET" > $A/secret && echo 1 > $A/enable && [[ $(cat $A/state) == "connected queues=2/2 "* ]]; then
+	T_DEV=$DEV T_B=$B
+	DEV=/dev/$(cat $A/device)
+	B=$(basename "$DEV")
+	cat $A/stats > "$OUT/stats-auth0.txt"
+	fio_hipri auth
+	frc=$?
+	cat $A/stats > "$OUT/stats-auth1.txt"
+	q1=$(( $(requests "$OUT/stats-auth1.txt" 1) - $(requests "$OUT/stats-auth0.txt" 1) ))
+	challenges=$(grep -c 'auth_challenge' "$OUT/server-auth.log")
+	if [ $frc = 0 ] && [ "$(fio_errors "$OUT/fio-auth.json")" = 0 ] && [ $q1 -ge 4096 ] && [ "$challenges" -ge 2 ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "$(cat $A/state); queue1 +$q1 requests; $challenges challenges in the server log"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-auth.json"); queue1 +$q1; challenges $challenges; $(tail -3 "$OUT/fio-auth.log")"
+	fi
+	DEV=$T_DEV B=$T_B
+else
+	ktap_fail "$(ktap_name)" "could not connect: $(cat $A/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-auth.log")"
+fi
+[ -d $A ] && { echo 0 > $A/enable; rmdir $A; }
+[ "$SPID" = "$MAIN_SPID" ] || { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
+SPID=$MAIN_SPID
+rm -f $ALLOW
+
 ok=1
 echo 0 > $T/enable || ok=0
 rmdir $T || ok=0
@@ -316,6 +356,50 @@ if rswap_load fault_lose_flushes=16 && mkdir $T && echo "$IP" > $T/addr && echo 
 			"$(dmesg | grep 'the device never completed' | tail -1 | sed 's/^\[[^]]*\] //')"
 	else
 		ktap_fail "$(ktap_name)" "fio exit $frc, errors $(fio_errors "$OUT/fio-lose.json"), completed by rswap $lost, teardown ok=$ok, state $st; $(tail -3 "$OUT/fio-lose.log"); $(dmesg | grep rswap | tail -4)"
+	fi
+else
+	ktap_fail "$(ktap_name)" "could not set up: $(cat $T/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3)"
+	rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
+fi
+# The RDMA device goes away under polled I/O, with nothing to reconnect to: the removal
+# tears the poll queue down (its drain polls for its marker), recovery finds no device
+# within recovery_ms and fails the I/O, and the removal itself ends.
+if rswap_load && mkdir $T && echo "$IP" > $T/addr && echo $PORT > $T/port \
+	&& echo ${SIZE_MB}M > $T/size && echo 1 > $T/queues && echo 1 > $T/poll_queues \
+	&& echo 5000 > $T/recovery_ms && echo 1 > $T/enable; then
+	DEV=/dev/$(cat $T/device)
+	B=$(basename "$DEV")
+	dmesg_mark "33-poll removal"
+	fio --name=removal --filename="$DEV" --direct=1 --ioengine=io_uring --hipri=1 --rw=randrw \
+		--bs=4k --iodepth=16 --numjobs=2 --time_based --runtime=60 --continue_on_error=none \
+		>"$OUT/fio-removal.log" 2>&1 &
+	fpid=$!
+	sleep 4
+	polled=$(requests $T/stats 1)
+	rdma link delete $RDMA_DEV &
+	dpid=$!
+	start=$(date +%s)
+	wait_exit $fpid 90
+	fio_rc=$?
+	took=$(( $(date +%s) - start ))
+	wait_exit $dpid 60
+	del_rc=$?
+	st=$(cat $T/state)
+	if [ $fio_rc = 124 ] || [ $del_rc = 124 ]; then
+		ktap_fail "$(ktap_name)" "after ${took}s: fio exit $fio_rc, rdma link delete exit $del_rc (124: still running); state $st; $(dmesg | grep rswap | tail -5)"
+		kill -KILL $fpid "$SPID" 2>/dev/null
+		ktap_skip_rest "polled I/O or the device's removal hung"
+	fi
+	ok=1
+	echo 0 > $T/enable || ok=0
+	rmdir $T || ok=0
+	rmmod rswap || ok=0
+	if [ $fio_rc != 0 ] && [ $del_rc = 0 ] && [ $ok = 1 ] && [[ $st == dead* ]] && [ "$polled" -gt 0 ]; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "queue1 had served $polled polled requests; fio ended ${took}s after the removal (exit $fio_rc): $(grep -i -m1 'error' "$OUT/fio-removal.log")" \
+			"state was: $st"
+	else
+		ktap_fail "$(ktap_name)" "fio exit $fio_rc after ${took}s, removal exit $del_rc, teardown ok=$ok, queue1 served $polled, state $st; $(tail -3 "$OUT/fio-removal.log"); $(dmesg | grep rswap | tail -4)"
 	fi
 else
 	ktap_fail "$(ktap_name)" "could not set up: $(cat $T/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3)"
