@@ -14,6 +14,7 @@ NAMES=(
 	"two guests: data lives on the server guest: after disable and a reconnect it reads back"
 	"two guests: the client's RDMA device is removed and added back while idle; the queues reconnect on it and the data reads back"
 	"two guests: keep-alive: an idle disk notices a silent server (every packet dropped) within 2 x keepalive_ms + 2 s; when packets flow again it reconnects and the data reads back"
+	"two guests: keep-alive: an idle poll queue (poll_queues=1) notices a silent server by itself within 2 x keepalive_ms + 2 s; when packets flow again all three queues reconnect and the data reads back"
 	"two guests: the link drops every packet for 20 s under a read; the read times out, the queue recovers, the read returns the right data"
 	"two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails"
 )
@@ -94,7 +95,43 @@ if tc qdisc add dev eth0 root netem loss 100%; then
 else
 	ktap_skip "$(ktap_name)" "no netem qdisc in this kernel"
 fi
-echo 0 > $T/enable; echo 5000 > $T/keepalive_ms; echo 1 > $T/enable
+
+# The same silence with an idle poll queue: its probe completes only when polled, so its
+# keep-alive polls the queue itself, and that must not hide a probe nobody answered.
+# Queues 0 and 1 notice on their own; the check is on queue 2's own log line.
+echo 0 > $T/enable; echo 1 > $T/poll_queues
+if ! echo 1 > $T/enable || [[ $(cat $T/state) != "connected queues=3/3 "* ]]; then
+	ktap_fail "$(ktap_name)" "enable with a poll queue: $(cat $T/state); $(cat $T/last_error)"
+elif tc qdisc add dev eth0 root netem loss 100%; then
+	dmesg_mark "pair: silent poll"
+	rec0=$(state_field $T recoveries)
+	start=$(date +%s%N)
+	line=
+	for _ in $(seq 150); do
+		line=$(dmesg | sed -n '/rswap-test-mark: pair: silent poll/,$p' \
+			| grep -E -m1 'rswap: rswap[0-9]*: queue 2: keep-alive probe (unanswered|failed)')
+		[ -n "$line" ] && break
+		sleep 0.1
+	done
+	ms=$(( ($(date +%s%N) - start) / 1000000 ))
+	sleep 2
+	tc qdisc del dev eth0 root
+	for _ in $(seq 180); do
+		[[ $(cat $T/state) == "connected queues=3/3 "* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 3)) ] && break
+		sleep 0.5
+	done
+	limit=$((2 * 2000 + 2000))
+	if [ -n "$line" ] && [ $ms -le $limit ] && [[ $(cat $T/state) == "connected queues=3/3 "* ]] \
+		&& dd if=/dev/rswap0 bs=1M skip=8 count=4 iflag=direct status=none | cmp -s - /tmp/r4; then
+		ktap_pass "$(ktap_name)"
+		ktap_diag "queue 2 noticed after ${ms} ms (limit ${limit}): ${line#*] }" "recoveries $rec0 -> $(state_field $T recoveries); $(cat $T/state)"
+	else
+		ktap_fail "$(ktap_name)" "queue 2's line after ${ms} ms: '$line'; now $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+	fi
+else
+	ktap_skip "$(ktap_name)" "no netem qdisc in this kernel"
+fi
+echo 0 > $T/enable; echo 0 > $T/poll_queues; echo 5000 > $T/keepalive_ms; echo 1 > $T/enable
 
 # A network blackout under a read: the read times out (io_timeout 5 s; soft-RoCE's own
 # retries outlast a 20 s blackout), the timeout starts recovery, which takes the queue
