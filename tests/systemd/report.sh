@@ -10,7 +10,10 @@ role=$1 out=/mnt/out
 PROPS=Id,Type,ActiveState,SubState,Result,StatusText,NRestarts,TimeoutStartUSec
 PROPS+=,InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic
 PROPS+=,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ExecMainStatus
-show() { mkdir -p "$out/show"; for u; do systemctl show -p "$PROPS" "$u" > "$out/show/$u"; done; }
+show() {
+	mkdir -p "$out/show"
+	for u; do systemctl show -p "$PROPS" "$u" > "$out/show/.$u"; mv -f "$out/show/.$u" "$out/show/$u"; done
+}
 
 # Until the job queue is empty ("degraded": rswap@bad failed, on purpose).
 state=$(timeout 600 systemctl is-system-running --wait)
@@ -40,13 +43,18 @@ client)
 	;;
 server)
 	echo 0 > "$out/exit-code"
+	# The host stops this guest at any moment and reads the files then: each is written
+	# aside and renamed into place, so the host never reads one truncated and not yet
+	# written again (an empty journal failed the cycle check once).
+	fresh() { "${@:2}" > "$out/.$1" 2>&1; mv -f "$out/.$1" "$out/$1"; }
 	for _ in $(seq 360); do
 		show rswap-server.service
-		rswapctl server-status > "$out/server-status" 2>&1
+		fresh server-status rswapctl server-status
 		# The first view with the client's region live is kept.
-		[ -s "$out/server-status-live" ] || ! grep -qE '^0x5301 .* live ' "$out/server-status" \
-			|| cp "$out/server-status" "$out/server-status-live"
-		journalctl -b --no-pager -o short-monotonic > "$out/journal" 2>&1
+		if ! [ -s "$out/server-status-live" ] && grep -qE '^0x5301 .* live ' "$out/server-status"; then
+			fresh server-status-live cat "$out/server-status"
+		fi
+		fresh journal journalctl -b --no-pager -o short-monotonic
 		sync
 		sleep 5
 	done
