@@ -116,20 +116,24 @@ runpid=$!
 trap 'kill -TERM $runpid 2>/dev/null; wait $runpid 2>/dev/null; exit 130' INT TERM HUP
 
 # Progress: the client guest prints "@@BENCH step I/N left=SECS LABEL" on its console.
-# duration SECS: [H:]MM:SS (the estimate of a full run is over an hour).
-duration() { if [ "$1" -ge 3600 ]; then printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); else printf '%02d:%02d' $(($1 / 60)) $(($1 % 60)); fi; }
+# duration SECS: [H:]MM:SS (the estimate of a full run is over an hour); 00:00 for what
+# is not a number.
+duration() {
+	local s=$1
+	[[ $s =~ ^[0-9]+$ ]] || s=0
+	if [ "$s" -ge 3600 ]; then printf '%d:%02d:%02d' $((s / 3600)) $((s % 3600 / 60)) $((s % 60))
+	else printf '%02d:%02d' $((s / 60)) $((s % 60)); fi
+}
 {
 	tail --pid=$runpid -n +1 -F "$out/client/serial.log" 2>/dev/null | while IFS= read -r line; do
 		line=${line%$'\r'}
 		case $line in
 		*"@@BENCH step "*)
 			set -- ${line#*@@BENCH step }
-			left=${2#left=}; [[ $left =~ ^[0-9]+$ ]] || left=0
-			prog "step $1 ${3:-}  (~$(duration "$left") left)" ;;
+			prog "step $1 ${3:-}  (~$(duration "${2#left=}") left)" ;;
 		*"@@BENCH plan "*)
 			set -- ${line#*@@BENCH plan }
-			left=${2#left=}; [[ $left =~ ^[0-9]+$ ]] || left=0
-			prog "guest up: $1 steps, estimated $(duration "$left")" ;;
+			prog "guest up: $1 steps, estimated $(duration "${2#left=}")" ;;
 		*"bench client: "*) prog "${line#*bench client: }" ;;
 		esac
 	done
