@@ -10,10 +10,12 @@ role=$1 out=/mnt/out
 PROPS=Id,Type,ActiveState,SubState,Result,StatusText,NRestarts,TimeoutStartUSec
 PROPS+=,InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic
 PROPS+=,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ExecMainStatus
-show() {
-	mkdir -p "$out/show"
-	for u; do systemctl show -p "$PROPS" "$u" > "$out/show/.$u"; mv -f "$out/show/.$u" "$out/show/$u"; done
-}
+# fresh FILE CMD...: CMD's output and errors into $out/FILE, written aside and renamed into
+# place. The host stops the server guest at any moment and reads the files then, so it
+# must never find one truncated and not yet written again (an empty journal failed the
+# cycle check once).
+fresh() { "${@:2}" > "$out/$1.new" 2>&1; mv -f "$out/$1.new" "$out/$1"; }
+show() { mkdir -p "$out/show"; for u; do fresh "show/$u" systemctl show -p "$PROPS" "$u"; done; }
 
 # Until the job queue is empty ("degraded": rswap@bad failed, on purpose).
 state=$(timeout 600 systemctl is-system-running --wait)
@@ -43,10 +45,6 @@ client)
 	;;
 server)
 	echo 0 > "$out/exit-code"
-	# The host stops this guest at any moment and reads the files then: each is written
-	# aside and renamed into place, so the host never reads one truncated and not yet
-	# written again (an empty journal failed the cycle check once).
-	fresh() { "${@:2}" > "$out/.$1" 2>&1; mv -f "$out/.$1" "$out/$1"; }
 	for _ in $(seq 360); do
 		show rswap-server.service
 		fresh server-status rswapctl server-status
