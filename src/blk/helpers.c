@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Forwarders for the `static inline` blk-mq functions and macros; see helpers.h. */
 #include <linux/module.h>
-#include <linux/sched/mm.h>
 #include "helpers.h"
 
 sector_t rswap_blk_rq_pos(struct request *rq)
@@ -142,14 +141,4 @@ void rswap_blk_map_queues(struct blk_mq_tag_set *set, unsigned int poll_queues)
 	}
 	for (i = 0; i < set->nr_maps; i++)
 		blk_mq_map_queues(&set->map[i]);
-}
-
-unsigned int rswap_memalloc_noio_save(void)
-{
-	return memalloc_noio_save();
-}
-
-void rswap_memalloc_noio_restore(unsigned int flags)
-{
-	memalloc_noio_restore(flags);
 }

@@ -53,7 +53,5 @@ void rswap_blk_tag_set_queues(struct blk_mq_tag_set *set, unsigned int default_q
  * (reads share the default queues) and spreads the CPUs over its queues.
  */
 void rswap_blk_map_queues(struct blk_mq_tag_set *set, unsigned int poll_queues);
-unsigned int rswap_memalloc_noio_save(void);
-void rswap_memalloc_noio_restore(unsigned int flags);
 
 #endif

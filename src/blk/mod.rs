@@ -5,8 +5,7 @@
 //! segment accessors, completion with an error status, a timeout callback, per-hardware-
 //! queue driver data and stopping a hardware queue, a disk whose
 //! `block_device_operations.owner` pins the module while the disk is open and that counts
-//! its openers (so that it is never deleted from under one), disk numbers, and a no-I/O
-//! allocation scope for the work that lets the disk's I/O finish.
+//! its openers (so that it is never deleted from under one), and disk numbers.
 //!
 //! Nothing here knows about RDMA: a driver plugs in through [`Operations`].
 
@@ -14,7 +13,6 @@ mod bindings;
 mod disk;
 mod disk_index;
 mod hw_ctx;
-mod noio;
 mod openers;
 mod operations;
 mod request;
@@ -23,6 +21,5 @@ mod tag_set;
 pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use hw_ctx::HwCtxSlot;
-pub(crate) use noio::NoIoScope;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use request::{Op, OwnedRequest, RqPages, Status, TimedOutRequest};

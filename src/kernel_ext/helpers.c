@@ -9,6 +9,7 @@
 #include <crypto/gcm.h>
 #include <linux/err.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/unaligned.h>
 #include <linux/in.h>
@@ -178,4 +179,14 @@ void rswap_inet_set_port(struct sockaddr_storage *addr, u16 port)
 int rswap_inet_print(const struct sockaddr_storage *addr, bool port, char *buf, size_t len)
 {
 	return port ? scnprintf(buf, len, "%pISpc", addr) : scnprintf(buf, len, "%pISc", addr);
+}
+
+unsigned int rswap_memalloc_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void rswap_memalloc_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
 }

@@ -69,4 +69,8 @@ void rswap_inet_set_port(struct sockaddr_storage *addr, u16 port);
 /* Prints @addr (with its port if @port) into @buf as %pISc / %pISpc; returns the length. */
 int rswap_inet_print(const struct sockaddr_storage *addr, bool port, char *buf, size_t len);
 
+/* memalloc_noio_save()/restore() (noio.rs). */
+unsigned int rswap_memalloc_noio_save(void);
+void rswap_memalloc_noio_restore(unsigned int flags);
+
 #endif

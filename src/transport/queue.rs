@@ -29,7 +29,10 @@ use super::{
     name::Name,
     wire::RegionDescriptor,
 };
-use crate::{blk::NoIoScope, ib::DeviceUser, kernel_ext::ReclaimWorkqueue};
+use crate::{
+    ib::DeviceUser,
+    kernel_ext::{NoIoScope, ReclaimWorkqueue},
+};
 
 /// Where a queue is in its life.
 #[repr(u8)]

@@ -4,7 +4,10 @@
 
 use core::marker::PhantomData;
 
-use super::bindings;
+extern "C" {
+    fn rswap_memalloc_noio_save() -> u32;
+    fn rswap_memalloc_noio_restore(flags: u32);
+}
 
 /// While alive, every allocation of the current task behaves as `GFP_NOIO`
 /// (`memalloc_noio_save`): the reclaim it may trigger starts no I/O. A swap device's
@@ -24,7 +27,7 @@ impl NoIoScope {
     /// Enters the scope for the current task.
     pub(crate) fn enter() -> Self {
         // SAFETY: sets a flag on the current task; restored by drop on the same task.
-        let flags = unsafe { bindings::rswap_memalloc_noio_save() };
+        let flags = unsafe { rswap_memalloc_noio_save() };
         // INVARIANT: just saved on the current task.
         Self {
             flags,
@@ -37,6 +40,6 @@ impl Drop for NoIoScope {
     fn drop(&mut self) {
         // SAFETY: `flags` came from `memalloc_noio_save` on this task (type invariant);
         // scopes nest and are dropped in reverse order, like the C pattern.
-        unsafe { bindings::rswap_memalloc_noio_restore(self.flags) };
+        unsafe { rswap_memalloc_noio_restore(self.flags) };
     }
 }
