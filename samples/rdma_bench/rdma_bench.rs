@@ -299,8 +299,6 @@ struct Io {
     completed: Instant<Monotonic>,
     /// The completion's status when it failed.
     failed: Option<u32>,
-    /// Its READ slot: its index in the phase's batch, below the QP's `read_slots`.
-    slot: u32,
     bench: Arc<Bench>,
 }
 
@@ -316,7 +314,7 @@ impl SgeList for Io {
 struct IoBox(KBox<Io>);
 
 impl IoBox {
-    fn new(pd: &Pd, dir: Direction, slot: u32, bench: &Arc<Bench>) -> Result<Self> {
+    fn new(pd: &Pd, dir: Direction, bench: &Arc<Bench>) -> Result<Self> {
         let now = Instant::now();
         Ok(Self(KBox::new(
             Io {
@@ -325,7 +323,6 @@ impl IoBox {
                 posted: now,
                 completed: now,
                 failed: None,
-                slot,
                 bench: bench.clone(),
             },
             GFP_KERNEL,
@@ -411,11 +408,9 @@ impl Target<'_> {
     fn post(&mut self, mut io: IoBox, op: RdmaOp) -> Result {
         let addr = self.region.remote_addr + self.offsets.next();
         io.0.posted = Instant::now();
-        let slot = io.0.slot;
-        // SAFETY: each buffer of a phase has a slot of its own and is posted again only
-        // after its completion gave it back; a phase starts once the previous one's work
-        // requests all completed.
-        unsafe { self.qp.post_rdma(io, op, slot, addr, self.region.rkey) }.map_err(|(e, _)| e)
+        self.qp
+            .post_rdma(io, op, addr, self.region.rkey)
+            .map_err(|(e, _)| e)
     }
 
     /// Keeps `depth` work requests of `op` in flight for `ms` milliseconds, then lets them
@@ -426,9 +421,8 @@ impl Target<'_> {
             RdmaOp::Write => Direction::ToDevice,
         };
         let mut batch = KVec::with_capacity(depth, GFP_KERNEL)?;
-        for slot in 0..depth {
-            let slot = u32::try_from(slot).map_err(|_| EINVAL)?;
-            batch.push(IoBox::new(self.qp.pd(), dir, slot, self.bench)?, GFP_KERNEL)?;
+        for _ in 0..depth {
+            batch.push(IoBox::new(self.qp.pd(), dir, self.bench)?, GFP_KERNEL)?;
         }
         let mut samples = KVVec::with_capacity(MAX_SAMPLES, GFP_KERNEL)?;
         let (mut ops, mut lat_sum, mut wc_sum) = (0u64, 0u64, 0u64);
@@ -583,7 +577,8 @@ fn run(client: &Registration<BenchClient>, bench: &Arc<Bench>, p: &Params) -> Re
         send_wr: p.depth + 1,
         recv_wr: 1,
         send_sge: 1,
-        // A slot per buffer of a phase (at most `depth`), each 4 KiB: two pages at most.
+        // A READ slot per buffer of a phase (at most `depth`), each 4 KiB: two pages at
+        // most.
         read_slots: p.depth,
         read_pages: 2,
         polled: false,

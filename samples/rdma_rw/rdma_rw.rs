@@ -255,8 +255,7 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         .map_err(|(e, _)| e)?;
     ev.wait(DONE << WRITE, "RDMA WRITE")?;
     let read = OneShot::new(qp.pd(), Direction::FromDevice, &[], READ, ev.clone())?;
-    // SAFETY: the only READ this QP carries, so slot 0 is not in use.
-    unsafe { qp.post_rdma(read, RdmaOp::Read, 0, region.remote_addr, region.rkey) }
+    qp.post_rdma(read, RdmaOp::Read, region.remote_addr, region.rkey)
         .map_err(|(e, _)| e)?;
     ev.wait(DONE << READ, "RDMA READ")?;
 

@@ -107,15 +107,6 @@ impl<D, Q> OwnedRequest<D, Q> {
         unsafe { bindings::rswap_blk_rq_bytes(self.raw()) }
     }
 
-    /// The request's tag in its hardware queue: below the queue depth, and no other
-    /// started request of that hardware queue has it until this one is ended (or
-    /// requeued).
-    pub(crate) fn tag(&self) -> u32 {
-        // SAFETY: the request is valid; a started request's driver tag is set.
-        let tag = unsafe { (*self.raw()).tag };
-        u32::try_from(tag).unwrap_or(u32::MAX)
-    }
-
     /// The operation.
     pub(crate) fn op(&self) -> Op {
         // SAFETY: the request is valid.

@@ -284,14 +284,9 @@ fn post_on(
         Err(_) => return Err((Refusal::Fail("DMA mapping failed"), rq)),
     }
     rq.data().issued = Some(Instant::now());
-    let slot = rq.tag();
     // Counted before the post: its completion may run before `post_rdma` returns.
     stats.posted();
-    // SAFETY: the slot is the request's tag, which blk-mq gives to one started request of
-    // this hardware queue at a time (the queue's QP serves this hardware queue alone), and
-    // a request is posted once at a time: the work request owns it until its completion
-    // has run, and only then is it ended or requeued, letting its tag go.
-    unsafe { qp.post_rdma(Posted(rq), op, slot, remote_addr, link.region().rkey) }
+    qp.post_rdma(Posted(rq), op, remote_addr, link.region().rkey)
         .map(|()| {
             if op == RdmaOp::Read && qp.registers_read_sinks() {
                 stats.registered_read();

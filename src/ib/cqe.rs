@@ -43,7 +43,18 @@ struct Listing {
     prev: *mut Cqe,
     next: *mut Cqe,
     flush: Option<FlushFn>,
+    /// The READ slot its work request holds ([`Posting::take_read_slot`]), or [`NO_SLOT`].
+    read_slot: u32,
 }
+
+/// [`Listing::read_slot`] of an entry that holds no READ slot.
+const NO_SLOT: u32 = u32::MAX;
+
+/// The most READ slots a set hands out (the deepest queue).
+pub(super) const MAX_READ_SLOTS: u32 = 1024;
+
+/// Words of the free READ slots' bitmap.
+const SLOT_WORDS: usize = (MAX_READ_SLOTS / 64) as usize;
 
 /// A completion entry (`struct ib_cqe`) to embed in an object that posted work requests
 /// own.
@@ -73,6 +84,7 @@ impl Cqe {
                 prev: core::ptr::null_mut(),
                 next: core::ptr::null_mut(),
                 flush: None,
+                read_slot: NO_SLOT,
             }),
         }
     }
@@ -86,9 +98,35 @@ impl Default for Cqe {
 
 /// The entries of one QP's work requests that have not completed yet: a list through
 /// their [`Cqe`]s, under an IRQ-safe lock (posting runs in process context, completions
-/// in softirq).
+/// in softirq); and which of the QP's READ slots are free.
 struct Entries {
     first: *mut Cqe,
+    /// One bit per READ slot, set while the slot is free.
+    free_slots: [u64; SLOT_WORDS],
+}
+
+impl Entries {
+    /// Takes a free READ slot.
+    fn take_slot(&mut self) -> Option<u32> {
+        let (i, word) = self
+            .free_slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, w)| **w != 0)?;
+        let bit = word.trailing_zeros();
+        *word &= !(1u64 << bit);
+        u32::try_from(i).ok().map(|i| i * 64 + bit)
+    }
+
+    /// Frees READ slot `slot` (nothing for [`NO_SLOT`]).
+    fn put_slot(&mut self, slot: u32) {
+        let word = usize::try_from(slot / 64)
+            .ok()
+            .and_then(|i| self.free_slots.get_mut(i));
+        if let Some(word) = word {
+            *word |= 1u64 << (slot % 64);
+        }
+    }
 }
 
 // SAFETY: the pointers are only followed under the set's lock.
@@ -105,12 +143,21 @@ pub(super) struct Outstanding {
 }
 
 impl Outstanding {
-    /// An empty set.
-    pub(super) fn new() -> impl PinInit<Self> {
+    /// An empty set, with `read_slots` READ slots free (at most [`MAX_READ_SLOTS`]).
+    pub(super) fn new(read_slots: u32) -> impl PinInit<Self> {
+        let free_slots = core::array::from_fn(|i| {
+            let first = (i as u32).saturating_mul(64);
+            match read_slots.min(MAX_READ_SLOTS).saturating_sub(first) {
+                0 => 0,
+                n if n >= 64 => u64::MAX,
+                n => (1u64 << n) - 1,
+            }
+        });
         pin_init!(Self {
             entries <- new_spinlock_irq!(
                 Entries {
                     first: core::ptr::null_mut(),
+                    free_slots,
                 },
                 "rswap::ib::Outstanding"
             ),
@@ -167,8 +214,24 @@ impl Outstanding {
             l.prev = core::ptr::null_mut();
             l.next = core::ptr::null_mut();
             l.set.store(core::ptr::null_mut(), Ordering::Release);
+            e.put_slot(core::mem::replace(&mut l.read_slot, NO_SLOT));
         }
         true
+    }
+
+    /// Gives the listed `cqe` a free READ slot and returns it; `None` if none is free.
+    ///
+    /// # Safety
+    ///
+    /// `cqe` is valid and listed in this set.
+    unsafe fn take_read_slot(&self, cqe: *mut Cqe) -> Option<u32> {
+        let mut e = self.entries.lock();
+        let slot = e.take_slot()?;
+        // SAFETY: `cqe` is listed here (the caller's guarantee), so its listing is ours
+        // under this lock.
+        let old = unsafe { core::mem::replace(&mut (*(*cqe).listing.get()).read_slot, slot) };
+        e.put_slot(old);
+        Some(slot)
     }
 
     /// Whether no work request is listed: every one posted has completed.
@@ -190,6 +253,7 @@ impl Outstanding {
     /// of them can run any more.
     pub(super) unsafe fn flush_lost(&self, dev: &Device) -> usize {
         let mut next = core::mem::replace(&mut self.entries.lock().first, core::ptr::null_mut());
+        // The QP is gone: its READ slots are never handed out again.
         let mut count = 0;
         while let Some(cqe) = NonNull::new(next) {
             count += 1;
@@ -201,6 +265,7 @@ impl Outstanding {
                 l.prev = core::ptr::null_mut();
                 l.next = core::ptr::null_mut();
                 l.set.store(core::ptr::null_mut(), Ordering::Release);
+                l.read_slot = NO_SLOT;
                 l.flush.take()
             };
             if let Some(flush) = flush {
@@ -333,6 +398,19 @@ impl<'a, T: CqeOwner> Posting<'a, T> {
     pub(super) fn cqe(&self) -> *mut bindings::ib_cqe {
         // SAFETY: `target` is valid until posted or taken back.
         unsafe { T::Target::raw_cqe(self.target.as_ptr()) }.cast()
+    }
+
+    /// A READ slot for this work request alone, free again once it completed: the index
+    /// of its sink's region on iWARP (see [`super::Qp::post_rdma`]). `None` if all are
+    /// taken.
+    pub(super) fn take_read_slot(&self) -> Option<u32> {
+        // SAFETY: `target` is valid and its entry listed in `set` (by `new`) until the
+        // work request completes or `unpost` takes it back, neither of which can have
+        // happened while this value exists.
+        unsafe {
+            self.set
+                .take_read_slot(T::Target::raw_cqe(self.target.as_ptr()))
+        }
     }
 
     /// The SGEs to post; they stay valid while the work request owns the target.

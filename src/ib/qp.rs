@@ -18,7 +18,7 @@ use kernel::{
 use super::{
     bindings,
     cq::{Cq, CqPoll},
-    cqe::{impl_has_cqe, Cqe, CqeOwner, Outstanding, Posting, SgeList, Wc},
+    cqe::{impl_has_cqe, Cqe, CqeOwner, Outstanding, Posting, SgeList, Wc, MAX_READ_SLOTS},
     dma::{Direction, DmaBuf, Sge},
     mr::Mr,
     pd::Pd,
@@ -33,8 +33,8 @@ pub(crate) struct QpCaps {
     pub(crate) recv_wr: u32,
     /// SGEs per send work request.
     pub(crate) send_sge: u32,
-    /// RDMA READs in flight at once: each is posted with a slot of its own, below this
-    /// (see [`Qp::post_rdma`]).
+    /// RDMA READs in flight at once, at most [`MAX_READ_SLOTS`]: on iWARP each holds a
+    /// memory region of the QP, its slot, until it completes (see [`Qp::post_rdma`]).
     pub(crate) read_slots: u32,
     /// The most pages one READ's local buffers span.
     pub(crate) read_pages: u32,
@@ -223,6 +223,9 @@ impl Qp {
         } else {
             None
         };
+        if caps.read_slots > MAX_READ_SLOTS {
+            return Err(EINVAL);
+        }
         let mut read_mrs = KVec::new();
         if iwarp {
             let slots = usize::try_from(caps.read_slots).map_err(|_| EINVAL)?;
@@ -240,7 +243,9 @@ impl Qp {
         } else {
             caps.send_wr
         };
-        let outstanding = Arc::pin_init(Outstanding::new(), GFP_KERNEL)?;
+        // READ slots only where a READ needs a region (iWARP).
+        let read_slots = if iwarp { caps.read_slots } else { 0 };
+        let outstanding = Arc::pin_init(Outstanding::new(read_slots), GFP_KERNEL)?;
         let (cq, recv_cq) = if caps.polled {
             // One more of each for the drain markers (see `drain`).
             let cq = Cq::new(dev, send_wr + 1, vector_hint, CqPoll::Direct, &outstanding)?;
@@ -353,8 +358,7 @@ impl Qp {
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
-        // SAFETY: a WRITE uses no slot.
-        unsafe { self.post_rdma(owner, RdmaOp::Write, 0, remote_addr, rkey) }
+        self.post_rdma(owner, RdmaOp::Write, remote_addr, rkey)
     }
 
     /// Posts one signalled RDMA READ or WRITE of the SGEs of `owner`'s target at
@@ -369,24 +373,18 @@ impl Qp {
     /// buffer of the QP) that completes `owner`. The READ's response comes after the WRITE
     /// was placed (one ordered stream), and either failing fails the READ.
     ///
-    /// On iWARP a READ's sink must be registered for remote write: the READ goes as an
-    /// unsignalled registration of the target's pages in the region of `slot`, then an
+    /// On iWARP a READ's sink must be registered for remote write: the READ takes a free
+    /// READ slot of the QP (free again when it completes; `EBUSY` if none is) and goes as
+    /// an unsignalled registration of the target's pages in the slot's region, then an
     /// RDMA READ with invalidate into that region (one SGE, whatever the target's
     /// segments), which leaves the region invalid again when it completes. The scratch
     /// buffer of the fence READs has a region of its own, registered ahead of the first
     /// fenced WRITE and for the QP's life: a QP cannot post before it is connected, and
     /// chained to its first use the registration needs no wait anywhere.
-    ///
-    /// # Safety
-    ///
-    /// For a READ, `slot` (below [`QpCaps::read_slots`]) must not be in use: from this call
-    /// until the completion of the READ has run, no other READ may be posted with the same
-    /// `slot` on this QP (on iWARP its region is that READ's sink). A WRITE uses no slot.
-    pub(crate) unsafe fn post_rdma<T: CqeOwner>(
+    pub(crate) fn post_rdma<T: CqeOwner>(
         &self,
         owner: T,
         op: RdmaOp,
-        slot: u32,
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
@@ -414,6 +412,9 @@ impl Qp {
         let mut fence_reg = false;
         match op {
             RdmaOp::Read if self.registers_read_sinks() => {
+                let Some(slot) = posting.take_read_slot() else {
+                    return Err((EBUSY, posting.unpost()));
+                };
                 let mr = usize::try_from(slot)
                     .ok()
                     .and_then(|i| self.read_mrs.get(i));
@@ -448,9 +449,9 @@ impl Qp {
         // in the object the work request owns from now on, valid until its completion;
         // the provider copies the SGEs during the call and the registration copies the
         // scatterlist's DMA addresses into the region's page list. The regions are this
-        // QP's and live until after it is destroyed; the READ slot's region is not in
-        // use (the caller's guarantee), the fence region is registered once (the state
-        // above).
+        // QP's and live until after it is destroyed; the READ slot's region is this work
+        // request's alone until it completes (the slot is free again only then), the
+        // fence region is registered once (the state above).
         let ret = unsafe { bindings::rswap_ib_post_rdma(self.qp(), &mut wr) };
         if let (true, Some(fence)) = (fence_reg, &self.fence) {
             // A registration that went to the send queue stays there, even if what
