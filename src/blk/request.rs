@@ -7,7 +7,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{block::SECTOR_SHIFT, page::BorrowedPage, prelude::*, types::Opaque};
 
 use super::bindings;
-use crate::kernel_ext::SgTable;
+use crate::kernel_ext::{IntoRaw, SgTable};
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,36 +190,36 @@ impl<D, Q> OwnedRequest<D, Q> {
         unsafe { kernel::bindings::blk_mq_requeue_request(self.raw(), true) };
     }
 
-    /// Gives up ownership, keeping the request's data as the handle that
-    /// [`Self::from_data`] takes back (an RDMA work request's completion entry lives
-    /// there).
-    pub(crate) fn into_data(self) -> NonNull<D> {
+    /// Gives up ownership without ending the request: blk-mq ends or requeues it because
+    /// `queue_rq` returned an error status for it.
+    pub(super) fn into_raw(self) -> *mut kernel::bindings::request {
+        self.raw()
+    }
+}
+
+// SAFETY: the PDU stays in place in the request's allocation until blk-mq frees the
+// request, which cannot happen before the request is ended, and only an owner ends it:
+// while given up, the PDU stands for the request's one owner; `from_raw` takes it back.
+unsafe impl<D, Q> IntoRaw for OwnedRequest<D, Q> {
+    type Target = D;
+
+    /// Gives up ownership, keeping the request's data as the handle that `from_raw` takes
+    /// back (a work request's completion entry lives there).
+    fn into_raw(self) -> NonNull<D> {
         self.data_ptr()
     }
 
-    /// Takes back the ownership that [`Self::into_data`] gave up.
-    ///
-    /// # Safety
-    ///
-    /// `data` must come from [`Self::into_data`] of the same `D` and `Q`, and not have been
-    /// taken back since.
-    pub(crate) unsafe fn from_data(data: NonNull<D>) -> Self {
+    unsafe fn from_raw(data: NonNull<D>) -> Self {
         // SAFETY: `data` is the PDU of an owned request (the caller's guarantee); the
         // request sits right before its PDU in the same allocation, so it is not null.
         let rq = unsafe {
             NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(data.as_ptr().cast()))
         };
-        // INVARIANT: the ownership `into_data` gave up comes back exactly once.
+        // INVARIANT: the ownership `into_raw` gave up comes back exactly once.
         Self {
             rq,
             _types: PhantomData,
         }
-    }
-
-    /// Gives up ownership without ending the request: blk-mq ends or requeues it because
-    /// `queue_rq` returned an error status for it.
-    pub(super) fn into_raw(self) -> *mut kernel::bindings::request {
-        self.raw()
     }
 }
 

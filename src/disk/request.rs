@@ -20,13 +20,13 @@ use kernel::{
 };
 
 use crate::{
-    blk::{self, HwCtxSlot, Op, OwnedRequest, Request, Status, TimedOutRequest, TimeoutAction},
+    blk::{self, HwCtxSlot, Op, Request, Status, TimedOutRequest, TimeoutAction},
     ib::{
         cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
         dma::{Direction, MappedSg, SgDma, Sge},
         qp::RdmaOp,
     },
-    kernel_ext::{EmbeddedWork, ReclaimWorkqueue},
+    kernel_ext::{EmbeddedWork, IntoRaw, ReclaimWorkqueue},
     transport::{
         link::{Conn, Link},
         queue::{Queue, Resume, State, Verdict},
@@ -97,13 +97,13 @@ unsafe impl CqeOwner for Posted {
     type Target = RequestData;
 
     fn into_raw(self) -> NonNull<RequestData> {
-        self.0.into_data()
+        IntoRaw::into_raw(self.0)
     }
 
     unsafe fn from_raw(target: NonNull<RequestData>) -> Self {
-        // SAFETY: `target` came from `into_raw`, i.e. from `into_data` of a request of
-        // this driver, and is taken back once (the caller's guarantee).
-        Self(unsafe { OwnedRequest::from_data(target) })
+        // SAFETY: `target` came from `into_raw`, i.e. from `IntoRaw::into_raw` of a
+        // request of this driver, and is taken back once (the caller's guarantee).
+        Self(unsafe { IntoRaw::from_raw(target) })
     }
 
     fn complete(self, wc: &Wc<'_>) {
@@ -442,8 +442,8 @@ fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
 /// Hands read `rq` to its work item on `wq`, which opens and ends it; gives it back if the
 /// item was queued already.
 fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driver>> {
-    let data = rq.into_data();
-    // SAFETY: `data` is the PDU of the request whose ownership `into_data` just gave up; only
+    let data = IntoRaw::into_raw(rq);
+    // SAFETY: `data` is the PDU of the request whose ownership `into_raw` just gave up; only
     // its work item is borrowed (another CPU may own the rest once it is queued). The item
     // was initialised with `open_work_fn` (by `init_request`, on a disk with a workqueue)
     // and stays in place until the tag set frees the request, which cannot happen before
@@ -453,7 +453,7 @@ fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driv
         return None;
     }
     // SAFETY: not queued, so the ownership given up above is still this function's.
-    Some(unsafe { OwnedRequest::from_data(data) })
+    Some(unsafe { IntoRaw::from_raw(data) })
 }
 
 /// Opens an encrypted read in the disk's crypto workqueue and ends it.
@@ -461,7 +461,7 @@ fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driv
 /// # Safety
 ///
 /// `work` is the `open_work` of a request's [`RequestData`], queued by `complete` after it
-/// gave up the request's ownership with `into_data`.
+/// gave up the request's ownership with `into_raw`.
 unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
     // `EmbeddedWork` is a transparent `work_struct`.
     let work = work.cast::<EmbeddedWork>();
@@ -472,7 +472,7 @@ unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
     };
     // SAFETY: the request's ownership was given up to this work by `complete` and is
     // taken back once, here.
-    let mut rq: Request<Driver> = unsafe { OwnedRequest::from_data(data) };
+    let mut rq: Request<Driver> = unsafe { IntoRaw::from_raw(data) };
     let issued = rq.data().issued.take();
     // The reference to the disk's crypto state is dropped before the request ends: once
     // the disk's last request ended, its teardown may drop the rest, and the last reference
