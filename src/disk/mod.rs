@@ -20,6 +20,7 @@ use crate::{
     config_parse::Secret,
     kernel_ext::{HmacSha256, SockAddr},
     transport::{
+        io::MAX_SEGMENTS,
         link::{Credentials, LinkParams},
         name::Name,
         session::{Health, Session, SessionConfig},
@@ -27,7 +28,7 @@ use crate::{
     },
 };
 use crypt::{DiskCrypt, CRYPT_PAGES};
-use request::{Driver, MAX_SEGMENTS};
+use request::Driver;
 
 pub(crate) use crate::transport::link::ConnectNote;
 
@@ -171,7 +172,7 @@ impl RemoteDisk {
                 whole_pages: config.encrypt,
                 synchronous: config.sync_swapin,
                 // On iWARP the transport registers a READ's pages as one range (see
-                // `ib::Qp::post_rdma`); a queue may also recover onto such a device.
+                // `transport::io`); a queue may also recover onto such a device.
                 page_contiguous: true,
             },
             driver.clone(),

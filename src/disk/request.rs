@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The data path: each block request becomes one RDMA READ (read) or RDMA WRITE (write)
-//! work request on the queue of its hardware queue, with the request's segments as SGEs.
-//! The work request owns the request and its DMA mapping until its completion unmaps
-//! and ends (or requeues) it, exactly once.
+//! The data path: each block request becomes one I/O on the transport queue of its
+//! hardware queue ([`crate::transport::io`]): its direction, its segments, its offset.
+//! The transport owns the request until it completes it, exactly once; the request is
+//! then ended (or requeued). On an encrypted disk the pages are sealed before the I/O is
+//! issued and opened after it completed ([`super::crypt`]).
 //!
 //! A failed completion, a lost connection or a timeout puts the queue into recovery
 //! (see [`crate::transport::queue`]): its requests are requeued and issued again on the
@@ -21,14 +22,9 @@ use kernel::{
 
 use crate::{
     blk::{self, HwCtxSlot, Op, Request, Status, TimedOutRequest, TimeoutAction},
-    ib::{
-        cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
-        dma::{Direction, MappedSg, SgDma, Sge},
-        qp::RdmaOp,
-    },
     kernel_ext::{EmbeddedWork, IntoRaw, ReclaimWorkqueue},
     transport::{
-        link::{Conn, Link},
+        io::{Dir, IoDesc, IoError, IoOwner, IoSlot, Refusal},
         queue::{Queue, Resume, State, Verdict},
         session::Session,
     },
@@ -38,10 +34,6 @@ use super::{
     crypt::{CryptError, DiskCrypt, RequestCrypt, CRYPT_PAGES},
     stats::{QueueStats, Snapshot},
 };
-
-/// Segments per request (the disk's `max_segments` at most; also the SGEs of one work
-/// request).
-pub(super) const MAX_SEGMENTS: usize = 32;
 
 /// How many times one request is issued again after its queue failed under it. A request
 /// that keeps breaking its connection fails rather than looping.
@@ -56,13 +48,11 @@ fn log_failure() -> bool {
     n < 20 || n % 1000 == 0
 }
 
-/// The whole RDMA state of one request, preallocated with its tag: the work request's
-/// completion entry, the scatterlist and its DMA mapping, the retry count and when it was
-/// posted; on an encrypted disk also its crypto state.
+/// The disk's state of one request, preallocated with its tag beside the transport's
+/// ([`IoSlot`]): the retry count and when it was issued; on an encrypted disk also its
+/// crypto state.
 #[derive(Default)]
-pub(super) struct RequestData {
-    cqe: Cqe,
-    dma: SgDma<MAX_SEGMENTS>,
+pub(crate) struct RequestData {
     /// The request's crypto state, on an encrypted disk. Taken out only for the length of
     /// a seal or an open, never while its bounce pages are mapped.
     crypt: Option<RequestCrypt>,
@@ -71,49 +61,30 @@ pub(super) struct RequestData {
     open_work: EmbeddedWork,
     /// Times this request was requeued because its queue failed.
     retries: u8,
-    /// When its work request was posted, for the latency histogram.
+    /// When it was issued, for the latency histogram.
     issued: Option<Instant<Monotonic>>,
 }
 
-impl_has_cqe! { impl HasCqe for RequestData { self.cqe } }
+/// A block request is an I/O of the transport while it is issued.
+impl IoOwner for Request<Driver> {
+    type Data = RequestData;
 
-impl SgeList for RequestData {
-    fn sges(&self) -> &[Sge] {
-        self.dma.sges()
+    fn slot(&mut self) -> &mut IoSlot<RequestData> {
+        self.data()
     }
 
-    fn mapped_sg(&self) -> Option<MappedSg<'_>> {
-        self.dma.mapped_sg()
-    }
-}
-
-/// A block request while a work request owns it.
-struct Posted(Request<Driver>);
-
-// SAFETY: `into_raw` gives up the request and returns its data, which blk-mq keeps in
-// place (the request's PDU) until the request is ended; `from_raw` takes the same
-// request back from its data.
-unsafe impl CqeOwner for Posted {
-    type Target = RequestData;
-
-    fn into_raw(self) -> NonNull<RequestData> {
-        IntoRaw::into_raw(self.0)
+    fn queue(&self) -> &Arc<Queue> {
+        &self.hw_queue().queue
     }
 
-    unsafe fn from_raw(target: NonNull<RequestData>) -> Self {
-        // SAFETY: `target` came from `into_raw`, i.e. from `IntoRaw::into_raw` of a
-        // request of this driver, and is taken back once (the caller's guarantee).
-        Self(unsafe { IntoRaw::from_raw(target) })
-    }
-
-    fn complete(self, wc: &Wc<'_>) {
-        complete(self.0, wc);
+    fn complete(self, result: core::result::Result<(), IoError>) {
+        complete(self, result);
     }
 }
 
 /// A hardware queue of the disk: the queue it posts to, its blk-mq context, stopped
 /// while the queue recovers, and its counters.
-pub(super) struct DiskQueue {
+pub(crate) struct DiskQueue {
     queue: Arc<Queue>,
     ctx: Arc<HwCtxSlot>,
     stats: QueueStats,
@@ -133,7 +104,7 @@ impl Resume for HwCtxSlot {
 ///
 /// Fields are dropped in declaration order: the session shuts its queues down before the
 /// hardware queues let go of them.
-pub(super) struct Driver {
+pub(crate) struct Driver {
     session: Session,
     queues: KVec<DiskQueue>,
     crypt: Option<Arc<DiskCrypt>>,
@@ -180,21 +151,10 @@ impl Driver {
 
     /// The counters of each hardware queue, with its queue's requeues and recoveries.
     pub(super) fn stats(&self) -> impl Iterator<Item = Snapshot> + '_ {
-        self.queues.iter().map(|hwq| {
-            hwq.stats
-                .snapshot(hwq.queue.retried(), u64::from(hwq.queue.recoveries()))
-        })
+        self.queues
+            .iter()
+            .map(|hwq| hwq.stats.snapshot(hwq.queue.counters()))
     }
-}
-
-/// Why a request was not posted.
-enum Refusal {
-    /// Out of a resource (DMA mapping, send queue): blk-mq issues it again soon.
-    Busy,
-    /// The queue is recovering: the hardware queue waits until it is live again.
-    Wait,
-    /// It fails, for this reason.
-    Fail(&'static str),
 }
 
 type NotPosted = (Refusal, Request<Driver>);
@@ -204,7 +164,7 @@ fn end(mut rq: Request<Driver>, status: Status) {
     if status != Status::Ok {
         write_failed(&mut rq);
     }
-    rq.data().retries = 0;
+    rq.data().data.retries = 0;
     rq.end(status);
 }
 
@@ -219,88 +179,37 @@ fn write_failed(rq: &mut Request<Driver>) {
         return;
     };
     let (offset, bytes) = (rq.offset(), rq.bytes());
-    crypt.write_failed(rq.data().crypt.as_mut(), offset, bytes);
+    crypt.write_failed(rq.data().data.crypt.as_mut(), offset, bytes);
 }
 
-/// Maps `rq` and posts it on the live connection of `hwq`'s queue.
-fn post(hwq: &DiskQueue, rq: Request<Driver>, op: RdmaOp) -> core::result::Result<(), NotPosted> {
-    let queue = &hwq.queue;
-    match Queue::with_conn(queue, rq, |link, conn, rq| {
-        post_on(queue, &hwq.stats, link, conn, rq, op)
-    }) {
-        Ok(result) => result,
-        Err((Verdict::Retry, rq)) => Err((Refusal::Wait, rq)),
-        // Dead: device removed, recovery failed or off, disabled.
-        Err((Verdict::Fail, rq)) => Err((Refusal::Fail("the queue is dead"), rq)),
-    }
-}
-
-fn post_on(
-    queue: &Arc<Queue>,
-    stats: &QueueStats,
-    link: &Link,
-    conn: &Conn,
+/// Issues `rq` on `hwq`'s queue: seals a write's pages (encrypted disk), notes what a read
+/// will fetch, describes its pages, and hands it to the transport.
+fn issue(
+    hwq: &DiskQueue,
     mut rq: Request<Driver>,
-    op: RdmaOp,
+    dir: Dir,
 ) -> core::result::Result<(), NotPosted> {
-    if !conn.is_established() {
-        // The server disconnected: recover (issue it again later) or fail.
-        return Err(match Queue::fail(queue, c"connection lost", 0) {
-            Verdict::Retry => (Refusal::Wait, rq),
-            Verdict::Fail => (Refusal::Fail("the queue is dead"), rq),
-        });
-    }
-    let Ok(remote_addr) = link
-        .region()
-        .remote_addr(rq.offset(), u64::from(rq.bytes()))
-    else {
-        return Err((Refusal::Fail("outside the remote region"), rq));
-    };
-    let Some(qp) = conn.qp() else {
-        return Err((Refusal::Fail("the connection has no QP"), rq));
-    };
-    let nents = match (&hwq_crypt(&rq), op) {
-        (Some(crypt), RdmaOp::Write) => match seal(crypt, &mut rq) {
+    let nents = match (&hwq_crypt(&rq), dir) {
+        (Some(crypt), Dir::Write) => match seal(crypt, &mut rq) {
             Ok(n) => n,
             Err(refusal) => return Err((refusal, rq)),
         },
-        (Some(crypt), RdmaOp::Read) if read_begin(crypt, &mut rq).is_err() => {
+        (Some(crypt), Dir::Read) if read_begin(crypt, &mut rq).is_err() => {
             return Err((Refusal::Busy, rq));
         }
-        _ => match rq.map_sg(|data| data.dma.table()) {
+        _ => match rq.map_sg(|slot| slot.table()) {
             Some(n) => n,
             None => return Err((Refusal::Fail("more segments than the disk allows"), rq)),
         },
     };
-    let dir = match op {
-        RdmaOp::Read => Direction::FromDevice,
-        RdmaOp::Write => Direction::ToDevice,
+    rq.data().data.issued = Some(Instant::now());
+    let desc = IoDesc {
+        dir,
+        offset: rq.offset(),
+        bytes: rq.bytes(),
+        nents,
     };
-    let dev = conn.rdma_device();
-    match rq.data().dma.map(qp.pd(), nents, dir) {
-        Ok(()) => {}
-        // Out of mapping resources: retry later. Anything else will not improve.
-        Err(e) if e == ENOMEM => return Err((Refusal::Busy, rq)),
-        Err(_) => return Err((Refusal::Fail("DMA mapping failed"), rq)),
-    }
-    rq.data().issued = Some(Instant::now());
-    // Counted before the post: its completion may run before `post_rdma` returns.
-    stats.posted();
-    qp.post_rdma(Posted(rq), op, remote_addr, link.region().rkey)
-        .map(|()| {
-            if op == RdmaOp::Read && qp.registers_read_sinks() {
-                stats.registered_read();
-            }
-        })
-        .map_err(|(e, Posted(mut rq))| {
-            stats.completed();
-            rq.data().dma.unmap(dev.device());
-            if e == ENOMEM || e == EBUSY {
-                (Refusal::Busy, rq)
-            } else {
-                (Refusal::Fail("posting the work request failed"), rq)
-            }
-        })
+    Queue::submit(&hwq.queue, rq, desc)
 }
 
 /// The disk's encryption, if `rq`'s disk is encrypted.
@@ -312,7 +221,7 @@ fn hwq_crypt(rq: &Request<Driver>) -> Option<Arc<DiskCrypt>> {
 /// write holds one of its blocks.
 fn read_begin(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<(), CryptError> {
     let (offset, bytes) = (rq.offset(), rq.bytes());
-    match rq.data().crypt.as_mut() {
+    match rq.data().data.crypt.as_mut() {
         Some(rc) => crypt.read_begin(rc, offset, bytes),
         None => Ok(()),
     }
@@ -321,7 +230,7 @@ fn read_begin(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Resu
 /// Seals the pages of write `rq` into its bounce pages and points its scatterlist at
 /// them; returns how many entries.
 fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usize, Refusal> {
-    let Some(mut rc) = rq.data().crypt.take() else {
+    let Some(mut rc) = rq.data().data.crypt.take() else {
         return Err(Refusal::Fail("no crypto state"));
     };
     let offset = rq.offset();
@@ -329,15 +238,15 @@ fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usi
         Some(pages) => crypt.seal_write(&mut rc, &pages, offset),
         None => Err(CryptError::Failed("not whole pages")),
     };
-    let data = rq.data();
-    let n = match (sealed, data.dma.table()) {
+    let slot = rq.data();
+    let n = match (sealed, slot.table()) {
         // SAFETY: the bounce pages belong to `rc`, which goes back into this request's
         // data below and stays there while the entries are mapped (it is taken out again
         // only after the completion unmapped them), until the tag set frees the request.
         (Ok(()), Some(table)) => unsafe { table.set_pages(rc.sealed_pages()) },
         (Ok(()), None) => 0,
         (Err(e), _) => {
-            data.crypt = Some(rc);
+            slot.data.crypt = Some(rc);
             return Err(match e {
                 CryptError::Busy => Refusal::Busy,
                 CryptError::Failed(why) => Refusal::Fail(why),
@@ -345,7 +254,7 @@ fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usi
             });
         }
     };
-    data.crypt = Some(rc);
+    slot.data.crypt = Some(rc);
     match n {
         0 => Err(Refusal::Fail("mapping the sealed pages failed")),
         n => Ok(n),
@@ -358,7 +267,7 @@ fn finish_crypt(
     crypt: &DiskCrypt,
     rq: &mut Request<Driver>,
 ) -> core::result::Result<(), CryptError> {
-    let Some(mut rc) = rq.data().crypt.take() else {
+    let Some(mut rc) = rq.data().data.crypt.take() else {
         return Err(CryptError::Failed("no crypto state"));
     };
     let offset = rq.offset();
@@ -373,46 +282,45 @@ fn finish_crypt(
         },
         Op::Flush | Op::Other(_) => Ok(()),
     };
-    rq.data().crypt = Some(rc);
+    rq.data().data.crypt = Some(rc);
     result
 }
 
-/// The work request carrying `rq` completed: unmap, then end or requeue it. Runs with
-/// softirqs disabled: in softirq context, or on a poll queue in whichever task polls.
-fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
-    rq.data().dma.unmap(wc.device());
-    let issued = rq.data().issued.take();
-    let hwq = rq.hw_queue();
-    hwq.stats.completed();
-    if wc.is_ok() {
-        hwq.queue.count_completion();
-        // The disk's crypto state is let go of before the request ends (see `open_work_fn`).
-        let crypted = match hwq_crypt(&rq) {
-            None => Ok(()),
-            Some(crypt) => match (crypt.workqueue(), rq.op()) {
-                (Some(wq), Op::Read) => {
-                    rq.data().issued = issued;
-                    match defer_open(wq, rq) {
-                        None => return,
-                        // Not queued (it cannot be: the item is queued once per read); open
-                        // it here rather than lose it.
-                        Some(back) => rq = back,
+/// The transport completed `rq`: end or requeue it. Runs with softirqs disabled: in
+/// softirq context, or on a poll queue in whichever task polls.
+fn complete(mut rq: Request<Driver>, result: core::result::Result<(), IoError>) {
+    let issued = rq.data().data.issued.take();
+    let e = match result {
+        Ok(()) => {
+            // The disk's crypto state is let go of before the request ends (see
+            // `open_work_fn`).
+            let crypted = match hwq_crypt(&rq) {
+                None => Ok(()),
+                Some(crypt) => match (crypt.workqueue(), rq.op()) {
+                    (Some(wq), Op::Read) => {
+                        rq.data().data.issued = issued;
+                        match defer_open(wq, rq) {
+                            None => return,
+                            // Not queued (it cannot be: the item is queued once per read);
+                            // open it here rather than lose it.
+                            Some(back) => rq = back,
+                        }
+                        finish_crypt(&crypt, &mut rq)
                     }
-                    finish_crypt(&crypt, &mut rq)
-                }
-                _ => finish_crypt(&crypt, &mut rq),
-            },
-        };
-        return after_crypt(rq, issued, crypted);
-    }
-    let verdict = Queue::fail(&rq.hw_queue().queue, wc.status_msg(), wc.status());
-    if verdict == Verdict::Retry && rq.data().retries < MAX_RETRIES {
-        rq.data().retries += 1;
+                    _ => finish_crypt(&crypt, &mut rq),
+                },
+            };
+            return after_crypt(rq, issued, crypted);
+        }
+        Err(e) => e,
+    };
+    if e.verdict == Verdict::Retry && rq.data().data.retries < MAX_RETRIES {
+        rq.data().data.retries += 1;
         rq.hw_queue().queue.count_retry();
         return rq.requeue();
     }
     if log_failure() {
-        let why = match verdict {
+        let why = match e.verdict {
             Verdict::Retry => ", retried too often",
             Verdict::Fail => "",
         };
@@ -422,8 +330,8 @@ fn complete(mut rq: Request<Driver>, wc: &Wc<'_>) {
             queue.name(),
             queue.index(),
             rq.sector(),
-            wc.status_msg(),
-            wc.status(),
+            e.why,
+            e.status,
             why
         );
     }
@@ -442,18 +350,18 @@ fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
 /// Hands read `rq` to its work item on `wq`, which opens and ends it; gives it back if the
 /// item was queued already.
 fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driver>> {
-    let data = IntoRaw::into_raw(rq);
-    // SAFETY: `data` is the PDU of the request whose ownership `into_raw` just gave up; only
-    // its work item is borrowed (another CPU may own the rest once it is queued). The item
-    // was initialised with `open_work_fn` (by `init_request`, on a disk with a workqueue)
-    // and stays in place until the tag set frees the request, which cannot happen before
-    // the work ends it.
-    let queued = unsafe { wq.queue(&*core::ptr::addr_of!((*data.as_ptr()).open_work)) };
+    let slot = rq.into_raw();
+    // SAFETY: `slot` is the PDU of the request whose ownership `into_raw` just gave up;
+    // only its work item is borrowed (another CPU may own the rest once it is queued). The
+    // item was initialised with `open_work_fn` (by `init_request`, on a disk with a
+    // workqueue) and stays in place until the tag set frees the request, which cannot
+    // happen before the work ends it.
+    let queued = unsafe { wq.queue(&*core::ptr::addr_of!((*slot.as_ptr()).data.open_work)) };
     if queued {
         return None;
     }
     // SAFETY: not queued, so the ownership given up above is still this function's.
-    Some(unsafe { IntoRaw::from_raw(data) })
+    Some(unsafe { Request::<Driver>::from_raw(slot) })
 }
 
 /// Opens an encrypted read in the disk's crypto workqueue and ends it.
@@ -465,15 +373,19 @@ fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driv
 unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
     // `EmbeddedWork` is a transparent `work_struct`.
     let work = work.cast::<EmbeddedWork>();
-    // SAFETY: `work` is the `open_work` field of a `RequestData` (the caller's guarantee).
-    let data = unsafe { kernel::container_of!(work, RequestData, open_work) };
-    let Some(data) = NonNull::new(data) else {
+    // SAFETY: `work` is the `open_work` field of the `RequestData` of an `IoSlot` (the
+    // caller's guarantee).
+    let slot = unsafe {
+        let data = kernel::container_of!(work, RequestData, open_work);
+        kernel::container_of!(data, IoSlot<RequestData>, data)
+    };
+    let Some(slot) = NonNull::new(slot) else {
         return;
     };
     // SAFETY: the request's ownership was given up to this work by `complete` and is
     // taken back once, here.
-    let mut rq: Request<Driver> = unsafe { IntoRaw::from_raw(data) };
-    let issued = rq.data().issued.take();
+    let mut rq: Request<Driver> = unsafe { Request::<Driver>::from_raw(slot) };
+    let issued = rq.data().data.issued.take();
     // The reference to the disk's crypto state is dropped before the request ends: once
     // the disk's last request ended, its teardown may drop the rest, and the last reference
     // must not be this work's (the state's workqueue would then be destroyed from its own
@@ -493,8 +405,8 @@ fn after_crypt(
 ) {
     match crypted {
         Ok(()) => done(rq, issued),
-        Err(CryptError::Raced) if rq.data().retries < MAX_RETRIES => {
-            rq.data().retries += 1;
+        Err(CryptError::Raced) if rq.data().data.retries < MAX_RETRIES => {
+            rq.data().data.retries += 1;
             rq.requeue();
         }
         Err(e) => crypt_failed(rq, e),
@@ -538,10 +450,11 @@ fn crypt_failed(rq: Request<Driver>, e: CryptError) {
 }
 
 impl blk::Operations for Driver {
-    type RequestData = RequestData;
+    type RequestData = IoSlot<RequestData>;
     type HwQueue = DiskQueue;
 
-    fn init_request(&self, data: &mut RequestData) -> Result {
+    fn init_request(&self, slot: &mut IoSlot<RequestData>) -> Result {
+        let data = &mut slot.data;
         if let Some(crypt) = &self.crypt {
             data.crypt = Some(crypt.request_state()?);
             if crypt.workqueue().is_some() {
@@ -566,19 +479,18 @@ impl blk::Operations for Driver {
         rq: Request<Self>,
     ) -> core::result::Result<(), (Status, Request<Self>)> {
         let queue = &hwq.queue;
-        let op = match rq.op() {
-            Op::Read => RdmaOp::Read,
-            Op::Write => RdmaOp::Write,
-            // A write completes only when the server's memory holds it (RC acknowledges
-            // placement; on iWARP the READ that follows it does, see `Qp::post_rdma`),
-            // so there is no volatile cache to flush.
+        let dir = match rq.op() {
+            Op::Read => Dir::Read,
+            Op::Write => Dir::Write,
+            // A write completes only when the server's memory holds it (see
+            // `transport::io`), so there is no volatile cache to flush.
             Op::Flush => {
                 end(rq, Status::Ok);
                 return Ok(());
             }
             Op::Other(_) => return Err((Status::NotSupp, rq)),
         };
-        post(hwq, rq, op).map_err(|(refusal, mut rq)| match refusal {
+        issue(hwq, rq, dir).map_err(|(refusal, mut rq)| match refusal {
             Refusal::Busy => (Status::Resource, rq),
             Refusal::Wait => {
                 // Wait for the queue's recovery instead of being retried every few ms;
@@ -590,7 +502,7 @@ impl blk::Operations for Driver {
                 (Status::Resource, rq)
             }
             Refusal::Fail(why) => {
-                rq.data().retries = 0;
+                rq.data().data.retries = 0;
                 write_failed(&mut rq);
                 hwq.stats.error();
                 if log_failure() {
@@ -598,7 +510,7 @@ impl blk::Operations for Driver {
                         "{}: queue {}: {:?} of {} bytes at sector {} failed: {}\n",
                         queue.name(),
                         queue.index(),
-                        op,
+                        dir,
                         rq.bytes(),
                         rq.sector(),
                         why

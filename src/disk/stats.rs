@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Counters of a disk's hardware queues, for the target's `stats` attribute: requests and
-//! bytes read and written, errors, requests in flight on the wire and a histogram of
-//! their completion latency. Updated from `queue_rq` and from completions (softirq), so
-//! everything is an atomic and nothing allocates or locks.
+//! bytes read and written, errors and a histogram of their completion latency, with the
+//! transport queue's own (requests in flight on the wire, requeues, recoveries). Updated
+//! from `queue_rq` and from completions (softirq), so everything is an atomic and nothing
+//! allocates or locks.
 
 use core::{
     fmt::{self, Write},
@@ -11,7 +12,7 @@ use core::{
 };
 use kernel::time::{Instant, Monotonic};
 
-use crate::blk::Op;
+use crate::{blk::Op, transport::io::QueueCounters};
 
 /// Buckets of the latency histogram: bucket `i` counts completions that took at most
 /// `2^(i + 3)` microseconds (8 us, 16 us, ... about 8.4 s); the last one counts the rest.
@@ -38,30 +39,10 @@ pub(super) struct QueueStats {
     write_bytes: AtomicU64,
     /// Requests ended with an error.
     errors: AtomicU64,
-    /// Work requests posted, and completed (either way): their difference is in flight.
-    posted: AtomicU64,
-    completed: AtomicU64,
-    /// RDMA READs posted with a registered sink (iWARP).
-    registered_reads: AtomicU64,
     latency: [AtomicU64; LATENCY_BUCKETS],
 }
 
 impl QueueStats {
-    /// A work request was posted.
-    pub(super) fn posted(&self) {
-        self.posted.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A posted work request came back (successful or not).
-    pub(super) fn completed(&self) {
-        self.completed.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// An RDMA READ was posted with its sink registered in a memory region (iWARP).
-    pub(super) fn registered_read(&self) {
-        self.registered_reads.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// A request of `op` and `bytes` completed successfully; it was posted at `issued`.
     pub(super) fn done(&self, op: Op, bytes: u32, issued: Instant<Monotonic>) {
         let (count, total) = match op {
@@ -82,24 +63,20 @@ impl QueueStats {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A snapshot of the counters, with the queue's `requeues` and `recoveries`.
-    pub(super) fn snapshot(&self, requeues: u64, recoveries: u64) -> Snapshot {
+    /// A snapshot of the counters, with those of the hardware queue's transport `queue`.
+    pub(super) fn snapshot(&self, queue: QueueCounters) -> Snapshot {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        // `completed` first: a completion between the two loads shows as one more in
-        // flight, never as a negative count.
-        let completed = get(&self.completed);
-        let posted = get(&self.posted);
         Snapshot {
             reads: get(&self.reads),
             writes: get(&self.writes),
             read_bytes: get(&self.read_bytes),
             write_bytes: get(&self.write_bytes),
             errors: get(&self.errors),
-            inflight: posted.saturating_sub(completed),
-            registered_reads: get(&self.registered_reads),
+            inflight: queue.inflight,
+            registered_reads: queue.registered_reads,
             latency: core::array::from_fn(|i| self.latency.get(i).map_or(0, get)),
-            requeues,
-            recoveries,
+            requeues: queue.requeues,
+            recoveries: queue.recoveries,
         }
     }
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The connection to a memory server: the wire format, one rdma_cm connection per
-//! [`link::Link`], a [`queue::Queue`] per hardware queue that keeps a link up, the
-//! [`session::Session`] that ties a client's queues to the server's region, and its
-//! [`keepalive::KeepAlive`].
+//! [`link::Link`], a [`queue::Queue`] per hardware queue that keeps a link up and takes
+//! I/O through the interface of [`io`], the [`session::Session`] that ties a client's
+//! queues to the server's region, and its [`keepalive::KeepAlive`].
 //!
 //! No RDMA bindings here: everything goes through the safe wrappers in [`crate::ib`].
 
+pub(crate) mod io;
 pub(crate) mod keepalive;
 pub(crate) mod link;
 pub(crate) mod name;

@@ -25,6 +25,7 @@ use kernel::{
 };
 
 use super::{
+    io::{IoCounters, QueueCounters},
     link::{Conn, Link, LinkEvents, LinkParams, LinkWatcher, ProbeOutcome},
     name::Name,
     wire::RegionDescriptor,
@@ -130,6 +131,8 @@ pub(crate) struct Queue {
     completed: AtomicU64,
     /// `completed` when the keep-alive last looked.
     completed_seen: AtomicU64,
+    /// The data path's counters (see [`super::io`]).
+    io: IoCounters,
     /// The current link. The data path reads it in atomic context.
     #[pin]
     link: SpinLock<Option<Arc<Link>>>,
@@ -177,6 +180,7 @@ impl Queue {
                 retried: AtomicU64::new(0),
                 completed: AtomicU64::new(0),
                 completed_seen: AtomicU64::new(0),
+                io: IoCounters::default(),
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
                 resume <- new_spinlock!(None, "rswap::Queue::resume"),
@@ -272,6 +276,23 @@ impl Queue {
     /// Requests issued again so far.
     pub(crate) fn retried(&self) -> u64 {
         self.retried.load(Ordering::Relaxed)
+    }
+
+    /// The data path's counters, to count in.
+    pub(super) fn io_counters(&self) -> &IoCounters {
+        &self.io
+    }
+
+    /// The queue's counters now: work requests in flight, READs with a registered sink,
+    /// requeues, recoveries.
+    pub(crate) fn counters(&self) -> QueueCounters {
+        let (inflight, registered_reads) = self.io.load();
+        QueueCounters {
+            inflight,
+            registered_reads,
+            requeues: self.retried(),
+            recoveries: u64::from(self.recoveries()),
+        }
     }
 
     /// Whether the queue is live and its connection up.
