@@ -22,4 +22,4 @@ pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
-pub(crate) use request::{Op, RqPages, Status, TimedOutRequest};
+pub(crate) use request::{Filled, Op, RqPages, Sent, Status, TimedOutRequest};

@@ -7,7 +7,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{block::SECTOR_SHIFT, page::BorrowedPage, prelude::*, types::Opaque};
 
 use super::bindings;
-use crate::kernel_ext::{IntoRaw, SgTable};
+use crate::kernel_ext::{IntoRaw, IoSink, IoSource, SgTable};
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,11 +159,29 @@ impl<D, Q> OwnedRequest<D, Q> {
         usize::try_from(n).ok().filter(|&n| n > 0)
     }
 
+    /// The pages a write sends, in order (see [`Self::pages`]); `None` for any other
+    /// operation.
+    pub(crate) fn sent_pages<const N: usize>(&self) -> Option<RqPages<'_, N, Sent>> {
+        match self.op() {
+            Op::Write => self.pages(),
+            _ => None,
+        }
+    }
+
+    /// The pages a read fills, in order (see [`Self::pages`]), for the owner alone while
+    /// it borrows them; `None` for any other operation.
+    pub(crate) fn filled_pages<const N: usize>(&mut self) -> Option<RqPages<'_, N, Filled>> {
+        match self.op() {
+            Op::Read => self.pages(),
+            _ => None,
+        }
+    }
+
     /// The pages of the request's data, in order, if each segment is one whole page and
     /// there are at most `N` (a disk whose `dma_alignment` is the page size, with
     /// page-sized blocks, has only such requests). They stay valid while the request is
     /// owned.
-    pub(crate) fn pages<const N: usize>(&self) -> Option<RqPages<'_, N>> {
+    fn pages<const N: usize, K>(&self) -> Option<RqPages<'_, N, K>> {
         let mut pages = [core::ptr::null_mut(); N];
         let max = u32::try_from(N).ok()?;
         // SAFETY: the request is valid and owned; `pages` has room for `max` pointers.
@@ -223,30 +241,65 @@ unsafe impl<D, Q> IntoRaw for OwnedRequest<D, Q> {
     }
 }
 
-/// The pages of an owned request's data ([`OwnedRequest::pages`]).
+/// [`RqPages`] of a write: the pages it sends.
+pub(crate) struct Sent;
+
+/// [`RqPages`] of a read: the pages it fills.
+pub(crate) struct Filled;
+
+/// The pages of an owned request's data ([`OwnedRequest::sent_pages`],
+/// [`OwnedRequest::filled_pages`]).
 ///
 /// # Invariants
 ///
 /// The first `len` entries of `pages` are pages of the bios of a request owned for `'a`,
-/// which keep them allocated.
-pub(crate) struct RqPages<'a, const N: usize> {
+/// which keep them allocated; with `K` = [`Sent`] the request is a write, with `K` =
+/// [`Filled`] a read, and its owner is borrowed exclusively for `'a`.
+pub(crate) struct RqPages<'a, const N: usize, K> {
     pages: [*mut kernel::bindings::page; N],
     len: usize,
-    _rq: PhantomData<&'a ()>,
+    _rq: PhantomData<(&'a (), K)>,
 }
 
-impl<'a, const N: usize> RqPages<'a, N> {
+impl<'a, const N: usize, K> RqPages<'a, N, K> {
     /// How many pages.
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// The pages, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = BorrowedPage<'a>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = RqPage<'a, K>> + '_ {
         self.pages.iter().take(self.len).filter_map(|&p| {
             // SAFETY: the page is one of the request's, valid for `'a` (type invariant).
-            NonNull::new(p).map(|p| unsafe { BorrowedPage::from_raw(p) })
+            let page = NonNull::new(p).map(|p| unsafe { BorrowedPage::from_raw(p) })?;
+            // INVARIANT: a page of these pages, so of a request of kind `K`.
+            Some(RqPage(page, PhantomData))
         })
+    }
+}
+
+/// One page of [`RqPages`].
+///
+/// # Invariants
+///
+/// The page is one of the data of a request of kind `K` owned for `'a` (see
+/// [`RqPages`]).
+pub(crate) struct RqPage<'a, K>(BorrowedPage<'a>, PhantomData<K>);
+
+// SAFETY: a write's pages stay allocated while its owner has it (type invariant); the
+// block layer hands them over to be sent, and a caller that changes its buffer under the
+// write (`O_DIRECT`) accepts that a mix of its bytes is written, as DMA would send them.
+unsafe impl IoSource for RqPage<'_, Sent> {
+    fn page(&self) -> &kernel::page::Page {
+        &self.0
+    }
+}
+
+// SAFETY: a read's pages stay allocated while its owner has it, and until the read ends
+// nobody but the driver, here the borrower of its owner (type invariant), uses them.
+unsafe impl IoSink for RqPage<'_, Filled> {
+    fn page(&self) -> &kernel::page::Page {
+        &self.0
     }
 }
 

@@ -37,8 +37,8 @@ use kernel::{
 };
 
 use crate::{
-    blk::RqPages,
-    kernel_ext::{AeadTag, AesGcm, OpenError, PageCipher, ReclaimWorkqueue},
+    blk::{Filled, RqPages, Sent},
+    kernel_ext::{AeadTag, AesGcm, IoSink, OpenError, PageCipher, ReclaimWorkqueue},
 };
 
 /// The largest request of an encrypted disk, in pages: also the bounce pages of each
@@ -315,7 +315,7 @@ impl DiskCrypt {
     pub(super) fn seal_write<const N: usize>(
         &self,
         rc: &mut RequestCrypt,
-        pages: &RqPages<'_, N>,
+        pages: &RqPages<'_, N, Sent>,
         offset: u64,
     ) -> core::result::Result<(), CryptError> {
         let first = offset / BLOCK;
@@ -328,14 +328,12 @@ impl DiskCrypt {
         self.claim_all(rc, first, pages.len())?;
         rc.count = 0;
         let start = Instant::now();
-        for (i, (src, dst)) in pages.iter().zip(rc.bounce.iter()).enumerate() {
+        for (i, (src, dst)) in pages.iter().zip(rc.bounce.iter_mut()).enumerate() {
             let block = first + i as u64;
             let nonce = self.nonce.fetch_add(1, Ordering::Relaxed) + 1;
-            // SAFETY: `src` is a page of a write request this driver owns, which the
-            // block layer keeps for the write (a writer that changes it meanwhile, as an
-            // O_DIRECT buffer may be, changes what is sealed, as it would change what DMA
-            // sends); `dst` is a bounce page of this request alone.
-            let tag = unsafe { rc.cipher.seal(&src, dst, nonce, block) }
+            let tag = rc
+                .cipher
+                .seal(&src, dst, nonce, block)
                 .map_err(|_| CryptError::Failed("sealing a page failed"))?;
             rc.pending[i] = (nonce, tag);
             rc.count = i + 1;
@@ -363,7 +361,7 @@ impl DiskCrypt {
     pub(super) fn open_read<const N: usize>(
         &self,
         rc: &mut RequestCrypt,
-        pages: &RqPages<'_, N>,
+        pages: &RqPages<'_, N, Filled>,
         offset: u64,
     ) -> core::result::Result<(), CryptError> {
         let first = offset / BLOCK;
@@ -382,15 +380,13 @@ impl DiskCrypt {
             }
             if nonce == NEVER_WRITTEN {
                 // Never written: zeros, whatever the server holds.
-                // SAFETY: the page is the read's, which this driver owns until it ends it.
-                if unsafe { page.fill_zero_raw(0, PAGE_SIZE) }.is_err() {
+                if page.zero().is_err() {
                     result = Err(CryptError::Failed("zeroing a page failed"));
                     break;
                 }
                 continue;
             }
-            // SAFETY: as above.
-            match unsafe { rc.cipher.open(&page, nonce, block, &tag) } {
+            match rc.cipher.open(&page, nonce, block, &tag) {
                 Ok(()) => {}
                 Err(OpenError::Forged) => {
                     // A write of the block started or ended since the read was posted:
@@ -419,8 +415,7 @@ impl DiskCrypt {
                 // Nothing of a request that failed is handed up, not even its good pages,
                 // nor the server's bytes.
                 for page in pages.iter() {
-                    // SAFETY: as above.
-                    let _ = unsafe { page.fill_zero_raw(0, PAGE_SIZE) };
+                    let _ = page.zero();
                 }
             }
         }

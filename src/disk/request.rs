@@ -234,7 +234,7 @@ fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usi
         return Err(Refusal::Fail("no crypto state"));
     };
     let offset = rq.offset();
-    let sealed = match rq.pages::<CRYPT_PAGES>() {
+    let sealed = match rq.sent_pages::<CRYPT_PAGES>() {
         Some(pages) => crypt.seal_write(&mut rc, &pages, offset),
         None => Err(CryptError::Failed("not whole pages")),
     };
@@ -276,7 +276,7 @@ fn finish_crypt(
             crypt.commit(&mut rc, offset);
             Ok(())
         }
-        Op::Read => match rq.pages::<CRYPT_PAGES>() {
+        Op::Read => match rq.filled_pages::<CRYPT_PAGES>() {
             Some(pages) => crypt.open_read(&mut rc, &pages, offset),
             None => Err(CryptError::Failed("not whole pages")),
         },

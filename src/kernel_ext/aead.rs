@@ -12,6 +12,8 @@
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, ffi::c_void, page::Page, prelude::*, sync::Arc};
 
+use super::{IoSink, IoSource};
+
 // `struct page *` is `*mut c_void` in these declarations: `struct page` holds types that
 // the FFI-safety lint rejects, and the C side only passes the pointer on.
 
@@ -146,30 +148,25 @@ impl PageCipher {
 
     /// Encrypts `src` into `dst` under `nonce` with `block` as associated data, and
     /// returns the tag. `nonce` must never be used twice with one transform (or the key
-    /// stream repeats; that is not memory safety, but confidentiality).
-    ///
-    /// # Safety
-    ///
-    /// Nothing else reads or writes `dst` during the call. `src` may be written meanwhile
-    /// only by a writer that accepts that some mix of its old and new bytes is sealed (a
-    /// block request's caller changing its buffer under the I/O): the tag is computed over
+    /// stream repeats; that is not memory safety, but confidentiality). If `src` changes
+    /// meanwhile, some mix of its old and new bytes is sealed: the tag is computed over
     /// the ciphertext in `dst`, so the sealed page opens to exactly that mix.
-    pub(crate) unsafe fn seal(
+    pub(crate) fn seal(
         &mut self,
-        src: &Page,
-        dst: &Page,
+        src: &impl IoSource,
+        dst: &mut Page,
         nonce: u64,
         block: u64,
     ) -> Result<Tag> {
         let mut tag = [0u8; TAG_LEN];
         // SAFETY: the request is valid on a keyed transform (type invariant) and used by
-        // this call alone (`&mut self`); the pages are valid while borrowed, and nothing
-        // else touches them meanwhile (the caller's guarantee); `tag` has room for
-        // `TAG_LEN` bytes.
+        // this call alone (`&mut self`); `dst` is borrowed exclusively, and `src` may be
+        // read, its other writers accepting a mix (`IoSource`); both stay allocated during
+        // the call; `tag` has room for `TAG_LEN` bytes.
         let ret = unsafe {
             rswap_aead_seal(
                 self.req.as_ptr(),
-                src.as_ptr().cast(),
+                src.page().as_ptr().cast(),
                 dst.as_ptr().cast(),
                 nonce,
                 block,
@@ -182,23 +179,19 @@ impl PageCipher {
 
     /// Decrypts `page` in place, if `tag` proves that it is what [`Self::seal`] made with
     /// `nonce` and `block` under this transform; otherwise the page holds garbage.
-    ///
-    /// # Safety
-    ///
-    /// Nothing else reads or writes `page` during the call.
-    pub(crate) unsafe fn open(
+    pub(crate) fn open(
         &mut self,
-        page: &Page,
+        page: &impl IoSink,
         nonce: u64,
         block: u64,
         tag: &Tag,
     ) -> core::result::Result<(), OpenError> {
-        // SAFETY: as in `seal` (the caller keeps everyone else off `page`); `tag` is
-        // valid for `TAG_LEN` bytes.
+        // SAFETY: the request is as in `seal`; nobody else reads or writes `page` while it
+        // is borrowed (`IoSink`); `tag` is valid for `TAG_LEN` bytes.
         let ret = unsafe {
             rswap_aead_open(
                 self.req.as_ptr(),
-                page.as_ptr().cast(),
+                page.page().as_ptr().cast(),
                 nonce,
                 block,
                 tag.as_ptr(),
