@@ -159,13 +159,20 @@ impl<D, Q> OwnedRequest<D, Q> {
         usize::try_from(n).ok().filter(|&n| n > 0)
     }
 
-    /// The pages a write sends, in order (see [`Self::pages`]); `None` for any other
-    /// operation.
-    pub(crate) fn sent_pages<const N: usize>(&self) -> Option<RqPages<'_, N, Sent>> {
-        match self.op() {
-            Op::Write => self.pages(),
-            _ => None,
+    /// The driver's data of this request, and the pages a write sends, in order (see
+    /// [`Self::pages`]); `None` for any other operation. The pages are the bios', not
+    /// part of the data, so both can be used at once.
+    pub(crate) fn data_and_sent_pages<const N: usize>(
+        &mut self,
+    ) -> Option<(&mut D, RqPages<'_, N, Sent>)> {
+        if self.op() != Op::Write {
+            return None;
         }
+        let pages = self.pages()?;
+        // SAFETY: the PDU is an initialised `D`, and this value owns the request
+        // exclusively (`&mut self`); the pages borrowed beside it are not in the PDU.
+        let data = unsafe { self.data_ptr().as_mut() };
+        Some((data, pages))
     }
 
     /// The pages a read fills, in order (see [`Self::pages`]), for the owner alone while

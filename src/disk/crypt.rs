@@ -21,16 +21,17 @@
 //! again rather than reported as forged. A block never written reads as zeros without
 //! looking at the server's bytes.
 //!
-//! Each request has its own preallocated [`RequestCrypt`]: a crypto request and the
-//! bounce pages its WRITE is sealed into (a write must not change the caller's pages).
-//! Reads are opened in place in the request's pages. Both run where the request is:
+//! Each request has its own preallocated [`RequestCrypt`]: a crypto request and the seals
+//! of its write in flight. A write is sealed into bounce pages (a write must not change
+//! the caller's pages), which are its scatterlist's own pages, preallocated with it
+//! (`kernel_ext::SgTable::reserve_own_pages`). Reads are opened in place in the request's pages. Both run where the request is:
 //! sealing in `queue_rq`, opening in the completion (softirqs disabled), with a synchronous
 //! transform; nothing allocates or sleeps.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     alloc::KVVec,
-    page::{Page, PAGE_SIZE},
+    page::PAGE_SIZE,
     prelude::*,
     sync::Arc,
     time::{Instant, Monotonic},
@@ -198,20 +199,15 @@ impl DiskCrypt {
         self.aead.driver()
     }
 
-    /// Bytes this state takes besides the per-request bounce pages.
+    /// Bytes this state takes besides the per-request state and bounce pages.
     pub(super) fn seal_bytes(&self) -> usize {
         self.seals.len() * core::mem::size_of::<BlockSeal>()
     }
 
     /// A request's own crypto state. Sleeps.
     pub(super) fn request_state(&self) -> Result<RequestCrypt> {
-        let mut bounce = KVec::with_capacity(CRYPT_PAGES, GFP_KERNEL)?;
-        for _ in 0..CRYPT_PAGES {
-            bounce.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
-        }
         Ok(RequestCrypt {
             cipher: PageCipher::new(&self.aead)?,
-            bounce,
             pending: [(0, [0; 16]); CRYPT_PAGES],
             count: 0,
             claimed: None,
@@ -310,14 +306,15 @@ impl DiskCrypt {
         self.seals.get(usize::try_from(block).ok()?)
     }
 
-    /// Seals the pages of a write starting at byte `offset` into `rc`'s bounce pages.
-    /// Their seals wait in `rc` until [`Self::commit`].
+    /// Seals the pages of a write starting at byte `offset` into the bounce pages `into`,
+    /// and returns how many. Their seals wait in `rc` until [`Self::commit`].
     pub(super) fn seal_write<const N: usize>(
         &self,
         rc: &mut RequestCrypt,
         pages: &RqPages<'_, N, Sent>,
+        into: impl Iterator<Item = impl IoSink>,
         offset: u64,
-    ) -> core::result::Result<(), CryptError> {
+    ) -> core::result::Result<usize, CryptError> {
         let first = offset / BLOCK;
         let last = (first + pages.len() as u64).checked_sub(1);
         if pages.len() > CRYPT_PAGES || last.and_then(|b| self.seal(b)).is_none() {
@@ -328,19 +325,19 @@ impl DiskCrypt {
         self.claim_all(rc, first, pages.len())?;
         rc.count = 0;
         let start = Instant::now();
-        for (i, (src, dst)) in pages.iter().zip(rc.bounce.iter_mut()).enumerate() {
+        for (i, (src, dst)) in pages.iter().zip(into).enumerate() {
             let block = first + i as u64;
             let nonce = self.nonce.fetch_add(1, Ordering::Relaxed) + 1;
             let tag = rc
                 .cipher
-                .seal(&src, dst, nonce, block)
+                .seal(&src, &dst, nonce, block)
                 .map_err(|_| CryptError::Failed("sealing a page failed"))?;
             rc.pending[i] = (nonce, tag);
             rc.count = i + 1;
         }
         self.sealed.fetch_add(rc.count as u64, Ordering::Relaxed);
         add_elapsed(&self.seal_ns, start);
-        Ok(())
+        Ok(rc.count)
     }
 
     /// The write `rc` sealed (at byte `offset`) is in the server's memory: its blocks are
@@ -435,23 +432,14 @@ impl DiskCrypt {
     }
 }
 
-/// The crypto state of one request, preallocated with it: its crypto request, the pages
-/// its writes are sealed into (which its RDMA WRITE sends), and the seals of the write in
-/// flight.
+/// The crypto state of one request, preallocated with it: its crypto request and the
+/// seals of the write in flight.
 pub(super) struct RequestCrypt {
     cipher: PageCipher,
-    bounce: KVec<Page>,
     pending: [(u64, AeadTag); CRYPT_PAGES],
     count: usize,
     /// The blocks (first, how many) this request's write claimed and holds.
     claimed: Option<(u64, usize)>,
     /// The nonces of this read's blocks when it was posted.
     read_nonces: [u64; CRYPT_PAGES],
-}
-
-impl RequestCrypt {
-    /// The bounce pages holding the sealed write.
-    pub(super) fn sealed_pages(&self) -> &[Page] {
-        self.bounce.get(..self.count).unwrap_or(&[])
-    }
 }

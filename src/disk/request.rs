@@ -54,7 +54,7 @@ fn log_failure() -> bool {
 #[derive(Default)]
 pub(crate) struct RequestData {
     /// The request's crypto state, on an encrypted disk. Taken out only for the length of
-    /// a seal or an open, never while its bounce pages are mapped.
+    /// a seal or an open.
     crypt: Option<RequestCrypt>,
     /// The work item that opens the read in a workqueue (`crypt_workqueue`), which owns
     /// the request from its queueing until it ends it.
@@ -227,37 +227,29 @@ fn read_begin(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Resu
     }
 }
 
-/// Seals the pages of write `rq` into its bounce pages and points its scatterlist at
+/// Seals the pages of write `rq` into its scatterlist's own pages and points the list at
 /// them; returns how many entries.
 fn seal(crypt: &DiskCrypt, rq: &mut Request<Driver>) -> core::result::Result<usize, Refusal> {
-    let Some(mut rc) = rq.data().data.crypt.take() else {
+    let offset = rq.offset();
+    let Some((slot, pages)) = rq.data_and_sent_pages::<CRYPT_PAGES>() else {
+        return Err(Refusal::Fail("not whole pages"));
+    };
+    let Some(mut rc) = slot.data.crypt.take() else {
         return Err(Refusal::Fail("no crypto state"));
     };
-    let offset = rq.offset();
-    let sealed = match rq.sent_pages::<CRYPT_PAGES>() {
-        Some(pages) => crypt.seal_write(&mut rc, &pages, offset),
-        None => Err(CryptError::Failed("not whole pages")),
-    };
-    let slot = rq.data();
-    let n = match (sealed, slot.table()) {
-        // SAFETY: the bounce pages belong to `rc`, which goes back into this request's
-        // data below and stays there while the entries are mapped (it is taken out again
-        // only after the completion unmapped them), until the tag set frees the request.
-        (Ok(()), Some(table)) => unsafe { table.set_pages(rc.sealed_pages()) },
-        (Ok(()), None) => 0,
-        (Err(e), _) => {
-            slot.data.crypt = Some(rc);
-            return Err(match e {
-                CryptError::Busy => Refusal::Busy,
-                CryptError::Failed(why) => Refusal::Fail(why),
-                CryptError::Forged { .. } | CryptError::Raced => Refusal::Fail("sealing failed"),
-            });
-        }
+    let sealed = match slot.table() {
+        Some(table) => crypt
+            .seal_write(&mut rc, &pages, table.own_pages(), offset)
+            .map(|n| table.use_own_pages(n)),
+        None => Err(CryptError::Failed("the scatterlist is in use")),
     };
     slot.data.crypt = Some(rc);
-    match n {
-        0 => Err(Refusal::Fail("mapping the sealed pages failed")),
-        n => Ok(n),
+    match sealed {
+        Ok(0) => Err(Refusal::Fail("mapping the sealed pages failed")),
+        Ok(n) => Ok(n),
+        Err(CryptError::Busy) => Err(Refusal::Busy),
+        Err(CryptError::Failed(why)) => Err(Refusal::Fail(why)),
+        Err(CryptError::Forged { .. } | CryptError::Raced) => Err(Refusal::Fail("sealing failed")),
     }
 }
 
@@ -454,8 +446,10 @@ impl blk::Operations for Driver {
     type HwQueue = DiskQueue;
 
     fn init_request(&self, slot: &mut IoSlot<RequestData>) -> Result {
-        let data = &mut slot.data;
         if let Some(crypt) = &self.crypt {
+            // The bounce pages a write is sealed into.
+            slot.table().ok_or(EINVAL)?.reserve_own_pages(CRYPT_PAGES)?;
+            let data = &mut slot.data;
             data.crypt = Some(crypt.request_state()?);
             if crypt.workqueue().is_some() {
                 // SAFETY: a new request's work item is not queued; blk-mq keeps the

@@ -10,7 +10,7 @@
 //! the transform and the request only as pointers.
 
 use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, ffi::c_void, page::Page, prelude::*, sync::Arc};
+use kernel::{error::from_err_ptr, ffi::c_void, prelude::*, sync::Arc};
 
 use super::{IoSink, IoSource};
 
@@ -154,20 +154,20 @@ impl PageCipher {
     pub(crate) fn seal(
         &mut self,
         src: &impl IoSource,
-        dst: &mut Page,
+        dst: &impl IoSink,
         nonce: u64,
         block: u64,
     ) -> Result<Tag> {
         let mut tag = [0u8; TAG_LEN];
         // SAFETY: the request is valid on a keyed transform (type invariant) and used by
-        // this call alone (`&mut self`); `dst` is borrowed exclusively, and `src` may be
-        // read, its other writers accepting a mix (`IoSource`); both stay allocated during
-        // the call; `tag` has room for `TAG_LEN` bytes.
+        // this call alone (`&mut self`); nobody else uses `dst` (`IoSink`), and `src` may
+        // be read, its other writers accepting a mix (`IoSource`); both stay allocated
+        // during the call; `tag` has room for `TAG_LEN` bytes.
         let ret = unsafe {
             rswap_aead_seal(
                 self.req.as_ptr(),
                 src.page().as_ptr().cast(),
-                dst.as_ptr().cast(),
+                dst.page().as_ptr().cast(),
                 nonce,
                 block,
                 tag.as_mut_ptr(),
