@@ -64,6 +64,11 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
         0
     }
 
+    /// Runs `rq`, which [`OwnedRequest::defer`] handed to a workqueue, in that workqueue's
+    /// worker (process context). The function owns `rq`: it ends, requeues or passes it
+    /// on.
+    fn run_deferred(rq: Request<Self>);
+
     /// `rq` timed out on hardware queue `hwq`.
     fn timeout(hwq: &Self::HwQueue, rq: &TimedOutRequest<'_>) -> TimeoutAction;
 }

@@ -7,7 +7,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{block::SECTOR_SHIFT, page::BorrowedPage, prelude::*, types::Opaque};
 
 use super::bindings;
-use crate::kernel_ext::{IntoRaw, IoSink, IoSource, SgTable};
+use crate::kernel_ext::{EmbeddedWork, IntoRaw, IoSink, IoSource, ReclaimWorkqueue, SgTable};
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,10 +130,34 @@ impl<D, Q> OwnedRequest<D, Q> {
         }
     }
 
+    fn pdu_ptr(&self) -> *mut Pdu<D> {
+        // SAFETY: the request is valid; its PDU is a `Pdu<D>` (type invariant).
+        unsafe { bindings::rswap_blk_mq_rq_to_pdu(self.raw()) }.cast()
+    }
+
     fn data_ptr(&self) -> NonNull<D> {
-        // SAFETY: the request is valid; its PDU is a `D` (type invariant). The PDU sits in
-        // the request's allocation, so the pointer is not null.
-        unsafe { NonNull::new_unchecked(bindings::rswap_blk_mq_rq_to_pdu(self.raw()).cast()) }
+        let pdu = self.pdu_ptr();
+        // SAFETY: the PDU is valid (above) and sits in the request's allocation, so its
+        // field's address is not null.
+        unsafe { NonNull::new_unchecked(&raw mut (*pdu).data) }
+    }
+
+    /// Hands the request to `wq`, whose worker runs the driver's
+    /// [`super::Operations::run_deferred`] with it; gives it back if its work item is
+    /// queued already (it cannot be: only the request's owner queues it). Callable from
+    /// any context, softirq included.
+    pub(crate) fn defer(self, wq: &ReclaimWorkqueue) -> Result<(), Self> {
+        let pdu = self.pdu_ptr();
+        // SAFETY: the work item was initialised with the driver's function when blk-mq
+        // made the request (`init_data`), and stays in place until the tag set frees the
+        // request, which cannot happen before the request is ended: the work function takes
+        // the ownership given up here and ends the request (or passes it on).
+        let queued = unsafe { wq.queue(&(*pdu).work) };
+        if queued {
+            Ok(())
+        } else {
+            Err(self)
+        }
     }
 
     /// The driver's data of this request.
@@ -235,10 +259,12 @@ unsafe impl<D, Q> IntoRaw for OwnedRequest<D, Q> {
     }
 
     unsafe fn from_raw(data: NonNull<D>) -> Self {
-        // SAFETY: `data` is the PDU of an owned request (the caller's guarantee); the
-        // request sits right before its PDU in the same allocation, so it is not null.
+        // SAFETY: `data` is the data of the PDU of an owned request (the caller's
+        // guarantee); the request sits right before its PDU in the same allocation, so it
+        // is not null.
         let rq = unsafe {
-            NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(data.as_ptr().cast()))
+            let pdu = kernel::container_of!(data.as_ptr(), Pdu<D>, data);
+            NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(pdu.cast()))
         };
         // INVARIANT: the ownership `into_raw` gave up comes back exactly once.
         Self {
@@ -310,29 +336,67 @@ unsafe impl IoSink for RqPage<'_, Filled> {
     }
 }
 
-/// Initialises the driver data of a new request, and returns it.
-///
-/// # Safety
-///
-/// `rq` must be a request of a tag set whose `cmd_size` is `size_of::<D>()`, with
-/// uninitialised (or dropped) data.
-pub(super) unsafe fn init_data<D: Default>(rq: *mut kernel::bindings::request) -> *mut D {
-    // SAFETY: `rq` is a valid request (the caller's guarantee).
-    let data = unsafe { bindings::rswap_blk_mq_rq_to_pdu(rq) }.cast::<D>();
-    // SAFETY: the PDU has room for a `D` (the caller's guarantee) and is not initialised;
-    // blk-mq aligns PDUs for any kernel type.
-    unsafe { data.write(D::default()) };
-    data
+/// What blk-mq allocates after each request (`cmd_size`): the driver's data, and the
+/// work item that runs the request in a workqueue ([`OwnedRequest::defer`]).
+#[repr(C)]
+pub(super) struct Pdu<D> {
+    data: D,
+    work: EmbeddedWork,
 }
 
-/// Drops the driver data of a request that is being freed.
+/// The request whose PDU's work item is `work`.
 ///
 /// # Safety
 ///
-/// `rq` must be a request whose PDU is an initialised `D` that nothing uses any more.
+/// `work` must be the work item of the PDU (a `Pdu<D>`) of a valid request.
+pub(super) unsafe fn request_of_work<D>(
+    work: *mut kernel::bindings::work_struct,
+) -> *mut kernel::bindings::request {
+    // `EmbeddedWork` is a transparent `work_struct`.
+    let work = work.cast::<EmbeddedWork>();
+    // SAFETY: `work` is the `work` field of a `Pdu<D>` of a request (the caller's
+    // guarantee), which sits right after the request.
+    unsafe {
+        let pdu = kernel::container_of!(work, Pdu<D>, work);
+        bindings::rswap_blk_mq_rq_from_pdu(pdu.cast())
+    }
+}
+
+/// Initialises the PDU of a new request, its work item running `work_fn`, and returns the
+/// driver's data in it.
+///
+/// # Safety
+///
+/// `rq` must be a request of a tag set whose `cmd_size` is `size_of::<Pdu<D>>()`, with
+/// an uninitialised (or dropped) PDU, which stays in place until [`drop_data`].
+pub(super) unsafe fn init_data<D: Default>(
+    rq: *mut kernel::bindings::request,
+    work_fn: unsafe extern "C" fn(*mut kernel::bindings::work_struct),
+) -> *mut D {
+    // SAFETY: `rq` is a valid request (the caller's guarantee).
+    let pdu = unsafe { bindings::rswap_blk_mq_rq_to_pdu(rq) }.cast::<Pdu<D>>();
+    // SAFETY: the PDU has room for a `Pdu<D>` (the caller's guarantee) and is not
+    // initialised; blk-mq aligns PDUs for any kernel type. Its work item is new (not
+    // queued) and stays in place (the caller's guarantee).
+    unsafe {
+        pdu.write(Pdu {
+            data: D::default(),
+            work: EmbeddedWork::default(),
+        });
+        (*pdu).work.init(work_fn);
+        &raw mut (*pdu).data
+    }
+}
+
+/// Drops the PDU of a request that is being freed.
+///
+/// # Safety
+///
+/// `rq` must be a request whose PDU is an initialised `Pdu<D>` that nothing uses any more
+/// (its work item is not queued).
 pub(super) unsafe fn drop_data<D>(rq: *mut kernel::bindings::request) {
-    // SAFETY: the caller's guarantee; the data is not used again.
-    unsafe { core::ptr::drop_in_place(bindings::rswap_blk_mq_rq_to_pdu(rq).cast::<D>()) };
+    // SAFETY: the caller's guarantee; the PDU is not used again.
+    unsafe { core::ptr::drop_in_place(bindings::rswap_blk_mq_rq_to_pdu(rq).cast::<Pdu<D>>()) };
 }
 
 /// A block request seen by the timeout handler: it is owned elsewhere (by a work request),

@@ -17,7 +17,7 @@ use super::{
 ///
 /// `set` was allocated by `blk_mq_alloc_tag_set` and is freed only by drop; its
 /// `driver_data` points to `driver`, which this value keeps alive, and its `cmd_size` is
-/// that of `T::RequestData`. The last `poll_queues` of its hardware queues are its poll
+/// that of a `request::Pdu<T::RequestData>`. The last `poll_queues` of its hardware queues are its poll
 /// queues, and it has a poll map exactly if there are any.
 #[pin_data(PinnedDrop)]
 pub(crate) struct TagSet<T: Operations> {
@@ -56,7 +56,7 @@ impl<T: Operations> TagSet<T> {
         driver: Arc<T>,
     ) -> impl PinInit<Self, Error> {
         let data = Arc::as_ptr(&driver).cast_mut().cast::<ffi::c_void>();
-        let cmd_size = u32::try_from(core::mem::size_of::<T::RequestData>());
+        let cmd_size = u32::try_from(core::mem::size_of::<request::Pdu<T::RequestData>>());
         let polls = poll_queues;
         try_pin_init!(Self {
             // Before `set`: blk-mq maps the queues (`map_queues_callback`) while allocating.
@@ -155,9 +155,10 @@ unsafe extern "C" fn init_request_callback<T: Operations>(
     _hctx_idx: ffi::c_uint,
     _numa_node: ffi::c_int,
 ) -> ffi::c_int {
-    // SAFETY: the tag set's `cmd_size` is that of `T::RequestData` (type invariant), and
-    // the PDU of a new request is not initialised.
-    let data = unsafe { request::init_data::<T::RequestData>(rq) };
+    // SAFETY: the tag set's `cmd_size` is that of a `Pdu<T::RequestData>` (type
+    // invariant), the PDU of a new request is not initialised, and blk-mq keeps it in place
+    // until `exit_request`.
+    let data = unsafe { request::init_data::<T::RequestData>(rq, work_callback::<T>) };
     // SAFETY: `set` is a tag set made by `TagSet::new` for `T`: its driver data is the `T`
     // that the tag set keeps alive.
     let driver = unsafe { &*(*set).driver_data.cast::<T>() };
@@ -186,6 +187,23 @@ unsafe extern "C" fn exit_request_callback<T: Operations>(
 ) {
     // SAFETY: `init_request` initialised the data, and nothing uses a request being freed.
     unsafe { request::drop_data::<T::RequestData>(rq) };
+}
+
+/// Runs a request that [`request::OwnedRequest::defer`] queued, in the workqueue's worker.
+///
+/// # Safety
+///
+/// Called by the workqueue with the work item of the PDU of a request of a tag set of `T`,
+/// queued by `defer`, which gave up the request's ownership to it.
+unsafe extern "C" fn work_callback<T: Operations>(work: *mut kernel::bindings::work_struct) {
+    // SAFETY: `work` is the work item of such a PDU (this function's contract).
+    let rq = unsafe { request::request_of_work::<T::RequestData>(work) };
+    let Some(rq) = NonNull::new(rq) else {
+        return;
+    };
+    // SAFETY: a started, owned request of a tag set of `T`, whose ownership `defer` gave
+    // to this work; taken back once, here.
+    T::run_deferred(unsafe { Request::<T>::from_raw(rq) });
 }
 
 /// The driver data of hardware context `hctx`.

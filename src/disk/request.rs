@@ -10,10 +10,7 @@
 //! (see [`crate::transport::queue`]): its requests are requeued and issued again on the
 //! new connection, up to [`MAX_RETRIES`] times each; a dead queue fails them.
 
-use core::{
-    ptr::NonNull,
-    sync::atomic::{AtomicU32, Ordering},
-};
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -22,7 +19,6 @@ use kernel::{
 
 use crate::{
     blk::{self, HwCtxSlot, Op, Request, Status, TimedOutRequest, TimeoutAction},
-    kernel_ext::{EmbeddedWork, IntoRaw, ReclaimWorkqueue},
     transport::{
         io::{Dir, IoDesc, IoError, IoOwner, IoSlot, Refusal},
         queue::{Queue, Resume, State, Verdict},
@@ -56,9 +52,6 @@ pub(crate) struct RequestData {
     /// The request's crypto state, on an encrypted disk. Taken out only for the length of
     /// a seal or an open.
     crypt: Option<RequestCrypt>,
-    /// The work item that opens the read in a workqueue (`crypt_workqueue`), which owns
-    /// the request from its queueing until it ends it.
-    open_work: EmbeddedWork,
     /// Times this request was requeued because its queue failed.
     retries: u8,
     /// When it was issued, for the latency histogram.
@@ -285,17 +278,17 @@ fn complete(mut rq: Request<Driver>, result: core::result::Result<(), IoError>) 
     let e = match result {
         Ok(()) => {
             // The disk's crypto state is let go of before the request ends (see
-            // `open_work_fn`).
+            // `open_deferred`).
             let crypted = match hwq_crypt(&rq) {
                 None => Ok(()),
                 Some(crypt) => match (crypt.workqueue(), rq.op()) {
                     (Some(wq), Op::Read) => {
                         rq.data().data.issued = issued;
-                        match defer_open(wq, rq) {
-                            None => return,
+                        match rq.defer(wq) {
+                            Ok(()) => return,
                             // Not queued (it cannot be: the item is queued once per read);
                             // open it here rather than lose it.
-                            Some(back) => rq = back,
+                            Err(back) => rq = back,
                         }
                         finish_crypt(&crypt, &mut rq)
                     }
@@ -339,44 +332,9 @@ fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
     end(rq, Status::Ok);
 }
 
-/// Hands read `rq` to its work item on `wq`, which opens and ends it; gives it back if the
-/// item was queued already.
-fn defer_open(wq: &ReclaimWorkqueue, rq: Request<Driver>) -> Option<Request<Driver>> {
-    let slot = rq.into_raw();
-    // SAFETY: `slot` is the PDU of the request whose ownership `into_raw` just gave up;
-    // only its work item is borrowed (another CPU may own the rest once it is queued). The
-    // item was initialised with `open_work_fn` (by `init_request`, on a disk with a
-    // workqueue) and stays in place until the tag set frees the request, which cannot
-    // happen before the work ends it.
-    let queued = unsafe { wq.queue(&*core::ptr::addr_of!((*slot.as_ptr()).data.open_work)) };
-    if queued {
-        return None;
-    }
-    // SAFETY: not queued, so the ownership given up above is still this function's.
-    Some(unsafe { Request::<Driver>::from_raw(slot) })
-}
-
-/// Opens an encrypted read in the disk's crypto workqueue and ends it.
-///
-/// # Safety
-///
-/// `work` is the `open_work` of a request's [`RequestData`], queued by `complete` after it
-/// gave up the request's ownership with `into_raw`.
-unsafe extern "C" fn open_work_fn(work: *mut kernel::bindings::work_struct) {
-    // `EmbeddedWork` is a transparent `work_struct`.
-    let work = work.cast::<EmbeddedWork>();
-    // SAFETY: `work` is the `open_work` field of the `RequestData` of an `IoSlot` (the
-    // caller's guarantee).
-    let slot = unsafe {
-        let data = kernel::container_of!(work, RequestData, open_work);
-        kernel::container_of!(data, IoSlot<RequestData>, data)
-    };
-    let Some(slot) = NonNull::new(slot) else {
-        return;
-    };
-    // SAFETY: the request's ownership was given up to this work by `complete` and is
-    // taken back once, here.
-    let mut rq: Request<Driver> = unsafe { Request::<Driver>::from_raw(slot) };
+/// Opens an encrypted read in the disk's crypto workqueue (see
+/// [`blk::Operations::run_deferred`]) and ends it.
+fn open_deferred(mut rq: Request<Driver>) {
     let issued = rq.data().data.issued.take();
     // The reference to the disk's crypto state is dropped before the request ends: once
     // the disk's last request ended, its teardown may drop the rest, and the last reference
@@ -449,13 +407,7 @@ impl blk::Operations for Driver {
         if let Some(crypt) = &self.crypt {
             // The bounce pages a write is sealed into.
             slot.table().ok_or(EINVAL)?.reserve_own_pages(CRYPT_PAGES)?;
-            let data = &mut slot.data;
-            data.crypt = Some(crypt.request_state()?);
-            if crypt.workqueue().is_some() {
-                // SAFETY: a new request's work item is not queued; blk-mq keeps the
-                // request's data in place until it frees the request, which drops it.
-                unsafe { data.open_work.init(open_work_fn) };
-            }
+            slot.data.crypt = Some(crypt.request_state()?);
         }
         Ok(())
     }
@@ -513,6 +465,11 @@ impl blk::Operations for Driver {
                 (Status::IoErr, rq)
             }
         })
+    }
+
+    /// Only encrypted reads are deferred, to be opened in the disk's crypto workqueue.
+    fn run_deferred(rq: Request<Self>) {
+        open_deferred(rq);
     }
 
     fn poll(hwq: &DiskQueue) -> u32 {
