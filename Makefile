@@ -11,6 +11,7 @@
 #   make fmt | fmtcheck  rustfmt with the kernel's settings
 #   make deb             Debian packages rswap-dkms and rswap-tools in results/deb
 #   make CLIPPY=1        build with clippy
+#   make RSWAP_FAULT_INJECTION=y   rswap.ko with fault injection, for tests (make check)
 #   make clean
 #
 # Inside the kernel build (Kbuild includes this file too) only the Kbuild file matters.
@@ -22,7 +23,10 @@ KERNEL ?= stock
 export KERNEL
 V ?= 0
 CLIPPY ?=
-kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1)
+# y: build rswap.ko with its fault-injection parameters, as `make check` does for its tests.
+RSWAP_FAULT_INJECTION ?=
+kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1) \
+	$(if $(RSWAP_FAULT_INJECTION),RSWAP_FAULT_INJECTION=$(RSWAP_FAULT_INJECTION))
 
 .PHONY: all modules check fuzz demo bench fmt fmtcheck clean server deb
 

@@ -24,11 +24,30 @@ mod transport;
 
 use kernel::prelude::*;
 
+#[cfg(not(rswap_fault_injection))]
 module! {
     type: RswapModule,
     name: "rswap",
     authors: ["rswap developers"],
     description: "Remote memory over RDMA as a swap block device",
+    license: "GPL",
+    params: {
+        crypt_workqueue: bool {
+            default: false,
+            description: "Encrypted targets enabled from now on open (decrypt and verify) \
+                          pages in a workqueue instead of the RDMA completion",
+        },
+    },
+}
+
+// Built for tests with `make RSWAP_FAULT_INJECTION=y` (Documentation/testing.md): the
+// same, with the fault-injection parameters.
+#[cfg(rswap_fault_injection)]
+module! {
+    type: RswapModule,
+    name: "rswap",
+    authors: ["rswap developers"],
+    description: "Remote memory over RDMA as a swap block device (with fault injection)",
     license: "GPL",
     params: {
         crypt_workqueue: bool {
@@ -62,6 +81,7 @@ impl kernel::InPlaceModule for RswapModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("loading\n");
         blk::DiskIndex::init();
+        #[cfg(rswap_fault_injection)]
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),

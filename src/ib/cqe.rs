@@ -436,21 +436,31 @@ impl<'a, T: CqeOwner> Posting<'a, T> {
 }
 
 /// Flushed completions still to drop, for tests (see [`lose_flushes`]).
+#[cfg(rswap_fault_injection)]
 static LOSE_FLUSHES: AtomicU32 = AtomicU32::new(0);
 
 /// Makes the next `n` flushed completions (of any QP) be dropped on arrival, as by a device
 /// that loses them: their entries stay listed, and are completed when their QP goes. For
-/// the test of that path (the `fault_lose_flushes` module parameter).
+/// the test of that path (the `fault_lose_flushes` module parameter of a module built
+/// with fault injection).
+#[cfg(rswap_fault_injection)]
 pub(crate) fn lose_flushes(n: u32) {
     LOSE_FLUSHES.store(n, Ordering::Relaxed);
 }
 
 /// Whether to drop this completion (see [`lose_flushes`]).
+#[cfg(rswap_fault_injection)]
 fn lose(wc: &bindings::ib_wc) -> bool {
     wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
         && LOSE_FLUSHES
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
             .is_ok()
+}
+
+/// Without fault injection no completion is dropped.
+#[cfg(not(rswap_fault_injection))]
+fn lose(_wc: &bindings::ib_wc) -> bool {
+    false
 }
 
 /// The IB core's `ib_cqe.done` callback.
