@@ -38,8 +38,19 @@ use kernel::{
 use crate::{
     config_parse::{self as parse, Invalid},
     disk::{ConnectNote, DiskConfig, RemoteDisk},
+    ib::Devices,
     kernel_ext::{self, BadAddr, ItemDependency, SockAddr, TextBuf},
 };
+
+/// What the module hands to every target it configures.
+#[derive(Clone, Copy)]
+pub(crate) struct ModuleContext {
+    /// Where a target's connections find their RDMA device's object (the IB client).
+    pub(crate) devices: &'static dyn Devices,
+    /// Whether encrypted targets open their reads in a workqueue (the `crypt_workqueue`
+    /// module parameter).
+    pub(crate) crypt_workqueue: bool,
+}
 
 /// Default port of `rswap-server`.
 const DEFAULT_PORT: u16 = 7471;
@@ -68,8 +79,8 @@ const MAX_CONNECTIONS: u32 = 64;
 /// registered as long as a target directory exists (each pins the module).
 static SUBSYSTEM: AtomicPtr<bindings::configfs_subsystem> = AtomicPtr::new(core::ptr::null_mut());
 
-/// The configfs subsystem `/sys/kernel/config/rswap`.
-pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
+/// The configfs subsystem `/sys/kernel/config/rswap`, whose targets get `context`.
+pub(crate) fn subsystem(context: ModuleContext) -> impl PinInit<configfs::Subsystem<Root>, Error> {
     let item_type = configfs_attrs! {
         container: configfs::Subsystem<Root>,
         data: Root,
@@ -78,7 +89,7 @@ pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
             version: 0,
         ],
     };
-    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root {})).pin_chain(
+    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root { context })).pin_chain(
         |subsys| {
             // SAFETY: `subsys` is a registered `Subsystem`, so its group is the `su_group`
             // of a `configfs_subsystem`.
@@ -94,7 +105,9 @@ pub(crate) fn subsystem() -> impl PinInit<configfs::Subsystem<Root>, Error> {
 
 /// The subsystem's own data.
 #[pin_data]
-pub(crate) struct Root {}
+pub(crate) struct Root {
+    context: ModuleContext,
+}
 
 #[vtable]
 impl configfs::AttributeOperations<0> for Root {
@@ -148,6 +161,7 @@ impl configfs::GroupOperations for Root {
             item_type,
             try_pin_init!(TargetConfig {
                 name: target,
+                context: self.context,
                 inner <- new_mutex!(Settings {
                     addr: None,
                     src_addr: None,
@@ -187,6 +201,8 @@ fn nonzero_random() -> u64 {
 pub(crate) struct TargetConfig {
     /// The directory's name, which log lines about the target carry until it has a disk.
     name: CString,
+    /// What the module gave it.
+    context: ModuleContext,
     /// Serialises configuration changes, enable and disable.
     #[pin]
     inner: Mutex<Settings>,
@@ -328,7 +344,8 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         instance: s.instance,
         note: ConnectNote::new()?,
         encrypt: s.encrypt,
-        crypt_workqueue: crate::module_parameters::crypt_workqueue.value(),
+        crypt_workqueue: this.context.crypt_workqueue,
+        devices: this.context.devices,
         sync_swapin: s.sync_swapin,
     };
     let failed = |e: Error| {

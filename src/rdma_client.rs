@@ -3,13 +3,14 @@
 //! rswap's IB client: which RDMA devices rswap can use.
 //!
 //! For every RDMA device the IB layer makes the per-device object ([`RdmaDevice`]: who
-//! uses the device); a connection resolved to a device finds it with [`device`]. When a
+//! uses the device); a connection resolved to a device finds it through [`devices`],
+//! which the module hands down to the targets it configures. When a
 //! device goes away, the queues on it let go of it (and recover on another device, or
 //! fail their I/O) before the removal completes.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
-use crate::ib::{ClientCell, ClientDriver, Device, RdmaDevice};
+use crate::ib::{ClientCell, ClientDriver, Device, Devices, RdmaDevice};
 
 /// The IB client of rswap.
 pub(crate) struct RswapClient;
@@ -38,7 +39,7 @@ impl ClientDriver for RswapClient {
     }
 }
 
-/// The object of `dev`, if rswap took the device and it is not being removed.
-pub(crate) fn device(dev: &Device) -> Option<Arc<RdmaDevice>> {
-    RSWAP_CLIENT.get()?.device(dev)
+/// rswap's device lookup (see [`Devices`]).
+pub(crate) fn devices() -> &'static dyn Devices {
+    &RSWAP_CLIENT
 }

@@ -85,7 +85,10 @@ impl kernel::InPlaceModule for RswapModule {
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
-            configfs <- configfs::subsystem(),
+            configfs <- configfs::subsystem(configfs::ModuleContext {
+                devices: rdma_client::devices(),
+                crypt_workqueue: module_parameters::crypt_workqueue.value(),
+            }),
         })
     }
 }

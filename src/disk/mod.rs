@@ -21,7 +21,7 @@ use crate::{
     kernel_ext::{HmacSha256, SockAddr},
     transport::{
         io::MAX_SEGMENTS,
-        link::{Credentials, LinkParams},
+        link::{Credentials, Devices, LinkParams},
         name::Name,
         session::{Health, Session, SessionConfig},
         wire::RegionDescriptor,
@@ -71,6 +71,8 @@ pub(crate) struct DiskConfig {
     /// Declare the disk synchronous, so that swap reads its pages back without readahead
     /// (see [`DiskParams::synchronous`]).
     pub(crate) sync_swapin: bool,
+    /// Where its connections find their RDMA device's object.
+    pub(crate) devices: &'static dyn Devices,
 }
 
 /// The poll queues of a disk, as its log line names them (nothing if there are none).
@@ -144,6 +146,7 @@ impl RemoteDisk {
                 timeout_ms: config.timeout_ms,
                 credentials,
                 note: config.note.clone(),
+                devices: config.devices,
             },
             recovery_ms: config.recovery_ms,
             keepalive_ms: config.keepalive_ms,

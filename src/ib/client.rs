@@ -166,6 +166,20 @@ impl<T: ClientDriver> Registration<T> {
     }
 }
 
+/// Where a connection finds the object of the device its route resolved to: the IB
+/// client's lookup, handed down to whoever connects (rather than reached through a global).
+pub(crate) trait Devices: Send + Sync {
+    /// The object of `dev`, if the client took the device and its removal has not started.
+    fn device(&self, dev: &Device) -> Option<Arc<RdmaDevice>>;
+}
+
+/// A client's cell looks devices up in its registration, once registered.
+impl<T: ClientDriver> Devices for ClientCell<T> {
+    fn device(&self, dev: &Device) -> Option<Arc<RdmaDevice>> {
+        self.get()?.device(dev)
+    }
+}
+
 #[pinned_drop]
 impl<T: ClientDriver> PinnedDrop for Registration<T> {
     fn drop(self: Pin<&mut Self>) {

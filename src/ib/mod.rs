@@ -26,7 +26,7 @@ pub(crate) mod pd;
 pub(crate) mod qp;
 mod rdma_device;
 
-pub(crate) use client::{ClientCell, ClientDriver, Registration};
+pub(crate) use client::{ClientCell, ClientDriver, Devices, Registration};
 pub(crate) use device::Device;
 pub(crate) use qp::Qp;
 pub(crate) use rdma_device::{DeviceUser, RdmaDevice};

@@ -54,8 +54,9 @@ use crate::{
         DeviceUser, Qp, RdmaDevice,
     },
     kernel_ext::{self, HmacSha256, SockAddr, TextBuf},
-    rdma_client,
 };
+
+pub(crate) use crate::ib::Devices;
 
 /// How a link proves to the server who it is.
 pub(crate) struct Credentials {
@@ -134,6 +135,8 @@ pub(crate) struct LinkParams {
     pub(crate) credentials: Arc<Credentials>,
     /// Where a failed connect says why.
     pub(crate) note: Arc<ConnectNote>,
+    /// Where a connection finds its device's object.
+    pub(crate) devices: &'static dyn Devices,
 }
 
 /// Told when a link that was up goes down on its own (the server disconnected it, a
@@ -734,7 +737,10 @@ impl Link {
             (p.step >= Step::RouteResolved).then_some(())
         })?;
 
-        let dev = cm.device().and_then(rdma_client::device).ok_or(ENODEV)?;
+        let dev = cm
+            .device()
+            .and_then(|d| params.devices.device(d))
+            .ok_or(ENODEV)?;
         dev.attach(user.clone())?;
         // From here on, dropping `conn` tears the half-made connection down.
         let mut conn = Conn { cm, dev, user };
