@@ -73,6 +73,10 @@ pub(crate) struct Cqe {
 // SAFETY: the entry is plain memory; only the IB core and the QP's `Outstanding` set use
 // it, while a work request owns the object it is in.
 unsafe impl Send for Cqe {}
+// SAFETY: a shared `Cqe` offers nothing to read or write: only this layer touches its
+// fields, through raw pointers, while a work request owns it (the IB core) or under the
+// lock of the set it is listed in (`listing`).
+unsafe impl Sync for Cqe {}
 
 impl Cqe {
     /// A completion entry with no handler yet; posting sets it.

@@ -479,17 +479,18 @@ pub(crate) enum ProbeOutcome {
     NotPosted,
 }
 
-/// The keep-alive probe of a link: a zero-length RDMA WRITE. Allocated with the link; while
-/// it is posted, the link's `probe` slot is empty, and its completion puts it back.
-///
-/// # Invariants
-///
-/// `link` is the link whose slot holds this probe when it is not posted. It is valid
-/// while the probe is posted: the link's connection is torn down (its QP drained, so
-/// every posted work request completes) before the link's `probe` slot is dropped.
+/// The keep-alive probe of a link: a zero-length RDMA WRITE. Allocated with the link; a
+/// posted probe is owned by its work request (a reference of its own, [`PostedProbe`])
+/// until its completion gives it back.
 struct Probe {
     cqe: Cqe,
-    link: NonNull<Link>,
+    /// Whether its work request is posted: set by [`Link::probe`], cleared by the
+    /// completion.
+    posted: AtomicBool,
+    /// Set when its link is being torn down: a probe flushed then says nothing new.
+    closing: AtomicBool,
+    /// Told when the probe fails.
+    watcher: Arc<dyn LinkWatcher>,
 }
 
 impl_has_cqe! { impl HasCqe for Probe { self.cqe } }
@@ -500,41 +501,34 @@ impl SgeList for Probe {
     }
 }
 
-/// A probe that is not posted: who owns it owns the link's keep-alive work request.
-struct ProbeBox(KBox<Probe>);
+/// The reference to a probe that its posted work request holds.
+struct PostedProbe(Arc<Probe>);
 
-// SAFETY: the link pointer is only dereferenced in the completion, where it is valid (the
-// type invariant), and `Link` is `Sync`.
-unsafe impl Send for ProbeBox {}
-
-// SAFETY: `into_raw` leaks the box, which stays put until `from_raw` rebuilds it.
-unsafe impl CqeOwner for ProbeBox {
+// SAFETY: `into_raw` leaks the reference, whose probe stays allocated (and in place, in
+// the `Arc`) until `from_raw` rebuilds it, once.
+unsafe impl CqeOwner for PostedProbe {
     type Target = Probe;
 
     fn into_raw(self) -> NonNull<Probe> {
-        // SAFETY: `KBox::into_raw` never returns null.
-        unsafe { NonNull::new_unchecked(KBox::into_raw(self.0)) }
+        // SAFETY: `Arc::into_raw` never returns null.
+        unsafe { NonNull::new_unchecked(Arc::into_raw(self.0).cast_mut()) }
     }
 
     unsafe fn from_raw(target: NonNull<Probe>) -> Self {
         // SAFETY: leaked by `into_raw` and taken back once (the caller's guarantee).
-        Self(unsafe { KBox::from_raw(target.as_ptr()) })
+        Self(unsafe { Arc::from_raw(target.as_ptr()) })
     }
 
     fn complete(self, wc: &Wc<'_>) {
-        // SAFETY: the probe was posted, so its link is valid (type invariant).
-        let link = unsafe { self.0.link.as_ref() };
-        if !wc.is_ok() {
-            // A connection being torn down is revoked first: its flushed probe says
-            // nothing new.
-            if let Some(conn) = link.conn() {
-                conn.cm
-                    .handler()
-                    .watcher
-                    .link_lost(c"keep-alive probe failed", wc.status());
-            }
+        let probe = &self.0;
+        // A connection being torn down is marked first: its flushed probe says nothing
+        // new.
+        if !wc.is_ok() && !probe.closing.load(Ordering::Acquire) {
+            probe
+                .watcher
+                .link_lost(c"keep-alive probe failed", wc.status());
         }
-        *link.probe.lock() = Some(self);
+        probe.posted.store(false, Ordering::Release);
     }
 }
 
@@ -542,8 +536,8 @@ unsafe impl CqeOwner for ProbeBox {
 /// recovery, device removal and teardown can take it down under the data path.
 ///
 /// Drop revokes the connection first (if nobody did): that drains the QP, so a posted
-/// probe comes back to its slot, and its completion finds the connection revoked, while
-/// every field is still there.
+/// probe's completion runs, and finds its link closing, while every field is still
+/// there.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Link {
     /// The region as the data path addresses it (its length is what the client asked
@@ -554,16 +548,14 @@ pub(crate) struct Link {
     max_sge: u32,
     #[pin]
     conn: Revocable<Conn>,
-    /// The keep-alive probe, when it is not posted. Taken in the keep-alive work, put
-    /// back in its completion (softirqs disabled).
-    #[pin]
-    probe: SpinLockIrq<Option<ProbeBox>>,
+    /// The keep-alive probe.
+    probe: Arc<Probe>,
 }
 
 #[pinned_drop]
 impl PinnedDrop for Link {
     fn drop(self: Pin<&mut Self>) {
-        self.conn.revoke();
+        self.revoke();
     }
 }
 
@@ -687,7 +679,7 @@ impl Link {
             ));
         }
         Arc::pin_init(
-            try_pin_init!(&this in Self {
+            try_pin_init!(Self {
                 region: RemoteRegion {
                     addr: descriptor.remote_addr,
                     len: params.size,
@@ -696,18 +688,15 @@ impl Link {
                 descriptor,
                 max_sge,
                 conn <- Revocable::new(conn),
-                // INVARIANT: the probe's link is this one, and its slot holds it.
-                probe <- new_spinlock_irq!(
-                    Some(ProbeBox(KBox::new(
-                        Probe {
-                            cqe: Cqe::new(),
-                            // SAFETY: `this` is the link being initialised: not null.
-                            link: unsafe { NonNull::new_unchecked(this.as_ptr()) },
-                        },
-                        GFP_KERNEL,
-                    )?)),
-                    "rswap::Link::probe"
-                ),
+                probe: Arc::new(
+                    Probe {
+                        cqe: Cqe::new(),
+                        posted: AtomicBool::new(false),
+                        closing: AtomicBool::new(false),
+                        watcher: events.watcher.clone(),
+                    },
+                    GFP_KERNEL,
+                )?,
             }),
             GFP_KERNEL,
         )
@@ -835,19 +824,19 @@ impl Link {
         if let Some(qp) = conn.qp() {
             qp.poll_all();
         }
-        let Some(probe) = self.probe.lock().take() else {
-            return ProbeOutcome::Unanswered;
-        };
         let Some(qp) = conn.qp() else {
-            *self.probe.lock() = Some(probe);
             return ProbeOutcome::NotPosted;
         };
+        if self.probe.posted.swap(true, Ordering::AcqRel) {
+            return ProbeOutcome::Unanswered;
+        }
         // Zero bytes: the server's device checks neither the address nor the key, but
         // they are the region's anyway.
-        match qp.post_write(probe, self.region.addr, self.region.rkey) {
+        let posted = PostedProbe(self.probe.clone());
+        match qp.post_write(posted, self.region.addr, self.region.rkey) {
             Ok(()) => ProbeOutcome::Sent,
-            Err((_, probe)) => {
-                *self.probe.lock() = Some(probe);
+            Err(_) => {
+                self.probe.posted.store(false, Ordering::Release);
                 ProbeOutcome::NotPosted
             }
         }
@@ -872,6 +861,7 @@ impl Link {
     /// Takes the connection down (sleeps): its posted work requests are flushed, and
     /// their completions run before this returns.
     pub(crate) fn revoke(&self) {
+        self.probe.closing.store(true, Ordering::Release);
         self.conn.revoke();
     }
 }
