@@ -7,9 +7,10 @@
 //! - [`ib`]: safe wrappers over RDMA verbs and rdma_cm (the only code with RDMA FFI),
 //!   with one object per RDMA device;
 //! - [`blk`]: the blk-mq pieces the kernel crate lacks (nothing of RDMA);
-//! - [`transport`]: the wire format, links, queues and sessions to a memory server (no
-//!   FFI);
-//! - [`disk`]: the block device that joins them, requests to RDMA work requests;
+//! - [`transport`]: the wire format, links, queues and sessions to a memory server, and
+//!   the I/O interface a device issues through (no FFI);
+//! - [`disk`]: the block device over a session: block requests to transport I/O (nothing
+//!   of RDMA);
 //! - [`configfs`]: configuration attributes, and [`rdma_client`]: the IB client;
 //! - [`kernel_ext`]: kernel facilities both sides use (scatterlist table, workqueue).
 
