@@ -46,6 +46,11 @@ bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null
 # --- host checks -------------------------------------------------------------------------
 if o=$(bash "$RSWAP_TOP/scripts/rustfmt.sh" --check 2>&1); then result ok "host: rustfmt --check"
 else result fail "host: rustfmt --check" "$o"; fi
+if o=$(python3 "$RSWAP_TOP/scripts/layers.py" 2>&1); then
+	result ok "host: layers: no import loop, each names only the layers below it, no unsafe in disk/"
+else
+	result fail "host: layers: no import loop, each names only the layers below it, no unsafe in disk/" "$o"
+fi
 
 log "building rswap.ko for the $KERNEL kernel with clippy and fault injection"
 make -s -C "$RSWAP_TOP" clean
