@@ -5,8 +5,9 @@
 use crate::conf;
 use crate::parse::{human_seconds, human_size};
 use crate::server_status::{self, ServerStatus};
+use crate::settings::{Kind, Setting, SETTINGS};
 use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,52 +73,9 @@ pub enum Cmd {
     Add {
         /// The target's name (its configfs directory).
         name: String,
-        /// The memory server: ADDR:PORT, ADDR an IPv4 address or a bracketed IPv6 one
-        /// (`[fd00::2]:7471`, `[fe80::2%eth0]:7471`); without a port, the module's
-        /// default (7471).
-        #[arg(long, value_name = "ADDR:PORT", value_parser = target::parse_server)]
-        server: (target::ServerAddr, Option<u16>),
-        /// Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).
-        #[arg(long, value_name = "SIZE")]
-        size: String,
-        /// RDMA queues (default: the number of CPUs).
-        #[arg(long, value_name = "N")]
-        queues: Option<u32>,
-        /// More queues, after the --queues ones, for polled I/O only (io_uring with
-        /// IORING_SETUP_IOPOLL, fio --hipri), each a connection of its own: 0..63. At
-        /// enable the module gives at most one per CPU, and refuses queues + poll queues
-        /// over 64. Swap does not poll: only for programs that do. An rswap module without
-        /// them makes N > 0 an error. Default: the module's (0).
-        #[arg(long, value_name = "N", allow_hyphen_values = true,
-              value_parser = target::parse_poll_queues)]
-        poll_queues: Option<u32>,
-        /// This client's identity at the server, decimal or 0x hex (default: random).
-        #[arg(long, value_name = "ID")]
-        client_id: Option<String>,
-        /// Authenticate to the server with the secret in FILE: 32 to 128 hex digits (16
-        /// to 64 bytes; whitespace around them is ignored). FILE must not be readable or
-        /// writable by group or others (chmod 600). The secret is never printed.
-        #[arg(long, value_name = "FILE")]
-        secret_file: Option<PathBuf>,
-        /// How long a failed queue keeps reconnecting before its I/O fails.
-        #[arg(long, value_name = "MS")]
-        recovery_ms: Option<u32>,
-        /// How often each queue probes the server; 0: off.
-        #[arg(long, value_name = "MS")]
-        keepalive_ms: Option<u32>,
-        /// Encrypt the disk: every 4 KiB block is sealed with AES-256-GCM before it
-        /// leaves this host (a key of this enable only, kept in the kernel; 6 MiB of
-        /// memory per GiB of disk). What it protects: Documentation/security.md. An
-        /// rswap module without encryption is an error. Default: the module's (off).
-        #[arg(long)]
-        encrypt: bool,
-        /// Make the disk synchronous (sync_swapin = 1; the block layer's
-        /// BLK_FEAT_SYNCHRONOUS): swap then reads the one page a fault needs and waits for
-        /// it, without readahead. Slower for the swap workload `make bench` measures:
-        /// Documentation/benchmarks.md. An rswap module without it is an error. Default:
-        /// the module's (off).
-        #[arg(long)]
-        sync_swapin: bool,
+        /// The settings' flags, from the table.
+        #[command(flatten)]
+        settings: SettingArgs,
         /// Run mkswap and swapon on the disk once it appears.
         #[arg(long)]
         swap: bool,
@@ -193,6 +151,59 @@ pub enum Cmd {
     },
 }
 
+/// The flags of `add` that set a target setting: one per row of [`SETTINGS`] with a key.
+#[derive(Debug, Clone, Default)]
+pub struct SettingArgs {
+    /// The settings given and their values, as given (a switch's `yes`).
+    pub given: Vec<(&'static Setting, String)>,
+}
+
+impl Args for SettingArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        SETTINGS.iter().fold(cmd, |cmd, s| {
+            let (Some(id), Some(flag)) = (s.key, s.flag()) else {
+                return cmd;
+            };
+            let arg = Arg::new(id).long(flag).help(s.help_text());
+            cmd.arg(match s.kind {
+                Kind::Switch => arg.action(ArgAction::SetTrue),
+                _ => arg
+                    .value_name(s.value_name)
+                    .required(s.required())
+                    // A value that looks like a flag is refused as a value, with why.
+                    .allow_hyphen_values(true)
+                    .value_parser(move |v: &str| s.check(v)),
+            })
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SettingArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for s in SETTINGS {
+            let Some(id) = s.key else {
+                continue;
+            };
+            match s.kind {
+                Kind::Switch if m.get_flag(id) => given.push((s, "yes".to_string())),
+                Kind::Switch => {}
+                _ => given.extend(m.get_one::<String>(id).map(|v| (s, v.clone()))),
+            }
+        }
+        Ok(SettingArgs { given })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
 /// How often `up --wait` tries to connect again.
 const RETRY_EVERY: Duration = Duration::from_secs(2);
 
@@ -234,10 +245,13 @@ fn yes_no(b: bool) -> &'static str {
 }
 
 fn server(t: &TargetInfo) -> String {
-    match (&t.addr, t.port) {
+    match (
+        t.settings.get("addr").as_str(),
+        t.settings.get("port").as_u64(),
+    ) {
         (Some(a), Some(p)) if a.contains(':') => format!("[{a}]:{p}"),
         (Some(a), Some(p)) => format!("{a}:{p}"),
-        (Some(a), None) => a.clone(),
+        (Some(a), None) => a.to_string(),
         (None, _) => "-".to_string(),
     }
 }
@@ -268,7 +282,9 @@ fn align(header: &[&str], rows: Vec<Vec<String>>) -> String {
 
 /// The table of `rswapctl list`.
 pub fn table(targets: &[TargetInfo]) -> String {
-    let header = [
+    // Then a yes/no column for each setting that has one.
+    let columns: Vec<&Setting> = SETTINGS.iter().filter(|s| s.column.is_some()).collect();
+    let mut header = vec![
         "NAME",
         "DEVICE",
         "SERVER",
@@ -276,24 +292,25 @@ pub fn table(targets: &[TargetInfo]) -> String {
         "STATE",
         "RECOVERIES",
         "USED",
-        "SECRET",
-        "ENC",
-        "SYNC",
     ];
+    header.extend(columns.iter().filter_map(|s| s.column));
     let mut rows: Vec<Vec<String>> = Vec::new();
     for t in targets {
-        rows.push(vec![
+        let mut row = vec![
             t.name.clone(),
             dash(t.device.as_deref()),
             server(t),
-            dash(t.size_bytes.map(human_size)),
+            dash(t.settings.get("size_bytes").as_u64().map(human_size)),
             t.state.clone(),
             dash(t.recoveries),
             dash(t.swap_used_bytes.map(human_size)),
-            dash(t.secret.map(yes_no)),
-            dash(t.encrypt.map(yes_no)),
-            dash(t.sync_swapin.map(yes_no)),
-        ]);
+        ];
+        row.extend(
+            columns
+                .iter()
+                .map(|s| dash(t.settings.get(s.field).as_bool().map(yes_no))),
+        );
+        rows.push(row);
     }
     align(&header, rows)
 }
@@ -335,7 +352,7 @@ pub fn server_status_table(status: &ServerStatus) -> String {
 pub fn status_text(s: &TargetStatus) -> String {
     let mut out = String::new();
     if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&s.info) {
-        for k in target::FIELDS {
+        for k in target::fields() {
             let v = match fields.get(k) {
                 None | Some(serde_json::Value::Null) => "-".to_string(),
                 Some(serde_json::Value::String(s)) => s.clone(),
@@ -415,38 +432,27 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
     match command {
         Cmd::Add {
             name,
-            server: (addr, port),
-            size,
-            queues,
-            poll_queues,
-            client_id,
-            secret_file,
-            recovery_ms,
-            keepalive_ms,
-            encrypt,
-            sync_swapin,
+            settings,
             swap,
             priority,
-        } => ctl.add(&AddOptions {
-            // Read before anything is created; a bad file leaves no trace.
-            secret: secret_file
-                .map(|f| target::read_secret_file(&f))
-                .transpose()
-                .map_err(|e| Failure::new("add", &name, e))?,
-            name,
-            addr: Some(addr),
-            port,
-            size,
-            queues,
-            poll_queues,
-            client_id,
-            recovery_ms,
-            keepalive_ms,
-            encrypt,
-            sync_swapin,
-            swap,
-            priority,
-        }),
+        } => {
+            let mut o = AddOptions {
+                name,
+                swap,
+                priority,
+                ..AddOptions::default()
+            };
+            for (s, value) in settings.given {
+                let set = match s.kind {
+                    // Read before anything is created; a bad file leaves no trace.
+                    Kind::SecretFile => target::read_secret_file(value.as_ref())
+                        .map(|secret| o.secret = Some(secret)),
+                    _ => o.set(s, &value),
+                };
+                set.map_err(|e| Failure::new("add", &o.name, e))?;
+            }
+            ctl.add(&o)
+        }
         Cmd::Remove { name } => ctl.remove(&name),
         Cmd::Up {
             name,

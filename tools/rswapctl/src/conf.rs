@@ -4,33 +4,30 @@
 //! (and the `rswap@NAME.service` unit that runs it at boot).
 //!
 //! One `key = value` per line; blank lines and lines starting with `#` are ignored. The
-//! keys are the options of `rswapctl add`: `server` and `size` (required), `client_id`,
-//! `secret_file`, `encrypt` and `sync_swapin` (`yes` or `no`), `queues`, `poll_queues`
-//! (0..63), `recovery_ms`, `keepalive_ms`, `swap` (`yes` or `no`) and `priority` (with
-//! `swap = yes`). An unknown key, a key given twice, a bad value or a missing required
-//! key is an error that names the file and line; nothing is then done.
+//! keys are the options of `rswapctl add`: those of the settings
+//! ([`crate::settings::SETTINGS`]; `server` and `size` required), then `swap` (`yes` or
+//! `no`) and `priority` (with `swap = yes`). An unknown key, a key given twice, a bad
+//! value or a missing required key is an error that names the file and line; nothing is
+//! then done.
 
-use crate::target::{self, AddOptions};
+use crate::settings::{self, Kind, SETTINGS};
+use crate::target::AddOptions;
 use std::path::PathBuf;
 
 /// The directory `rswapctl up` reads `NAME.conf` from.
 pub const DEFAULT_DIR: &str = "/etc/rswap/targets";
 
+/// The keys that are not settings of the module: `rswapctl`'s own.
+const OWN_KEYS: [&str; 2] = ["swap", "priority"];
+
 /// The keys a target file may have, in the documentation's order.
-pub const KEYS: [&str; 12] = [
-    "server",
-    "size",
-    "client_id",
-    "secret_file",
-    "encrypt",
-    "sync_swapin",
-    "queues",
-    "poll_queues",
-    "recovery_ms",
-    "keepalive_ms",
-    "swap",
-    "priority",
-];
+pub fn keys() -> Vec<&'static str> {
+    SETTINGS
+        .iter()
+        .filter_map(|s| s.key)
+        .chain(OWN_KEYS)
+        .collect()
+}
 
 /// A target file's settings: `add`'s options (without the secret, which is read from
 /// `secret_file` only when the target is brought up).
@@ -38,46 +35,6 @@ pub const KEYS: [&str; 12] = [
 pub struct TargetConfig {
     pub options: AddOptions,
     pub secret_file: Option<PathBuf>,
-}
-
-fn uint(v: &str) -> Result<u32, String> {
-    v.parse::<u32>()
-        .map_err(|_| format!("{v:?} is not a number (0..4294967295)"))
-}
-
-/// `SIZE`: a number of bytes with an optional K, M, G or T suffix (the kernel checks
-/// the range and the 4 KiB multiple).
-fn size(v: &str) -> Result<String, String> {
-    let digits = v.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
-    let suffixes = v.len() - digits.len();
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || suffixes > 1 {
-        return Err(format!(
-            "{v:?} is not a size (a number with an optional K, M, G or T suffix)"
-        ));
-    }
-    Ok(v.to_string())
-}
-
-/// A client id: decimal or 0x hex, not 0.
-fn client_id(v: &str) -> Result<String, String> {
-    let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => v.parse::<u64>().ok(),
-    };
-    match n {
-        Some(n) if n != 0 => Ok(v.to_string()),
-        _ => Err(format!(
-            "{v:?} is not a client id (1..2^64-1, decimal or 0x hex)"
-        )),
-    }
-}
-
-fn yes_no(v: &str) -> Result<bool, String> {
-    match v {
-        "yes" | "true" | "1" => Ok(true),
-        "no" | "false" | "0" => Ok(false),
-        _ => Err(format!("{v:?} is not yes or no")),
-    }
 }
 
 fn priority(v: &str) -> Result<i32, String> {
@@ -96,6 +53,7 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
     let mut secret_file = None;
     // The line of each key seen, for duplicates and `priority` without `swap`.
     let mut seen: Vec<(&str, usize)> = Vec::new();
+    let keys = keys();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let at = |what: String| format!("{file}:{line_no}: {what}");
@@ -110,14 +68,14 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
             )));
         };
         let (key, value) = (key.trim(), value.trim());
-        let Some(known) = KEYS.iter().find(|k| **k == key) else {
+        let Some(&known) = keys.iter().find(|k| **k == key) else {
             return Err(at(format!(
                 "unknown key {:?} (known: {})",
                 truncate(key),
-                KEYS.join(", ")
+                keys.join(", ")
             )));
         };
-        if let Some((_, first)) = seen.iter().find(|(k, _)| k == known) {
+        if let Some((_, first)) = seen.iter().find(|(k, _)| *k == known) {
             return Err(at(format!("{key} given twice (first on line {first})")));
         }
         seen.push((known, line_no));
@@ -125,37 +83,24 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
             return Err(at(format!("{key}: empty value")));
         }
         let bad = |e: String| at(format!("{key}: {e}"));
-        match key {
-            "server" => {
-                let (addr, port) = target::parse_server(value).map_err(bad)?;
-                options.addr = Some(addr);
-                options.port = port;
-            }
-            "size" => options.size = size(value).map_err(bad)?,
-            "client_id" => options.client_id = Some(client_id(value).map_err(bad)?),
-            "secret_file" => {
+        match (key, settings::by_key(key)) {
+            (_, Some(s)) if s.kind == Kind::SecretFile => {
                 let path = PathBuf::from(value);
                 if !path.is_absolute() {
                     return Err(bad(format!("{value:?} is not an absolute path")));
                 }
                 secret_file = Some(path);
             }
-            "encrypt" => options.encrypt = yes_no(value).map_err(bad)?,
-            "sync_swapin" => options.sync_swapin = yes_no(value).map_err(bad)?,
-            "queues" => options.queues = Some(uint(value).map_err(bad)?),
-            "poll_queues" => {
-                options.poll_queues = Some(target::parse_poll_queues(value).map_err(bad)?)
-            }
-            "recovery_ms" => options.recovery_ms = Some(uint(value).map_err(bad)?),
-            "keepalive_ms" => options.keepalive_ms = Some(uint(value).map_err(bad)?),
-            "swap" => options.swap = yes_no(value).map_err(bad)?,
-            "priority" => options.priority = Some(priority(value).map_err(bad)?),
-            _ => unreachable!("every key of KEYS is handled"),
+            (_, Some(s)) => options.set(s, value).map_err(bad)?,
+            ("swap", None) => options.swap = settings::yes_no(value).map_err(bad)?,
+            ("priority", None) => options.priority = Some(priority(value).map_err(bad)?),
+            _ => unreachable!("every key of keys() is handled"),
         }
     }
-    for required in ["server", "size"] {
-        if !seen.iter().any(|(k, _)| *k == required) {
-            return Err(format!("{file}: no `{required} = ...` line (required)"));
+    for required in SETTINGS.iter().filter(|s| s.required()) {
+        let key = required.key.unwrap_or(required.attr);
+        if !seen.iter().any(|(k, _)| *k == key) {
+            return Err(format!("{file}: no `{key} = ...` line (required)"));
         }
     }
     if let Some((_, line_no)) = seen.iter().find(|(k, _)| *k == "priority") {

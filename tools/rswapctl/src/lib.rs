@@ -8,6 +8,7 @@ pub mod cli;
 pub mod conf;
 pub mod parse;
 pub mod server_status;
+pub mod settings;
 pub mod target;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! The operations on rswap targets in configfs: add, remove, list, status.
 
 use crate::parse::{self, Secret, SwapEntry, TargetState};
+use crate::settings::{Kind, Setting, Shown, Up, SETTINGS};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -172,7 +173,8 @@ impl std::str::FromStr for ServerAddr {
     }
 }
 
-fn parse_server_addr(a: &str) -> Result<ServerAddr, String> {
+/// A host's address as `addr` and `src_addr` take it: IPv4, or IPv6 with an optional zone.
+pub fn parse_server_addr(a: &str) -> Result<ServerAddr, String> {
     if let Ok(v4) = a.parse::<Ipv4Addr>() {
         return Ok(ServerAddr {
             ip: IpAddr::V4(v4),
@@ -235,21 +237,6 @@ pub fn parse_server(s: &str) -> Result<(ServerAddr, Option<u16>), String> {
     Ok((addr, port))
 }
 
-/// The most poll queues a target may ask for (its `poll_queues` attribute takes 0..63:
-/// with at least one ordinary queue, 64 connections in all).
-pub const POLL_QUEUES_MAX: u32 = 63;
-
-/// `--poll-queues N` and `poll_queues = N`: a number 0..63. The module checks it too, and
-/// at `enable` what it depends on (the CPUs, `queues` + `poll_queues` at most 64).
-pub fn parse_poll_queues(v: &str) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if n <= POLL_QUEUES_MAX && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-        _ => Err(format!(
-            "{v:?} is not a number of poll queues (0..{POLL_QUEUES_MAX})"
-        )),
-    }
-}
-
 /// A secret file longer than this is not a secret file (128 digits and some whitespace).
 const SECRET_FILE_MAX: u64 = 4096;
 
@@ -291,28 +278,44 @@ pub fn read_secret_file(path: &Path) -> Result<Secret, String> {
 #[derive(Debug, Clone, Default)]
 pub struct AddOptions {
     pub name: String,
-    pub addr: Option<ServerAddr>,
-    pub port: Option<u16>,
-    pub size: String,
-    pub queues: Option<u32>,
-    /// Writes `poll_queues` (hardware queues for polled I/O, after `queues`); when
-    /// `None`, it is not written and keeps the module's default (0). `Some(0)` on a
-    /// module without the attribute is not written either: such a module has none.
-    pub poll_queues: Option<u32>,
-    pub client_id: Option<String>,
+    /// The attributes to write and their values, as checked by their [`Setting`]; `add`
+    /// writes them in the table's order. One not given keeps the module's default.
+    pub values: BTreeMap<&'static str, String>,
     /// Written to the `secret` attribute; its `Debug` does not show it.
     pub secret: Option<Secret>,
-    pub recovery_ms: Option<u32>,
-    pub keepalive_ms: Option<u32>,
-    /// Writes `encrypt` = 1 (the disk seals every block before it leaves the host); when
-    /// false, `encrypt` is not written and keeps the module's default.
-    pub encrypt: bool,
-    /// Writes `sync_swapin` = 1 (the disk declares itself synchronous, and swap reads it
-    /// without readahead); when false, `sync_swapin` is not written and keeps the
-    /// module's default.
-    pub sync_swapin: bool,
     pub swap: bool,
     pub priority: Option<i32>,
+}
+
+impl AddOptions {
+    /// The value given for attribute `attr`.
+    pub fn get(&self, attr: &str) -> Option<&str> {
+        self.values.get(attr).map(String::as_str)
+    }
+
+    /// Sets setting `s` to `v` (a flag's or a target file's value), checked as its row
+    /// says: `server` sets `addr` and (with a port) `port`; a switch turned off keeps
+    /// the module's default, as one not given. Not for the secret file, which is read.
+    pub fn set(&mut self, s: &'static Setting, v: &str) -> Result<(), String> {
+        let checked = s.check(v)?;
+        match s.kind {
+            Kind::Server => {
+                let (addr, port) = parse_server(v)?;
+                self.values.insert(s.attr, addr.to_string());
+                if let Some(p) = port {
+                    self.values.insert("port", p.to_string());
+                }
+            }
+            Kind::Switch if checked == "0" => {
+                self.values.remove(s.attr);
+            }
+            Kind::SecretFile => return Err(format!("{}: read, not set", s.attr)),
+            _ => {
+                self.values.insert(s.attr, checked);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One target as `list --json` and `status --json` show it.
@@ -320,21 +323,10 @@ pub struct AddOptions {
 pub struct TargetInfo {
     pub name: String,
     pub device: Option<String>,
-    pub addr: Option<String>,
-    pub port: Option<u16>,
-    pub size_bytes: Option<u64>,
-    /// Whether the target has a secret (its `secret` attribute says `(set)`); null if
+    /// Each setting's field, from its attribute as [`Setting::shown`] reads it; null if
     /// the module has no such attribute.
-    pub secret: Option<bool>,
-    /// Whether the disk is encrypted (its `encrypt` attribute is `1`); null if the module
-    /// has no such attribute.
-    pub encrypt: Option<bool>,
-    /// Whether the disk is synchronous (its `sync_swapin` attribute is `1`); null if the
-    /// module has no such attribute.
-    pub sync_swapin: Option<bool>,
-    /// The poll queues asked for (its `poll_queues` attribute; at `enable` the disk gets
-    /// at most one per CPU); null if the module has no such attribute.
-    pub poll_queues: Option<u32>,
+    #[serde(flatten)]
+    pub settings: Shown,
     pub state: String,
     pub queues_live: Option<u32>,
     pub queues_total: Option<u32>,
@@ -352,29 +344,25 @@ pub struct TargetInfo {
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
-pub const FIELDS: [&str; 21] = [
-    "name",
-    "device",
-    "addr",
-    "port",
-    "size_bytes",
-    "secret",
-    "encrypt",
-    "sync_swapin",
-    "poll_queues",
-    "state",
-    "queues_live",
-    "queues_total",
-    "recovering",
-    "dead",
-    "recoveries",
-    "retried",
-    "region",
-    "epoch",
-    "auth_failures",
-    "swap_used_bytes",
-    "swap_priority",
-];
+pub fn fields() -> Vec<&'static str> {
+    let mut fields = vec!["name", "device"];
+    fields.extend(SETTINGS.iter().map(|s| s.field));
+    fields.extend([
+        "state",
+        "queues_live",
+        "queues_total",
+        "recovering",
+        "dead",
+        "recoveries",
+        "retried",
+        "region",
+        "epoch",
+        "auth_failures",
+        "swap_used_bytes",
+        "swap_priority",
+    ]);
+    fields
+}
 
 /// `status --json`: the target's fields and every attribute's raw value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -384,26 +372,9 @@ pub struct TargetStatus {
     pub attributes: BTreeMap<String, String>,
 }
 
-/// The attributes `status` reads first, in the documentation's order; any other file in
-/// the directory follows in name order.
-const ATTRIBUTES: [&str; 16] = [
-    "addr",
-    "port",
-    "size",
-    "queues",
-    "queue_depth",
-    "poll_queues",
-    "client_id",
-    "secret",
-    "encrypt",
-    "sync_swapin",
-    "timeout_ms",
-    "recovery_ms",
-    "keepalive_ms",
-    "enable",
-    "state",
-    "device",
-];
+/// The attributes `status` shows first: the settings, then these; any other file in the
+/// directory follows in name order.
+const ATTRIBUTES_AFTER_SETTINGS: [&str; 3] = ["enable", "state", "device"];
 
 fn check_name(op: &'static str, name: &str) -> Result<(), Failure> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') {
@@ -560,64 +531,38 @@ impl<'a> Ctl<'a> {
 
     fn add_steps(&self, o: &AddOptions, enabled: &mut bool) -> Result<(), Failure> {
         let name = o.name.as_str();
-        // Writing a file that is not there would fail with a confusing errno; and a
-        // target asked to be encrypted must never come up without it.
-        if o.encrypt && fs::metadata(self.dir(name).join("encrypt")).is_err() {
-            return Err(Failure::new(
-                "add",
-                name,
-                "encrypt: the rswap module loaded has no encrypt attribute (it is older \
-                 than encryption); not adding the target unencrypted",
-            ));
+        let mut writes: Vec<(&str, &str)> = Vec::new();
+        for s in SETTINGS {
+            let Some(value) = o.get(s.attr) else {
+                continue;
+            };
+            // Writing a file that is not there would fail with a confusing errno. A
+            // module older than the attribute has its default: nothing to write then,
+            // and a target asked for more must never come up without it.
+            if fs::metadata(self.dir(name).join(s.attr)).is_err() {
+                if s.default.shown().as_deref() == Some(value) {
+                    continue;
+                }
+                let (older, without) = match s.since {
+                    Some(since) => (
+                        format!(" (it is older than {})", since.feature),
+                        since.without,
+                    ),
+                    None => (String::new(), "without it"),
+                };
+                return Err(Failure::new(
+                    "add",
+                    name,
+                    format!(
+                        "{a}: the rswap module loaded has no {a} attribute{older}; not \
+                         adding the target {without}",
+                        a = s.attr
+                    ),
+                ));
+            }
+            writes.push((s.attr, value));
         }
-        if o.sync_swapin && fs::metadata(self.dir(name).join("sync_swapin")).is_err() {
-            return Err(Failure::new(
-                "add",
-                name,
-                "sync_swapin: the rswap module loaded has no sync_swapin attribute (it is \
-                 older than synchronous swap-in); not adding the target without it",
-            ));
-        }
-        // A module without poll queues has none: fine for 0, not for more.
-        let has_poll_queues = fs::metadata(self.dir(name).join("poll_queues")).is_ok();
-        if o.poll_queues.is_some_and(|n| n > 0) && !has_poll_queues {
-            return Err(Failure::new(
-                "add",
-                name,
-                "poll_queues: the rswap module loaded has no poll_queues attribute (it is \
-                 older than polled I/O); not adding the target without poll queues",
-            ));
-        }
-        let mut attrs: Vec<(&str, String)> = Vec::new();
-        if let Some(a) = &o.addr {
-            attrs.push(("addr", a.to_string()));
-        }
-        if let Some(p) = o.port {
-            attrs.push(("port", p.to_string()));
-        }
-        attrs.push(("size", o.size.clone()));
-        if let Some(q) = o.queues {
-            attrs.push(("queues", q.to_string()));
-        }
-        if let Some(p) = o.poll_queues.filter(|&p| p > 0 || has_poll_queues) {
-            attrs.push(("poll_queues", p.to_string()));
-        }
-        if let Some(c) = &o.client_id {
-            attrs.push(("client_id", c.clone()));
-        }
-        if let Some(r) = o.recovery_ms {
-            attrs.push(("recovery_ms", r.to_string()));
-        }
-        if let Some(k) = o.keepalive_ms {
-            attrs.push(("keepalive_ms", k.to_string()));
-        }
-        if o.encrypt {
-            attrs.push(("encrypt", "1".to_string()));
-        }
-        if o.sync_swapin {
-            attrs.push(("sync_swapin", "1".to_string()));
-        }
-        for (attr, value) in &attrs {
+        for (attr, value) in writes {
             self.write_attr("add", name, attr, value)?;
         }
         // Through its own write, whose error does not show it.
@@ -769,37 +714,17 @@ impl<'a> Ctl<'a> {
             let enabled = self.read_attr(&o.name, "enable").unwrap_or_default() == "1";
             let device = self.read_attr(&o.name, "device").unwrap_or_default();
             let swapped = !device.is_empty() && self.swap_entry(&self.swaps(), &device).is_some();
-            // Never "already up" for a file that asks for encryption while the target is
-            // not encrypted.
-            let encrypted = self.read_attr(&o.name, "encrypt").unwrap_or_default() == "1";
-            // Nor for one that asks for synchronous swap-in while the disk is not.
-            let synchronous = self.read_attr(&o.name, "sync_swapin").unwrap_or_default() == "1";
-            // Nor for one that gives a number of poll queues the target does not have (as
-            // asked: the attribute, not the CPUs' cap; a module without it has none).
-            let poll_queues = self
-                .read_attr(&o.name, "poll_queues")
-                .unwrap_or_else(|_| "0".to_string());
-            let other_poll_queues = o
-                .poll_queues
-                .filter(|&p| poll_queues.trim().parse::<u32>().ok() != Some(p));
-            if enabled
-                && (swapped || !o.swap)
-                && (encrypted || !o.encrypt)
-                && (synchronous || !o.sync_swapin)
-                && other_poll_queues.is_none()
-            {
-                return Ok(false);
-            }
             let why = if !enabled {
-                "is not enabled".to_string()
-            } else if o.encrypt && !encrypted {
-                "is not encrypted".to_string()
-            } else if o.sync_swapin && !synchronous {
-                "is not synchronous".to_string()
-            } else if let Some(p) = other_poll_queues {
-                format!("has poll_queues {}, not {p}", poll_queues.trim())
+                Some("is not enabled".to_string())
+            } else if let Some(why) = self.not_as_asked(o) {
+                Some(why)
+            } else if o.swap && !swapped {
+                Some("is not swapped on".to_string())
             } else {
-                "is not swapped on".to_string()
+                None
+            };
+            let Some(why) = why else {
+                return Ok(false);
             };
             return Err(Failure::new(
                 "up",
@@ -826,6 +751,29 @@ impl<'a> Ctl<'a> {
                 }
             }
         }
+    }
+
+    /// Why a target that is up is not as `o` asks, by the settings `up` compares
+    /// ([`Up`]): never "already up" for a file that asks for encryption while the target
+    /// is not encrypted, say. A module without the attribute has its default.
+    fn not_as_asked(&self, o: &AddOptions) -> Option<String> {
+        SETTINGS.iter().find_map(|s| {
+            let want = o.get(s.attr)?;
+            let have = match self.read_attr(&o.name, s.attr) {
+                Ok(v) => v.trim().to_string(),
+                Err(_) => s.default.shown().unwrap_or_default(),
+            };
+            let same = match (want.parse::<u64>(), have.parse::<u64>()) {
+                (Ok(w), Ok(h)) => w == h,
+                _ => want == have,
+            };
+            match s.up {
+                _ if same => None,
+                Up::Ignore => None,
+                Up::On(word) => Some(format!("is not {word}")),
+                Up::Equal => Some(format!("has {} {have}, not {want}", s.attr)),
+            }
+        })
     }
 
     /// `rswapctl down`: `remove`, for a target that may not be there (success).
@@ -886,13 +834,12 @@ impl<'a> Ctl<'a> {
         TargetInfo {
             name: name.to_string(),
             device,
-            addr: set(attr("addr")),
-            port: attr("port").and_then(|p| p.parse().ok()),
-            size_bytes: attr("size").and_then(|s| s.parse().ok()),
-            secret: attr("secret").and_then(|s| parse::parse_secret_attr(&s)),
-            encrypt: attr("encrypt").and_then(|s| parse::parse_bool_attr(&s)),
-            sync_swapin: attr("sync_swapin").and_then(|s| parse::parse_bool_attr(&s)),
-            poll_queues: attr("poll_queues").and_then(|s| s.parse().ok()),
+            settings: Shown(
+                SETTINGS
+                    .iter()
+                    .map(|s| (s.field, s.shown(attr(s.attr).as_deref())))
+                    .collect(),
+            ),
             state: state
                 .as_ref()
                 .map_or("unknown", TargetState::summary)
@@ -954,13 +901,18 @@ impl<'a> Ctl<'a> {
 
 /// The attributes in display order: the known ones first, then the rest by name.
 pub fn attribute_order(attributes: &BTreeMap<String, String>) -> Vec<(&str, &str)> {
-    let mut out: Vec<(&str, &str)> = ATTRIBUTES
+    let known: Vec<&str> = SETTINGS
+        .iter()
+        .map(|s| s.attr)
+        .chain(ATTRIBUTES_AFTER_SETTINGS)
+        .collect();
+    let mut out: Vec<(&str, &str)> = known
         .iter()
         .filter_map(|a| attributes.get_key_value(*a))
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     for (k, v) in attributes {
-        if !ATTRIBUTES.contains(&k.as_str()) {
+        if !known.contains(&k.as_str()) {
             out.push((k, v));
         }
     }

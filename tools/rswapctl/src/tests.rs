@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
-//! creates the attributes with the module's defaults, `enable` brings a fake disk up
-//! and down (with its `stats`, encrypted or not as `encrypt` says), `secret` shows only
-//! `(set)` or `(unset)`, and chosen writes fail like the kernel's. `sync_swapin` and
-//! `poll_queues` are plain files: the fake disk does not care whether it is synchronous,
-//! nor how many poll queues it has.
+//! creates the attributes of the settings table with the module's defaults, `enable`
+//! brings a fake disk up and down (with its `stats`, encrypted or not as `encrypt` says),
+//! `secret` shows only `(set)` or `(unset)`, a setting refuses writes while enabled as
+//! the module does, and chosen writes fail like the kernel's. The other settings are
+//! plain files: the fake disk does not care whether it is synchronous, nor how many poll
+//! queues it has.
 
 use crate::cli::{self, Cli};
 use crate::parse;
 use crate::server_status;
+use crate::settings::{self, Kind, ModuleDefault, Up, SETTINGS};
 use crate::target::{self, AddOptions, Ctl, Host, Paths};
 use clap::{CommandFactory, Parser};
 use serde_json::{json, Value};
@@ -24,6 +26,9 @@ use std::time::Duration;
 const EINVAL: i32 = 22;
 const EBUSY: i32 = 16;
 const EEXIST: i32 = 17;
+
+/// The client id the fake module picks at random.
+const FAKE_CLIENT_ID: &str = "0x5eed";
 
 /// A 32-byte secret, and its digits as they must never appear in any output.
 const SECRET: &str = "6b1f0c93a4d25e7f80b1c2d3e4f5061728394a5b6c7d8e9f0a1b2c3d4e5f60e2";
@@ -52,7 +57,7 @@ struct Fake {
     fail_command: Option<&'static str>,
     /// `swapoff` fails because another swapoff took the disk out of /proc/swaps.
     swapoff_elsewhere: bool,
-    /// A module older than these attributes (`encrypt`, `sync_swapin`, `poll_queues`):
+    /// A module older than these attributes (`encrypt`, `sync_swapin`, `poll_queues`, ...):
     /// `mkdir` does not make them.
     older_than: Vec<&'static str>,
     writes: RefCell<Vec<String>>,
@@ -149,25 +154,21 @@ impl Drop for Fake {
 impl Host for Fake {
     fn mkdir(&self, path: &Path) -> io::Result<()> {
         fs::create_dir(path)?;
-        for (attr, value) in [
-            ("addr", "(unset)"),
-            ("port", "7471"),
-            ("size", "(unset)"),
-            ("queues", "2"),
-            ("queue_depth", "128"),
-            ("poll_queues", "0"),
-            ("client_id", "0x5eed"),
-            ("secret", "(unset)"),
-            ("encrypt", "0"),
-            ("sync_swapin", "0"),
-            ("timeout_ms", "5000"),
-            ("recovery_ms", "60000"),
-            ("keepalive_ms", "5000"),
+        let settings = SETTINGS.iter().map(|s| {
+            // The module's random client id: this one.
+            let value = s
+                .default
+                .shown()
+                .unwrap_or_else(|| FAKE_CLIENT_ID.to_string());
+            (s.attr, value)
+        });
+        let others = [
             ("enable", "0"),
             ("state", "disabled"),
             ("device", ""),
             ("stats", ""),
-        ] {
+        ];
+        for (attr, value) in settings.chain(others.map(|(a, v)| (a, v.to_string()))) {
             if !self.older_than.contains(&attr) {
                 fs::write(path.join(attr), format!("{value}\n"))?;
             }
@@ -195,13 +196,25 @@ impl Host for Fake {
                 return Err(io::Error::from_raw_os_error(errno));
             }
         }
+        let enabled =
+            || fs::read_to_string(path.with_file_name("enable")).is_ok_and(|e| e == "1\n");
+        if settings::setting(&attr).is_some_and(|s| !s.while_enabled) && enabled() {
+            let why = format!("{attr}: read-only while enabled (write 0 to enable first)\n");
+            fs::write(path.with_file_name("last_error"), why)?;
+            return Err(io::Error::from_raw_os_error(EBUSY));
+        }
         if attr == "secret" {
             // The module keeps the secret to itself.
             let set = value.trim() != "none";
             fs::write(path, if set { "(set)\n" } else { "(unset)\n" })?;
             return Ok(());
         }
-        fs::write(path, value)?;
+        if attr == "size" {
+            // The module shows the size in bytes.
+            fs::write(path, format!("{}\n", bytes(value.trim())))?;
+        } else {
+            fs::write(path, value)?;
+        }
         if attr == "enable" {
             let on = value.trim() == "1";
             fs::write(
@@ -255,26 +268,57 @@ impl Host for Fake {
     }
 }
 
-fn add_options(name: &str) -> AddOptions {
-    AddOptions {
-        name: name.to_string(),
-        addr: Some("192.0.2.2".parse().unwrap()),
-        port: Some(18516),
-        size: "8G".to_string(),
-        ..AddOptions::default()
+/// `o` with these settings given, by their target-file key, as `add` or a file gives them.
+fn with(mut o: AddOptions, given: &[(&str, &str)]) -> AddOptions {
+    for (key, value) in given {
+        let s = settings::by_key(key).unwrap_or_else(|| panic!("{key}: no such key"));
+        o.set(s, value)
+            .unwrap_or_else(|e| panic!("{key} = {value}: {e}"));
     }
+    o
+}
+
+/// `add NAME --server 192.0.2.2:18516 --size 8G`.
+/// A size with an optional K, M, G or T suffix in bytes, as the module shows it (as it is
+/// if it is not one).
+fn bytes(size: &str) -> String {
+    let shift = match size.chars().last() {
+        Some('K' | 'k') => 10,
+        Some('M' | 'm') => 20,
+        Some('G' | 'g') => 30,
+        Some('T' | 't') => 40,
+        _ => 0,
+    };
+    let digits = if shift > 0 {
+        &size[..size.len() - 1]
+    } else {
+        size
+    };
+    digits
+        .parse::<u64>()
+        .map_or(size.to_string(), |n| (n << shift).to_string())
+}
+
+fn add_options(name: &str) -> AddOptions {
+    let o = AddOptions {
+        name: name.to_string(),
+        ..AddOptions::default()
+    };
+    with(o, &[("server", "192.0.2.2:18516"), ("size", "8G")])
 }
 
 #[test]
 fn add_writes_the_attributes_then_enables() {
     let fake = Fake::new();
-    let o = AddOptions {
-        queues: Some(4),
-        client_id: Some("0x42".into()),
-        recovery_ms: Some(3000),
-        keepalive_ms: Some(1000),
-        ..add_options("mem0")
-    };
+    let o = with(
+        add_options("mem0"),
+        &[
+            ("queues", "4"),
+            ("client_id", "0x42"),
+            ("recovery_ms", "3000"),
+            ("keepalive_ms", "1000"),
+        ],
+    );
     fake.ctl().add(&o).unwrap();
     assert_eq!(
         *fake.writes.borrow(),
@@ -290,7 +334,8 @@ fn add_writes_the_attributes_then_enables() {
         ]
     );
     assert_eq!(fake.attr("mem0", "addr"), "192.0.2.2");
-    assert_eq!(fake.attr("mem0", "size"), "8G");
+    // The module shows the size in bytes.
+    assert_eq!(fake.attr("mem0", "size"), "8589934592");
     assert_eq!(fake.attr("mem0", "enable"), "1");
     assert!(fake.commands.borrow().is_empty());
 }
@@ -298,10 +343,13 @@ fn add_writes_the_attributes_then_enables() {
 #[test]
 fn add_only_writes_what_is_given() {
     let fake = Fake::new();
-    let o = AddOptions {
-        port: None,
-        ..add_options("mem0")
-    };
+    let o = with(
+        AddOptions {
+            name: "mem0".to_string(),
+            ..AddOptions::default()
+        },
+        &[("server", "192.0.2.2"), ("size", "8G")],
+    );
     fake.ctl().add(&o).unwrap();
     assert_eq!(
         *fake.writes.borrow(),
@@ -331,10 +379,7 @@ fn add_swap_runs_mkswap_and_swapon() {
 fn add_failure_reports_last_error_and_undoes() {
     let mut fake = Fake::new();
     fake.fail = Some(("size", EINVAL, Some("size must be a multiple of 4096")));
-    let o = AddOptions {
-        size: "1000".into(),
-        ..add_options("mem0")
-    };
+    let o = with(add_options("mem0"), &[("size", "1000")]);
     let f = fake.ctl().add(&o).unwrap_err();
     assert_eq!(
         f.to_string(),
@@ -545,9 +590,10 @@ fn list_json() {
         .keys()
         .map(|k| k.as_str())
         .collect();
-    let mut fields = crate::target::FIELDS.to_vec();
+    let mut fields = target::fields();
     fields.sort();
     assert_eq!(keys, fields);
+    let cpus = settings::possible_cpus().clamp(1, 64);
     assert_eq!(
         out,
         json!([
@@ -558,7 +604,9 @@ fn list_json() {
                 "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
                 "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
                 "encrypt": false, "sync_swapin": false, "poll_queues": 0,
-                "auth_failures": null
+                "auth_failures": null, "src_addr": null, "queues": cpus,
+                "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
+                "recovery_ms": 60000, "keepalive_ms": 5000
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -567,7 +615,9 @@ fn list_json() {
                 "dead": null, "recoveries": null, "retried": null, "region": null,
                 "epoch": null, "swap_used_bytes": null, "swap_priority": null,
                 "encrypt": null, "sync_swapin": null, "poll_queues": null,
-                "auth_failures": null
+                "auth_failures": null, "src_addr": null, "queues": cpus,
+                "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
+                "recovery_ms": 60000, "keepalive_ms": 5000
             }
         ])
     );
@@ -610,7 +660,8 @@ fn status_json_has_fields_and_attributes() {
     assert_eq!(out["poll_queues"], 0);
     assert_eq!(out["auth_failures"], Value::Null);
     let attrs = out["attributes"].as_object().unwrap();
-    assert_eq!(attrs.len(), 17);
+    // Every setting's, then enable, state, device and stats.
+    assert_eq!(attrs.len(), SETTINGS.len() + 4);
     assert_eq!(attrs["encrypt"], "0");
     assert_eq!(attrs["sync_swapin"], "0");
     assert_eq!(attrs["poll_queues"], "0");
@@ -634,7 +685,7 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[20], "swap_priority: -");
+    assert_eq!(lines[target::fields().len() - 1], "swap_priority: -");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"encrypt: -"));
@@ -648,31 +699,40 @@ fn status_text() {
         .filter(|l| l.starts_with("attr."))
         .copied()
         .collect();
-    assert_eq!(attrs.len(), 13);
+    // All but secret, encrypt, sync_swapin and poll_queues, then enable, state, device,
+    // stats.
+    assert_eq!(attrs.len(), SETTINGS.len() - 4 + 4);
     assert_eq!(attrs[0], "attr.addr: 192.0.2.3");
-    assert_eq!(attrs[11], "attr.device: ");
-    assert_eq!(attrs[12], "attr.stats: ");
+    assert_eq!(attrs[attrs.len() - 2], "attr.device: ");
+    assert_eq!(attrs[attrs.len() - 1], "attr.stats: ");
     let e = run(&fake, &["status", "zz"]).unwrap_err();
     assert!(e.starts_with("rswapctl: status zz: "), "{e}");
     let out = run(&fake, &["status", "a"]).unwrap();
+    // The settings in configuration.md's order, as fields and as attributes.
     assert!(
-        out.contains("\nsecret: true\nencrypt: false\nsync_swapin: false\npoll_queues: 0\n"),
+        out.contains("\npoll_queues: 0\nclient_id: 0x5eed\nsecret: true\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "\nkeepalive_ms: 5000\nencrypt: false\nsync_swapin: false\nstate: connected\n"
+        ),
         "{out}"
     );
     let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
-    assert_eq!(attrs.len(), 17);
+    assert_eq!(attrs.len(), SETTINGS.len() + 4);
+    let queues = format!("attr.queues: {}", settings::possible_cpus().clamp(1, 64));
     assert_eq!(
-        attrs[3..10],
+        attrs[4..9],
         [
-            "attr.queues: 2",
+            queues.as_str(),
             "attr.queue_depth: 128",
             "attr.poll_queues: 0",
             "attr.client_id: 0x5eed",
             "attr.secret: (set)",
-            "attr.encrypt: 0",
-            "attr.sync_swapin: 0"
         ]
     );
+    assert_eq!(attrs[12..14], ["attr.encrypt: 0", "attr.sync_swapin: 0"]);
 }
 
 #[test]
@@ -1210,7 +1270,7 @@ fn server_status_defaults_and_man_page() {
 
 // --- target files and up/down --------------------------------------------------------
 
-use crate::conf::{parse_target_config, KEYS};
+use crate::conf::{keys, parse_target_config};
 
 const FULL_CONF: &str = "\
 # the memory server in rack 2
@@ -1232,17 +1292,19 @@ fn conf_parses_every_key() {
     let c = parse_target_config("swap0", "swap0.conf", FULL_CONF).unwrap();
     let o = &c.options;
     assert_eq!(o.name, "swap0");
-    assert_eq!(
-        o.addr.as_ref().map(|a| a.to_string()),
-        Some("192.0.2.2".to_string())
-    );
-    assert_eq!(o.port, Some(18516));
-    assert_eq!(o.size, "8G");
-    assert_eq!(o.client_id.as_deref(), Some("0x1001"));
-    assert_eq!(o.queues, Some(4));
-    assert_eq!(o.poll_queues, Some(1));
-    assert_eq!(o.recovery_ms, Some(3000));
-    assert_eq!(o.keepalive_ms, Some(2000));
+    for (attr, value) in [
+        ("addr", "192.0.2.2"),
+        ("port", "18516"),
+        ("size", "8G"),
+        ("client_id", "0x1001"),
+        ("queues", "4"),
+        ("poll_queues", "1"),
+        ("recovery_ms", "3000"),
+        ("keepalive_ms", "2000"),
+    ] {
+        assert_eq!(o.get(attr), Some(value), "{attr}");
+    }
+    assert_eq!(o.values.len(), 8, "{o:?}");
     assert!(o.swap);
     assert_eq!(o.priority, Some(100));
     assert_eq!(
@@ -1252,23 +1314,21 @@ fn conf_parses_every_key() {
     assert!(o.secret.is_none());
     // An IPv6 server, as --server takes it.
     let c = parse_target_config("v6", "v6.conf", "server = [fd00::2]:7471\nsize = 8G\n").unwrap();
-    assert_eq!(
-        c.options.addr.as_ref().map(|a| a.to_string()),
-        Some("fd00::2".to_string())
-    );
-    assert_eq!(c.options.port, Some(7471));
+    assert_eq!(c.options.get("addr"), Some("fd00::2"));
+    assert_eq!(c.options.get("port"), Some("7471"));
 }
 
 #[test]
 fn conf_minimal_and_spacing() {
     let c =
         parse_target_config("t", "t.conf", "  server=192.0.2.9 \n\tsize =\t64M\n  # x\n").unwrap();
-    assert_eq!(c.options.port, None);
-    assert_eq!(c.options.size, "64M");
+    assert_eq!(c.options.get("size"), Some("64M"));
     assert!(!c.options.swap);
-    assert_eq!(c.options.queues, None);
-    assert_eq!(c.options.poll_queues, None);
-    assert_eq!(c.options.client_id, None);
+    // Nothing else: every other attribute keeps the module's default.
+    assert_eq!(
+        c.options.values.keys().copied().collect::<Vec<_>>(),
+        ["addr", "size"]
+    );
     assert_eq!(c.secret_file, None);
     let c =
         parse_target_config("t", "t.conf", "server = 192.0.2.9\nsize = 1G\nswap = no\n").unwrap();
@@ -1411,8 +1471,8 @@ fn conf_fuzz() {
         let mut text = String::new();
         for _ in 0..n {
             let line = match rng.next() % 6 {
-                0 => format!("{} = {}", rng.pick(&KEYS), rng.pick(&values)),
-                1 => format!("{}={}", rng.pick(&KEYS), rng.pick(&values)),
+                0 => format!("{} = {}", rng.pick(&keys()), rng.pick(&values)),
+                1 => format!("{}={}", rng.pick(&keys()), rng.pick(&values)),
                 2 => format!("# {}", rng.pick(&values)),
                 3 => String::new(),
                 4 => format!(
@@ -1429,7 +1489,7 @@ fn conf_fuzz() {
         match parse_target_config("t", "fz.conf", &text) {
             Ok(c) => {
                 assert!(
-                    c.options.addr.is_some() && !c.options.size.is_empty(),
+                    c.options.get("addr").is_some() && c.options.get("size").is_some(),
                     "{text:?}"
                 );
                 assert!(c.options.priority.is_none() || c.options.swap, "{text:?}");
@@ -1535,7 +1595,7 @@ fn up_with_a_bad_file_does_nothing() {
         e,
         format!(
             "rswapctl: up t: {d}/t.conf:3: unknown key \"queue\" (known: {})",
-            KEYS.join(", ")
+            keys().join(", ")
         )
     );
     // A missing file, a secret file others may read, a bad name.
@@ -1762,43 +1822,6 @@ fn remove_tries_disable_again_while_the_disk_is_busy() {
 // --- encryption ----------------------------------------------------------------------
 
 #[test]
-fn add_encrypt_writes_encrypt_before_enable() {
-    let fake = Fake::new();
-    let file = secret_file(&fake, "mem0.secret", SECRET, 0o600);
-    let file = file.to_str().unwrap();
-    run(
-        &fake,
-        &add_with_secret_file(file, &["--keepalive-ms", "1000", "--encrypt"]),
-    )
-    .unwrap();
-    assert_eq!(
-        *fake.writes.borrow(),
-        [
-            "addr=192.0.2.2",
-            "size=8G",
-            "keepalive_ms=1000",
-            "encrypt=1",
-            &format!("secret={SECRET}"),
-            "enable=1",
-        ]
-    );
-    assert_eq!(fake.attr("mem0", "encrypt"), "1");
-    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
-    assert_eq!(list[0]["encrypt"], true);
-    assert_eq!(list[0]["auth_failures"], 0);
-    let table = run(&fake, &["list"]).unwrap();
-    assert_eq!(column(&table, "ENC"), ["ENC", "yes"]);
-    let text = run(&fake, &["status", "mem0"]).unwrap();
-    assert!(text.contains("\nencrypt: true\n"), "{text}");
-    assert!(text.contains("\nauth_failures: 0\n"), "{text}");
-    // Without --encrypt the attribute keeps the module's default: it is not written.
-    run(&fake, &["remove", "mem0"]).unwrap();
-    fake.writes.borrow_mut().clear();
-    run(&fake, &add_with_secret_file(file, &[])).unwrap();
-    left_at_default(&fake, "mem0", "encrypt");
-}
-
-#[test]
 fn status_shows_the_auth_failures_of_the_stats() {
     let fake = Fake::new();
     fake.target("enc", "192.0.2.2", "4096", Some("rswap0"));
@@ -1837,28 +1860,386 @@ fn status_shows_the_auth_failures_of_the_stats() {
     assert!(text.contains("\nauth_failures: 3\n"), "{text}");
     let table = run(&fake, &["list"]).unwrap();
     assert_eq!(column(&table, "ENC"), ["ENC", "yes", "yes", "no", "-"]);
+    // A disk that `add --encrypt` enabled has opened nothing yet: 0, not null.
+    run(
+        &fake,
+        &[
+            "add",
+            "new",
+            "--server",
+            "192.0.2.2",
+            "--size",
+            "8G",
+            "--encrypt",
+        ],
+    )
+    .unwrap();
+    let st: Value =
+        serde_json::from_str(&run(&fake, &["status", "new", "--json"]).unwrap()).unwrap();
+    assert_eq!(
+        (&st["encrypt"], &st["auth_failures"]),
+        (&json!(true), &json!(0))
+    );
+    let text = run(&fake, &["status", "new"]).unwrap();
+    assert!(text.contains("\nauth_failures: 0\n"), "{text}");
+}
+
+// --- every setting, from the settings table -------------------------------------------
+
+/// The settings `add` and the target files take: all but `port`, which `server` sets.
+fn keyed() -> impl Iterator<Item = &'static settings::Setting> {
+    SETTINGS.iter().filter(|s| s.key.is_some())
+}
+
+/// What `add` writes for setting `s` given as `value`: `ATTR=VALUE`.
+fn written(s: &settings::Setting, value: &str) -> Vec<String> {
+    match s.kind {
+        Kind::Server => {
+            let (addr, port) = value.rsplit_once(':').unwrap();
+            vec![format!("addr={addr}"), format!("port={port}")]
+        }
+        Kind::Switch => vec![format!("{}=1", s.attr)],
+        Kind::SecretFile => vec![format!("secret={SECRET}")],
+        _ => vec![format!("{}={value}", s.attr)],
+    }
+}
+
+/// What the module's attributes show once `add` wrote `written(s, value)`.
+fn shows(s: &settings::Setting, value: &str) -> Vec<(&'static str, String)> {
+    written(s, value)
+        .iter()
+        .map(|w| {
+            let (attr, v) = w.split_once('=').unwrap();
+            let s = settings::setting(attr).unwrap();
+            let shown = match s.kind {
+                Kind::Size => bytes(v),
+                Kind::SecretFile => "(set)".to_string(),
+                _ => v.to_string(),
+            };
+            (s.attr, shown)
+        })
+        .collect()
+}
+
+/// The field of `list --json` and `status --json` of setting `s` whose attribute shows
+/// `shown`.
+fn field_for(s: &settings::Setting, shown: &str) -> Value {
+    match s.kind {
+        Kind::Number { .. } | Kind::Size => json!(shown.parse::<u64>().unwrap()),
+        Kind::Switch => json!(shown == "1"),
+        Kind::SecretFile => json!(shown == "(set)"),
+        Kind::Server | Kind::HostOrAny | Kind::ClientId => json!(shown),
+    }
+}
+
+/// `field: value` as `status` prints a field (`-` for null).
+fn status_line(field: &str, value: &Value) -> String {
+    match value {
+        Value::Null => format!("\n{field}: -\n"),
+        Value::String(v) => format!("\n{field}: {v}\n"),
+        v => format!("\n{field}: {v}\n"),
+    }
+}
+
+/// `add mem0 --server 192.0.2.2 --size 8G` and these settings, by key (`yes` for a
+/// switch), each replacing the base's value of the same key.
+fn add_args(given: &[(&str, &str)]) -> Vec<String> {
+    let mut keyed: Vec<(&str, &str)> = vec![("server", "192.0.2.2"), ("size", "8G")];
+    for (key, value) in given {
+        match keyed.iter_mut().find(|(k, _)| k == key) {
+            Some(kv) => kv.1 = value,
+            None => keyed.push((key, value)),
+        }
+    }
+    let mut args = vec!["add".to_string(), "mem0".to_string()];
+    for (key, value) in keyed {
+        let s = settings::by_key(key).unwrap();
+        args.push(format!("--{}", s.flag().unwrap()));
+        if s.kind != Kind::Switch {
+            args.push(value.to_string());
+        }
+    }
+    args
+}
+
+fn run_add(fake: &Fake, given: &[(&str, &str)]) -> Result<String, String> {
+    let args = add_args(given);
+    run(fake, &args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// A target file of a server, a size and these settings, by key, each replacing the
+/// base's line of the same key; and the line of the last one.
+fn conf_of(given: &[(&str, &str)]) -> (String, usize) {
+    let mut lines: Vec<(&str, &str)> = vec![("server", "192.0.2.2"), ("size", "8G")];
+    let mut at = 0;
+    for (key, value) in given {
+        at = match lines.iter().position(|(k, _)| k == key) {
+            Some(i) => {
+                lines[i].1 = value;
+                i + 1
+            }
+            None => {
+                lines.push((key, value));
+                lines.len()
+            }
+        };
+    }
+    let text = lines.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    (text, at)
 }
 
 #[test]
-fn add_encrypt_failures_leave_nothing() {
-    let o = AddOptions {
-        encrypt: true,
-        ..add_options("mem0")
-    };
-    let older = older_module_refuses(
-        &o,
-        "encrypt",
-        "encrypt: the rswap module loaded has no encrypt attribute (it is older than \
-         encryption); not adding the target unencrypted",
-    );
-    assert_eq!(older.encrypt, None);
-    kernel_refusal_leaves_nothing(&o, "encrypt=1", "encrypt: not a boolean (0 or 1)");
+fn every_setting_is_written_before_enable_and_shown() {
+    for s in keyed() {
+        let key = s.key.unwrap();
+        let fake = Fake::new();
+        let good = match s.kind {
+            Kind::SecretFile => secret_file(&fake, "t.secret", SECRET, 0o600)
+                .display()
+                .to_string(),
+            _ => s.sample.0.to_string(),
+        };
+        run_add(&fake, &[(key, &good)]).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let writes = fake.writes.borrow().clone();
+        let (last, before) = writes.split_last().unwrap();
+        assert_eq!(last, "enable=1", "{key}");
+        for w in written(s, &good) {
+            assert!(before.contains(&w), "{key}: {w} not in {writes:?}");
+        }
+        // In the table's order; the secret through its own write, last.
+        let order: Vec<usize> = before
+            .iter()
+            .filter(|w| !w.starts_with("secret="))
+            .map(|w| {
+                let (attr, _) = w.split_once('=').unwrap();
+                SETTINGS.iter().position(|s| s.attr == attr).unwrap()
+            })
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{key}: {writes:?}");
+        // Shown as the module shows it: the attribute, the field of list and status, as
+        // JSON and as text, and its column.
+        let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+        let status: Value =
+            serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
+        let text = run(&fake, &["status", "mem0"]).unwrap();
+        for (attr, shown) in shows(s, &good) {
+            let field = settings::setting(attr).unwrap().field;
+            let want = field_for(settings::setting(attr).unwrap(), &shown);
+            assert_eq!(fake.attr("mem0", attr), shown, "{key}");
+            assert_eq!(list[0][field], want, "{key}: {list}");
+            assert_eq!(status[field], want, "{key}");
+            assert_eq!(status["attributes"][attr], json!(shown), "{key}");
+            assert!(text.contains(&status_line(field, &want)), "{key}: {text}");
+            assert!(
+                text.contains(&format!("\nattr.{attr}: {shown}\n")),
+                "{key}: {text}"
+            );
+        }
+        if let Some(header) = s.column {
+            let table = run(&fake, &["list"]).unwrap();
+            assert_eq!(column(&table, header), [header, "yes"], "{key}");
+        }
+        // Not given, it is not written: the module's default stays.
+        run(&fake, &["remove", "mem0"]).unwrap();
+        fake.writes.borrow_mut().clear();
+        if !s.required() {
+            run_add(&fake, &[]).unwrap();
+            let prefix = format!("{}=", s.attr);
+            assert!(
+                !fake.writes.borrow().iter().any(|w| w.starts_with(&prefix)),
+                "{key}"
+            );
+            let default = s.default.shown().unwrap_or(FAKE_CLIENT_ID.to_string());
+            assert_eq!(fake.attr("mem0", s.attr), default, "{key}");
+        }
+        // A number of the module's default is written as any other.
+        if let (Kind::Number { .. }, ModuleDefault::Value(v)) = (s.kind, s.default) {
+            run(&fake, &["remove", "mem0"]).unwrap_or_default();
+            fake.writes.borrow_mut().clear();
+            run_add(&fake, &[(key, v)]).unwrap();
+            assert!(
+                fake.writes.borrow().contains(&format!("{}={v}", s.attr)),
+                "{key}"
+            );
+        }
+    }
 }
 
-/// `add` did not write `attr` of `name`, which keeps the module's default (0).
-fn left_at_default(fake: &Fake, name: &str, attr: &str) {
-    assert!(!fake.writes.borrow().iter().any(|w| w.starts_with(attr)));
-    assert_eq!(fake.attr(name, attr), "0");
+#[test]
+fn every_setting_shows_the_module_default_and_null_without_the_attribute() {
+    let fake = Fake::new();
+    // As `mkdir` made it; on a module without the settings' attributes; with values the
+    // tool does not know.
+    fake.mkdir(&fake.dir("fresh")).unwrap();
+    fake.mkdir(&fake.dir("old")).unwrap();
+    fake.mkdir(&fake.dir("odd")).unwrap();
+    for s in SETTINGS {
+        fs::remove_file(fake.dir("old").join(s.attr)).unwrap();
+        fs::write(fake.dir("odd").join(s.attr), "odd value\n").unwrap();
+    }
+    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let table = run(&fake, &["list"]).unwrap();
+    let status = |name: &str| run(&fake, &["status", name]).unwrap();
+    let (fresh, old, odd) = (status("fresh"), status("old"), status("odd"));
+    for s in SETTINGS {
+        let default = match s.default {
+            ModuleDefault::Unset(word) if s.kind == Kind::SecretFile => field_for(s, word),
+            ModuleDefault::Required | ModuleDefault::Unset(_) => Value::Null,
+            ModuleDefault::Random => json!(FAKE_CLIENT_ID),
+            ModuleDefault::Cpus => json!(settings::possible_cpus().clamp(1, 64)),
+            ModuleDefault::Value(v) => field_for(s, v),
+        };
+        let odd_value = match s.kind {
+            Kind::Server | Kind::HostOrAny | Kind::ClientId => json!("odd value"),
+            _ => Value::Null,
+        };
+        // In name order: fresh, odd, old.
+        assert_eq!(list[0][s.field], default, "{}", s.attr);
+        assert_eq!(list[1][s.field], odd_value, "{}", s.attr);
+        assert_eq!(list[2][s.field], Value::Null, "{}", s.attr);
+        assert!(fresh.contains(&status_line(s.field, &default)), "{fresh}");
+        assert!(odd.contains(&status_line(s.field, &odd_value)), "{odd}");
+        assert!(old.contains(&status_line(s.field, &Value::Null)), "{old}");
+        assert!(!old.contains(&format!("attr.{}:", s.attr)), "{old}");
+        if let Some(header) = s.column {
+            assert_eq!(column(&table, header), [header, "no", "-", "-"], "{table}");
+        }
+    }
+    // The columns of the settings that have one come last, in the table's order.
+    let columns: Vec<&str> = SETTINGS.iter().filter_map(|s| s.column).collect();
+    assert!(
+        table.lines().next().unwrap().ends_with(&columns.join("  ")),
+        "{table}"
+    );
+}
+
+#[test]
+fn every_setting_refuses_a_bad_value_with_the_reason_before_anything_is_created() {
+    let fake = Fake::new();
+    for s in keyed() {
+        let (key, bad) = (s.key.unwrap(), s.sample.1);
+        let reason = match s.kind {
+            Kind::SecretFile => format!("{bad:?} is not an absolute path"),
+            _ => s.check(bad).unwrap_err(),
+        };
+        assert!(reason.contains(" is not "), "{key}: {reason}");
+        // From a target file: the file, its line and the key.
+        let (text, line) = conf_of(&[(key, bad)]);
+        assert_eq!(
+            parse_target_config("t", "t.conf", &text).unwrap_err(),
+            format!("t.conf:{line}: {key}: {reason}")
+        );
+        // Given twice: the second line is refused before its value is looked at.
+        let (text, first) = conf_of(&[(key, s.sample.0)]);
+        let second = text.lines().count() + 1;
+        let e = parse_target_config("t", "t.conf", &format!("{text}{key} = {bad}\n"));
+        assert_eq!(
+            e.unwrap_err(),
+            format!("t.conf:{second}: {key} given twice (first on line {first})")
+        );
+        // From the command line (a switch takes no value, a secret file is read).
+        if matches!(s.kind, Kind::Switch | Kind::SecretFile) {
+            continue;
+        }
+        let flag = s.flag().unwrap();
+        let e = run_add(&fake, &[(key, bad)]).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "invalid value '{bad}' for '--{flag} <{}>': {reason}",
+                s.value_name
+            )),
+            "{key}: {e}"
+        );
+    }
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
+    // The documented message of one of them, word for word.
+    assert_eq!(
+        conf_with("poll_queues = 64").unwrap_err(),
+        "t.conf:3: poll_queues: \"64\" is not a number of poll queues (0..63)"
+    );
+}
+
+#[test]
+fn every_setting_of_a_target_file_is_what_add_writes() {
+    for s in keyed().filter(|s| s.kind != Kind::SecretFile) {
+        let key = s.key.unwrap();
+        let (text, _) = conf_of(&[(key, s.sample.0)]);
+        let o = parse_target_config("t", "t.conf", &text).unwrap().options;
+        for w in written(s, s.sample.0) {
+            let (attr, value) = w.split_once('=').unwrap();
+            assert_eq!(o.get(attr), Some(value), "{key}");
+        }
+    }
+    // A switch: on writes 1; off writes nothing, as when not given.
+    for s in SETTINGS.iter().filter(|s| s.kind == Kind::Switch) {
+        let key = s.key.unwrap();
+        for (value, want) in [
+            ("yes", Some("1")),
+            ("true", Some("1")),
+            ("1", Some("1")),
+            ("no", None),
+            ("false", None),
+            ("0", None),
+        ] {
+            let o = conf_with(&format!("{key} = {value}")).unwrap();
+            assert_eq!(o.get(s.attr), want, "{key} = {value}");
+        }
+    }
+    let c = parse_target_config(
+        "t",
+        "t.conf",
+        &conf_of(&[("secret_file", "/etc/rswap/t.secret")]).0,
+    );
+    assert_eq!(
+        c.unwrap().secret_file,
+        Some(PathBuf::from("/etc/rswap/t.secret"))
+    );
+}
+
+#[test]
+fn number_settings_take_the_module_range() {
+    let fake = Fake::new();
+    for s in SETTINGS {
+        let Kind::Number { min, max, zero, .. } = s.kind else {
+            continue;
+        };
+        let mut good = vec![min.to_string(), max.to_string()];
+        let mut bad: Vec<String> = ["-1", "+1", "x", "", "1.5", "0x2", "18446744073709551616"]
+            .map(String::from)
+            .to_vec();
+        bad.push((max + 1).to_string());
+        if zero {
+            good.push("0".to_string());
+        }
+        if min > 0 && !(zero && min == 1) {
+            bad.push((min - 1).to_string());
+        }
+        for v in &good {
+            assert_eq!(s.check(v).as_deref(), Ok(v.as_str()), "{}", s.attr);
+        }
+        for v in &bad {
+            assert_eq!(
+                s.check(v),
+                Err(format!("{v:?} is not {}", s.accepted())),
+                "{}",
+                s.attr
+            );
+        }
+        // `--flag VALUE` takes a value that looks like a flag, and says why it is not one.
+        let Some(key) = s.key else {
+            continue;
+        };
+        for v in bad.iter().map(String::as_str).chain(["--swap"]) {
+            let e = run_add(&fake, &[(key, v)]).unwrap_err();
+            assert!(
+                e.contains(&format!("{v:?} is not {}", s.accepted())),
+                "{key} {v:?}: {e}"
+            );
+        }
+    }
+    assert!(fake.writes.borrow().is_empty());
+    assert!(!fake.dir("mem0").exists());
 }
 
 /// `add` with `o` on a module older than `attr` (it has no such attribute): refused with
@@ -1878,10 +2259,14 @@ fn older_module_refuses(o: &AddOptions, attr: &'static str, why: &str) -> target
 
 /// `add` with `o`, whose write `attr=value` the kernel refuses with `reason`: the error
 /// names the write and the kernel's reason, and nothing is enabled or left behind.
-fn kernel_refusal_leaves_nothing(o: &AddOptions, write: &'static str, reason: &'static str) {
+fn kernel_refusal_leaves_nothing(o: &AddOptions, write: &str, reason: &'static str) {
     let (attr, _) = write.split_once('=').unwrap();
     let mut fake = Fake::new();
-    fake.fail = Some((attr, EINVAL, Some(reason)));
+    fake.fail = Some((
+        settings::setting(attr).map_or("enable", |s| s.attr),
+        EINVAL,
+        Some(reason),
+    ));
     let f = fake.ctl().add(o).unwrap_err();
     assert_eq!(
         f.to_string(),
@@ -1899,6 +2284,65 @@ fn kernel_refusal_leaves_nothing(o: &AddOptions, write: &'static str, reason: &'
         "{writes:?}"
     );
     assert!(!fake.dir("mem0").exists());
+}
+
+#[test]
+fn every_setting_refused_by_the_module_leaves_nothing() {
+    for s in keyed().filter(|s| s.kind != Kind::SecretFile) {
+        let key = s.key.unwrap();
+        let o = with(add_options("mem0"), &[(key, s.sample.0)]);
+        kernel_refusal_leaves_nothing(&o, &written(s, s.sample.0)[0], "not accepted");
+    }
+    // The module refuses more queues than it connects at enable, with its reason.
+    let o = with(
+        add_options("mem0"),
+        &[("queues", "64"), ("poll_queues", "1")],
+    );
+    kernel_refusal_leaves_nothing(
+        &o,
+        "enable=1",
+        "enable: queues + poll_queues is 65, more than 64 connections",
+    );
+}
+
+#[test]
+fn settings_newer_than_the_module_are_refused_unless_at_its_default() {
+    for s in SETTINGS {
+        let (Some(key), Some(since)) = (s.key, s.since) else {
+            continue;
+        };
+        let o = with(add_options("mem0"), &[(key, s.sample.0)]);
+        let why = format!(
+            "{a}: the rswap module loaded has no {a} attribute (it is older than {}); not \
+             adding the target {}",
+            since.feature,
+            since.without,
+            a = s.attr
+        );
+        let older = older_module_refuses(&o, s.attr, &why);
+        assert_eq!(older.settings.get(s.field), &Value::Null, "{key}");
+        // The module's default is what such a module has: nothing to write, nothing
+        // refused (0 poll queues).
+        if let (Kind::Number { .. }, ModuleDefault::Value(v)) = (s.kind, s.default) {
+            let mut fake = Fake::new();
+            fake.older_than = vec![s.attr];
+            fake.ctl()
+                .add(&with(add_options("mem0"), &[(key, v)]))
+                .unwrap();
+            assert_eq!(
+                *fake.writes.borrow(),
+                ["addr=192.0.2.2", "port=18516", "size=8G", "enable=1"]
+            );
+        }
+    }
+    // The message as the documentation quotes it.
+    let o = with(add_options("mem0"), &[("encrypt", "yes")]);
+    older_module_refuses(
+        &o,
+        "encrypt",
+        "encrypt: the rswap module loaded has no encrypt attribute (it is older than \
+         encryption); not adding the target unencrypted",
+    );
 }
 
 /// The target file `t.conf` of a server, a size and then `lines` (from line 3 on).
@@ -1941,385 +2385,16 @@ fn up_from_a_file_with(line: &str, write: &str, refused: &str) -> (Fake, String)
 }
 
 #[test]
-fn conf_encrypt_and_up() {
-    for (line, want) in [
-        ("", false),
-        ("encrypt = yes", true),
-        ("encrypt = no", false),
-    ] {
-        assert_eq!(conf_with(line).unwrap().encrypt, want, "{line:?}");
+fn up_compares_the_settings_a_file_gives() {
+    for s in SETTINGS.iter().filter(|s| s.up != Up::Ignore) {
+        let (key, good) = (s.key.unwrap(), s.sample.0);
+        let refused = match s.up {
+            Up::On(word) => format!("is not {word}"),
+            _ => format!("has {} {}, not {good}", s.attr, s.default.shown().unwrap()),
+        };
+        up_from_a_file_with(&format!("{key} = {good}"), &written(s, good)[0], &refused);
     }
-    assert_eq!(
-        conf_with("encrypt = aes").unwrap_err(),
-        "t.conf:3: encrypt: \"aes\" is not yes or no"
-    );
-    let (fake, d) = up_from_a_file_with("encrypt = yes", "encrypt=1", "is not encrypted");
-    // `encrypt = no` leaves an encrypted target alone.
-    conf_dir(&fake, "t", &format!("{CONF_BASE}encrypt = no\n"));
-    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
-}
-
-/// The man page `name` as `rswapctl --generate-man` writes it.
-fn man_page(name: &str) -> String {
-    let fake = Fake::new();
-    let dir = fake.tmp.join("man");
-    fs::create_dir(&dir).unwrap();
-    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
-    fs::read_to_string(dir.join(name)).unwrap()
-}
-
-#[test]
-fn man_page_has_encrypt() {
-    let add = man_page("rswapctl-add.1");
-    assert!(add.contains("\\-\\-encrypt"), "{add}");
-    assert!(add.contains("security.md"), "{add}");
-}
-
-// --- synchronous swap-in --------------------------------------------------------------
-
-#[test]
-fn add_sync_swapin_writes_sync_swapin_before_enable() {
-    let fake = Fake::new();
-    run(
-        &fake,
-        &[
-            "add",
-            "mem0",
-            "--server",
-            "192.0.2.2",
-            "--size",
-            "8G",
-            "--keepalive-ms",
-            "1000",
-            "--encrypt",
-            "--sync-swapin",
-        ],
-    )
-    .unwrap();
-    assert_eq!(
-        *fake.writes.borrow(),
-        [
-            "addr=192.0.2.2",
-            "size=8G",
-            "keepalive_ms=1000",
-            "encrypt=1",
-            "sync_swapin=1",
-            "enable=1",
-        ]
-    );
-    assert_eq!(fake.attr("mem0", "sync_swapin"), "1");
-    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
-    assert_eq!(list[0]["sync_swapin"], true);
-    let table = run(&fake, &["list"]).unwrap();
-    assert_eq!(column(&table, "SYNC"), ["SYNC", "yes"]);
-    let text = run(&fake, &["status", "mem0"]).unwrap();
-    assert!(
-        text.contains("\nencrypt: true\nsync_swapin: true\n"),
-        "{text}"
-    );
-    assert!(text.contains("\nattr.sync_swapin: 1\n"), "{text}");
-    let st: Value =
-        serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
-    assert_eq!(st["sync_swapin"], true);
-    assert_eq!(st["attributes"]["sync_swapin"], "1");
-    // Without --sync-swapin the attribute keeps the module's default: it is not written.
-    run(&fake, &["remove", "mem0"]).unwrap();
-    fake.writes.borrow_mut().clear();
-    run(
-        &fake,
-        &["add", "mem0", "--server", "192.0.2.2", "--size", "8G"],
-    )
-    .unwrap();
-    left_at_default(&fake, "mem0", "sync_swapin");
-}
-
-#[test]
-fn list_and_status_say_whether_the_disk_is_synchronous() {
-    let fake = Fake::new();
-    // Enabled and synchronous; enabled, not; disabled and synchronous; a module without
-    // the attribute; a value the tool does not know.
-    fake.target("on", "192.0.2.2", "4096", Some("rswap0"));
-    fs::write(fake.dir("on").join("sync_swapin"), "1\n").unwrap();
-    fake.target("off", "192.0.2.2", "4096", Some("rswap1"));
-    fake.target("down", "192.0.2.2", "4096", None);
-    fs::write(fake.dir("down").join("sync_swapin"), "1\n").unwrap();
-    fake.target("old", "192.0.2.2", "4096", None);
-    fs::remove_file(fake.dir("old").join("sync_swapin")).unwrap();
-    fake.target("odd", "192.0.2.2", "4096", None);
-    fs::write(fake.dir("odd").join("sync_swapin"), "2\n").unwrap();
-    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
-    let sync: Vec<(&str, &Value)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap(), &t["sync_swapin"]))
-        .collect();
-    assert_eq!(
-        sync,
-        [
-            ("down", &json!(true)),
-            ("odd", &Value::Null),
-            ("off", &json!(false)),
-            ("old", &Value::Null),
-            ("on", &json!(true))
-        ]
-    );
-    let table = run(&fake, &["list"]).unwrap();
-    assert_eq!(
-        column(&table, "SYNC"),
-        ["SYNC", "yes", "-", "no", "-", "yes"]
-    );
-    // The last column, after ENC.
-    assert!(
-        table.lines().next().unwrap().ends_with("  ENC  SYNC"),
-        "{table}"
-    );
-    for (name, want) in [("on", "true"), ("off", "false"), ("old", "-")] {
-        let text = run(&fake, &["status", name]).unwrap();
-        assert!(
-            text.contains(&format!("\nsync_swapin: {want}\n")),
-            "{name}: {text}"
-        );
-    }
-    let text = run(&fake, &["status", "old"]).unwrap();
-    assert!(!text.contains("attr.sync_swapin"), "{text}");
-}
-
-#[test]
-fn add_sync_swapin_failures_leave_nothing() {
-    let o = AddOptions {
-        sync_swapin: true,
-        ..add_options("mem0")
-    };
-    let older = older_module_refuses(
-        &o,
-        "sync_swapin",
-        "sync_swapin: the rswap module loaded has no sync_swapin attribute (it is older \
-         than synchronous swap-in); not adding the target without it",
-    );
-    assert_eq!(older.sync_swapin, None);
-    kernel_refusal_leaves_nothing(&o, "sync_swapin=1", "sync_swapin: not a boolean (0 or 1)");
-}
-
-#[test]
-fn conf_sync_swapin_and_up() {
-    for (line, want) in [
-        ("", false),
-        ("sync_swapin = yes", true),
-        ("sync_swapin = no", false),
-        ("sync_swapin = 1", true),
-        ("sync_swapin = false", false),
-    ] {
-        let o = conf_with(line).unwrap();
-        assert_eq!(o.sync_swapin, want, "{line:?}");
-        assert!(!o.encrypt, "{line:?}");
-    }
-    assert_eq!(
-        conf_with("sync_swapin = on").unwrap_err(),
-        "t.conf:3: sync_swapin: \"on\" is not yes or no"
-    );
-    assert_eq!(
-        conf_with("sync_swapin = no\nsync_swapin = yes").unwrap_err(),
-        "t.conf:4: sync_swapin given twice (first on line 3)"
-    );
-    let (fake, d) = up_from_a_file_with("sync_swapin = yes", "sync_swapin=1", "is not synchronous");
-    // Encrypted as asked too, but not synchronous: that is what it says.
-    conf_dir(
-        &fake,
-        "t",
-        &format!("{CONF_BASE}encrypt = yes\nsync_swapin = yes\n"),
-    );
-    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
-    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
-    assert!(e.contains("exists but is not synchronous"), "{e}");
-    // `sync_swapin = no` leaves a synchronous target alone.
-    conf_dir(&fake, "t", &format!("{CONF_BASE}sync_swapin = no\n"));
-    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
-}
-
-#[test]
-fn man_page_has_sync_swapin() {
-    let add = man_page("rswapctl-add.1");
-    assert!(add.contains("\\-\\-sync\\-swapin"), "{add}");
-    assert!(add.contains("BLK_FEAT_SYNCHRONOUS"), "{add}");
-    let list = man_page("rswapctl-list.1");
-    assert!(list.contains("ENC SYNC"), "{list}");
-}
-
-// --- poll queues ------------------------------------------------------------------------
-
-#[test]
-fn add_poll_queues_writes_poll_queues_before_enable() {
-    let fake = Fake::new();
-    let add = |more: &[&str]| {
-        let mut args = vec!["add", "mem0", "--server", "192.0.2.2", "--size", "8G"];
-        args.extend(more);
-        run(&fake, &args)
-    };
-    add(&["--queues", "2", "--poll-queues", "2", "--sync-swapin"]).unwrap();
-    assert_eq!(
-        *fake.writes.borrow(),
-        [
-            "addr=192.0.2.2",
-            "size=8G",
-            "queues=2",
-            "poll_queues=2",
-            "sync_swapin=1",
-            "enable=1",
-        ]
-    );
-    assert_eq!(fake.attr("mem0", "poll_queues"), "2");
-    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
-    assert_eq!(list[0]["poll_queues"], 2);
-    let text = run(&fake, &["status", "mem0"]).unwrap();
-    assert!(
-        text.contains("\nsync_swapin: true\npoll_queues: 2\nstate: connected\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("\nattr.queue_depth: 128\nattr.poll_queues: 2\n"),
-        "{text}"
-    );
-    let st: Value =
-        serde_json::from_str(&run(&fake, &["status", "mem0", "--json"]).unwrap()).unwrap();
-    assert_eq!(st["poll_queues"], 2);
-    assert_eq!(st["attributes"]["poll_queues"], "2");
-    // `list` has no column for it: the table stays as wide as it was.
-    let table = run(&fake, &["list"]).unwrap();
-    assert_eq!(
-        table.lines().next().unwrap(),
-        "NAME  DEVICE  SERVER          SIZE  STATE      RECOVERIES  USED  SECRET  ENC  SYNC"
-    );
-    // Without --poll-queues the attribute keeps the module's default: it is not written.
-    run(&fake, &["remove", "mem0"]).unwrap();
-    fake.writes.borrow_mut().clear();
-    add(&[]).unwrap();
-    left_at_default(&fake, "mem0", "poll_queues");
-    // 0 is written as any other number.
-    run(&fake, &["remove", "mem0"]).unwrap();
-    fake.writes.borrow_mut().clear();
-    add(&["--poll-queues", "0"]).unwrap();
-    assert_eq!(
-        *fake.writes.borrow(),
-        ["addr=192.0.2.2", "size=8G", "poll_queues=0", "enable=1"]
-    );
-    // 0..63, checked before anything is created.
-    run(&fake, &["remove", "mem0"]).unwrap();
-    fake.writes.borrow_mut().clear();
-    for bad in ["64", "-1", "+1", "x", "", "4294967296", "--swap"] {
-        let e = add(&["--poll-queues", bad]).unwrap_err();
-        assert!(
-            e.contains(&format!("{bad:?} is not a number of poll queues (0..63)")),
-            "{bad:?}: {e}"
-        );
-    }
-    assert!(fake.writes.borrow().is_empty());
-    assert!(!fake.dir("mem0").exists());
-    add(&["--poll-queues", "63"]).unwrap();
-    assert_eq!(fake.attr("mem0", "poll_queues"), "63");
-}
-
-#[test]
-fn list_and_status_show_poll_queues() {
-    let fake = Fake::new();
-    // Enabled with 2; enabled with the default; disabled with 1; a module without the
-    // attribute; a value the tool does not know.
-    fake.target("two", "192.0.2.2", "4096", Some("rswap0"));
-    fs::write(fake.dir("two").join("poll_queues"), "2\n").unwrap();
-    fake.target("none", "192.0.2.2", "4096", Some("rswap1"));
-    fake.target("down", "192.0.2.2", "4096", None);
-    fs::write(fake.dir("down").join("poll_queues"), "1\n").unwrap();
-    fake.target("old", "192.0.2.2", "4096", None);
-    fs::remove_file(fake.dir("old").join("poll_queues")).unwrap();
-    fake.target("odd", "192.0.2.2", "4096", None);
-    fs::write(fake.dir("odd").join("poll_queues"), "many\n").unwrap();
-    let list: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
-    let poll: Vec<(&str, &Value)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap(), &t["poll_queues"]))
-        .collect();
-    assert_eq!(
-        poll,
-        [
-            ("down", &json!(1)),
-            ("none", &json!(0)),
-            ("odd", &Value::Null),
-            ("old", &Value::Null),
-            ("two", &json!(2))
-        ]
-    );
-    for (name, want) in [("two", "2"), ("none", "0"), ("old", "-")] {
-        let text = run(&fake, &["status", name]).unwrap();
-        assert!(
-            text.contains(&format!("\npoll_queues: {want}\n")),
-            "{name}: {text}"
-        );
-    }
-    let text = run(&fake, &["status", "old"]).unwrap();
-    assert!(!text.contains("attr.poll_queues"), "{text}");
-}
-
-#[test]
-fn add_poll_queues_failures_leave_nothing() {
-    let o = AddOptions {
-        poll_queues: Some(1),
-        ..add_options("mem0")
-    };
-    let older = older_module_refuses(
-        &o,
-        "poll_queues",
-        "poll_queues: the rswap module loaded has no poll_queues attribute (it is older \
-         than polled I/O); not adding the target without poll queues",
-    );
-    assert_eq!(older.poll_queues, None);
-    // 0 poll queues is what such a module has: nothing to write, nothing refused.
-    let mut fake = Fake::new();
-    fake.older_than = vec!["poll_queues"];
-    let zero = AddOptions {
-        poll_queues: Some(0),
-        ..add_options("mem0")
-    };
-    fake.ctl().add(&zero).unwrap();
-    assert_eq!(
-        *fake.writes.borrow(),
-        ["addr=192.0.2.2", "port=18516", "size=8G", "enable=1"]
-    );
-    // The module refuses more queues than it connects at enable, with its reason.
-    let o = AddOptions {
-        queues: Some(64),
-        ..o
-    };
-    kernel_refusal_leaves_nothing(
-        &o,
-        "enable=1",
-        "enable: queues + poll_queues is 65, more than 64 connections",
-    );
-}
-
-#[test]
-fn conf_poll_queues_and_up() {
-    for (line, want) in [
-        ("", None),
-        ("poll_queues = 0", Some(0)),
-        ("poll_queues = 1", Some(1)),
-        ("poll_queues = 63", Some(63)),
-    ] {
-        assert_eq!(conf_with(line).unwrap().poll_queues, want, "{line:?}");
-    }
-    for bad in ["64", "-1", "yes", "1.5", "0x2"] {
-        assert_eq!(
-            conf_with(&format!("poll_queues = {bad}")).unwrap_err(),
-            format!("t.conf:3: poll_queues: \"{bad}\" is not a number of poll queues (0..63)")
-        );
-    }
-    assert_eq!(
-        conf_with("poll_queues = 1\npoll_queues = 2").unwrap_err(),
-        "t.conf:4: poll_queues given twice (first on line 3)"
-    );
+    // What the documentation says of poll queues, encryption and synchronous swap-in.
     let (fake, d) = up_from_a_file_with(
         "poll_queues = 2",
         "poll_queues=2",
@@ -2350,6 +2425,24 @@ fn conf_poll_queues_and_up() {
     fs::write(fake.dir("t").join("poll_queues"), "0\n").unwrap();
     let e = run(&fake, &up_args(&d, "t")).unwrap_err();
     assert!(e.contains("exists but has poll_queues 0, not 1"), "{e}");
+    // Encrypted as asked too, but not synchronous: that is what it says.
+    conf_dir(
+        &fake,
+        "t",
+        &format!("{CONF_BASE}encrypt = yes\nsync_swapin = yes\n"),
+    );
+    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
+    fs::write(fake.dir("t").join("sync_swapin"), "0\n").unwrap();
+    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    assert!(e.contains("exists but is not synchronous"), "{e}");
+    // `encrypt = no` and `sync_swapin = no` leave an encrypted, synchronous target alone.
+    conf_dir(
+        &fake,
+        "t",
+        &format!("{CONF_BASE}encrypt = no\nsync_swapin = no\n"),
+    );
+    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
+    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
     // After `down` (enable=0), every `up` only looked.
     assert_eq!(
         *fake.writes.borrow(),
@@ -2363,13 +2456,84 @@ fn conf_poll_queues_and_up() {
     );
 }
 
+/// The man page `name` as `rswapctl --generate-man` writes it.
+fn man_page(name: &str) -> String {
+    let fake = Fake::new();
+    let dir = fake.tmp.join("man");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
+    fs::read_to_string(dir.join(name)).unwrap()
+}
+
 #[test]
-fn man_page_has_poll_queues() {
+fn man_page_has_every_setting() {
     let add = man_page("rswapctl-add.1");
-    assert!(add.contains("\\-\\-poll\\-queues"), "{add}");
-    assert!(add.contains("IORING_SETUP_IOPOLL"), "{add}");
+    for s in keyed() {
+        let flag = format!("\\-\\-{}", s.flag().unwrap().replace('-', "\\-"));
+        assert!(add.contains(&flag), "{flag} not in {add}");
+        if let Kind::Number { min, max, .. } = s.kind {
+            assert!(
+                add.contains(&format!("{min}..{max}")),
+                "{} range not in {add}",
+                s.attr
+            );
+        }
+    }
+    for word in ["security.md", "BLK_FEAT_SYNCHRONOUS", "IORING_SETUP_IOPOLL"] {
+        assert!(add.contains(word), "{word} not in {add}");
+    }
+    let list = man_page("rswapctl-list.1");
+    assert!(list.contains("ENC SYNC"), "{list}");
+    assert!(!list.contains("POLL"), "{list}");
     let up = man_page("rswapctl-up.1");
     assert!(up.contains("poll_queues"), "{up}");
-    let list = man_page("rswapctl-list.1");
-    assert!(!list.contains("POLL"), "{list}");
+}
+
+#[test]
+fn the_settings_table() {
+    for (i, s) in SETTINGS.iter().enumerate() {
+        let rest = &SETTINGS[i + 1..];
+        assert!(!rest.iter().any(|o| o.attr == s.attr), "{}", s.attr);
+        assert!(!rest.iter().any(|o| o.field == s.field), "{}", s.field);
+        assert!(
+            s.key.is_none() || !rest.iter().any(|o| o.key == s.key),
+            "{:?}",
+            s.key
+        );
+        // The module refuses every write while the target is enabled.
+        assert!(!s.while_enabled, "{}", s.attr);
+        // Its default is a value it takes.
+        if let (Kind::Number { .. }, ModuleDefault::Value(v)) = (s.kind, s.default) {
+            assert_eq!(s.check(v).as_deref(), Ok(v), "{}", s.attr);
+        }
+        // A key of its own, but not one of rswapctl's.
+        assert!(!s.key.is_some_and(|k| k == "swap" || k == "priority"));
+    }
+    // `queues`: the number of CPUs as the module counts them (nr_cpu_ids), at most 64.
+    for (list, n) in [("0\n", Some(1)), ("0-3\n", Some(4)), ("0-3,8-11", Some(12))] {
+        assert_eq!(settings::cpus_in_list(list), n, "{list:?}");
+    }
+    for bad in ["", "x", "0-"] {
+        assert_eq!(settings::cpus_in_list(bad), None, "{bad:?}");
+    }
+    if let Ok(list) = fs::read_to_string("/sys/devices/system/cpu/possible") {
+        assert_eq!(
+            Some(settings::possible_cpus()),
+            settings::cpus_in_list(&list)
+        );
+    }
+    let fake = Fake::new();
+    fake.ctl().add(&add_options("t")).unwrap();
+    let cpus = settings::possible_cpus().clamp(1, 64).to_string();
+    assert_eq!(fake.attr("t", "queues"), cpus);
+    // The fake refuses writes while enabled, as the module does.
+    for s in SETTINGS {
+        let e = fake.write(&fake.dir("t").join(s.attr), "1\n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(EBUSY), "{}", s.attr);
+    }
+    let why = fs::read_to_string(fake.dir("t").join("last_error")).unwrap();
+    assert!(
+        why.ends_with(": read-only while enabled (write 0 to enable first)\n"),
+        "{why}"
+    );
 }

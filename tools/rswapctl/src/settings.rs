@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The target settings: one row per configfs attribute a target is configured with, as
+//! the module (`src/configfs.rs`, `src/config_parse.rs`) has it. The table drives the
+//! keys of the target files (`conf`), the flags of `rswapctl add` (`cli`), what `add`
+//! writes and `up` compares (`target`), the fields `list` and `status` show, and the
+//! fake configfs of the unit tests. A new setting is one row here (and its lines in
+//! Documentation/rswapctl.md).
+
+use crate::parse::{parse_bool_attr, parse_secret_attr};
+use crate::target;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+
+/// How a setting's value is given and checked. `rswapctl` checks the form and the
+/// module's range before it creates anything; the module checks again (and what depends
+/// on the machine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `ADDR[:PORT]` (see [`target::parse_server`]): writes `addr`, and `port` when given.
+    Server,
+    /// A host's IPv4 or IPv6 address (with an optional `%zone`), or `any`.
+    HostOrAny,
+    /// A decimal number in `min..=max`; also 0 when `zero` (0 turns it off).
+    Number {
+        min: u64,
+        max: u64,
+        zero: bool,
+        /// What the number counts, for the error: `a number of queues`.
+        what: &'static str,
+    },
+    /// A size: a number with an optional K, M, G or T suffix (the module checks the
+    /// range and the 4 KiB multiple).
+    Size,
+    /// A client id: decimal or 0x hex, not 0.
+    ClientId,
+    /// A flag of `add`, `yes` or `no` in a target file: on writes 1, off writes nothing
+    /// (the module's default, off, stays).
+    Switch,
+    /// A file holding the secret (`parse::parse_secret`), an absolute path in a target
+    /// file; its digits go to the attribute through their own write, and are never shown.
+    SecretFile,
+}
+
+/// A setting's value when the target is created (at `mkdir`), as the module has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleDefault {
+    /// None, and `enable` refuses to start without one: shown as `(unset)`.
+    Required,
+    /// None, shown as this word (`(unset)`, `(any)`).
+    Unset(&'static str),
+    /// This value, as the attribute shows it.
+    Value(&'static str),
+    /// The number of possible CPU ids (the kernel's `nr_cpu_ids`), 1..64.
+    Cpus,
+    /// A random number other than 0 for each target, shown in 0x hex.
+    Random,
+}
+
+impl ModuleDefault {
+    /// The attribute's text for a default that is one fixed text (`None` for `Random`).
+    pub fn shown(&self) -> Option<String> {
+        match self {
+            ModuleDefault::Required => Some("(unset)".to_string()),
+            ModuleDefault::Unset(word) | ModuleDefault::Value(word) => Some(word.to_string()),
+            ModuleDefault::Cpus => Some(possible_cpus().clamp(1, 64).to_string()),
+            ModuleDefault::Random => None,
+        }
+    }
+}
+
+/// How `up` decides that a target that is up already is up as its file asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Up {
+    /// It does not look at this setting.
+    Ignore,
+    /// A switch the file turns on must be on: `exists but is not WORD` otherwise.
+    On(&'static str),
+    /// The attribute must show the value the file gives (the module's default when the
+    /// module has no such attribute): `exists but has ATTR HAVE, not WANT` otherwise.
+    Equal,
+}
+
+/// A setting newer than the oldest modules: on a module without its attribute, `add`
+/// refuses a value other than the default before it writes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Since {
+    /// `(it is older than FEATURE)`.
+    pub feature: &'static str,
+    /// `not adding the target HOW`.
+    pub without: &'static str,
+}
+
+/// One target setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The configfs attribute.
+    pub attr: &'static str,
+    /// The target-file key; the flag of `add` is `--` and the key with `-` for `_`.
+    /// `None`: set through another one (`port`, by `server`), or not by `rswapctl`.
+    pub key: Option<&'static str>,
+    /// The flag's value in `--help` (`N`, `MS`); unused for a switch.
+    pub value_name: &'static str,
+    pub kind: Kind,
+    pub default: ModuleDefault,
+    /// The field of `list --json` and `status` (and its line there).
+    pub field: &'static str,
+    /// The column of `list` (`yes`/`no` of a switch or of whether a secret is set).
+    pub column: Option<&'static str>,
+    /// Whether the module takes a new value while the target is enabled (none does:
+    /// `EBUSY`, disable it first).
+    pub while_enabled: bool,
+    pub since: Option<Since>,
+    pub up: Up,
+    /// The flag's help, without the range and default (added from the row).
+    pub help: &'static str,
+    /// A value rswapctl takes and one it refuses, for the tests.
+    pub sample: (&'static str, &'static str),
+}
+
+impl Setting {
+    const fn new(attr: &'static str, kind: Kind, default: ModuleDefault) -> Setting {
+        Setting {
+            attr,
+            key: Some(attr),
+            value_name: "N",
+            kind,
+            default,
+            field: attr,
+            column: None,
+            while_enabled: false,
+            since: None,
+            up: Up::Ignore,
+            help: "",
+            sample: ("", ""),
+        }
+    }
+
+    const fn key(self, key: Option<&'static str>) -> Setting {
+        Setting { key, ..self }
+    }
+
+    const fn value(self, value_name: &'static str, help: &'static str) -> Setting {
+        Setting {
+            value_name,
+            help,
+            ..self
+        }
+    }
+
+    const fn field(self, field: &'static str) -> Setting {
+        Setting { field, ..self }
+    }
+
+    const fn column(self, column: &'static str) -> Setting {
+        Setting {
+            column: Some(column),
+            ..self
+        }
+    }
+
+    const fn since(self, feature: &'static str, without: &'static str) -> Setting {
+        Setting {
+            since: Some(Since { feature, without }),
+            ..self
+        }
+    }
+
+    const fn up(self, up: Up) -> Setting {
+        Setting { up, ..self }
+    }
+
+    const fn sample(self, good: &'static str, bad: &'static str) -> Setting {
+        Setting {
+            sample: (good, bad),
+            ..self
+        }
+    }
+
+    /// The flag of `add` (without `--`).
+    pub fn flag(&self) -> Option<String> {
+        self.key.map(|k| k.replace('_', "-"))
+    }
+
+    /// Whether a target file and `add` must give it.
+    pub fn required(&self) -> bool {
+        self.default == ModuleDefault::Required
+    }
+
+    /// Checks a value as given (a flag's, a target file's): the text to write, or why
+    /// it is refused.
+    pub fn check(&self, v: &str) -> Result<String, String> {
+        match self.kind {
+            Kind::Server => target::parse_server(v).map(|_| v.to_string()),
+            Kind::HostOrAny => match v {
+                "any" => Ok(v.to_string()),
+                _ => target::parse_server_addr(v).map(|a| a.to_string()),
+            },
+            Kind::Number { .. } => self.number(v).map(|n| n.to_string()),
+            Kind::Size => size(v),
+            Kind::ClientId => client_id(v),
+            Kind::Switch => yes_no(v).map(|on| if on { "1" } else { "0" }.to_string()),
+            Kind::SecretFile => Ok(v.to_string()),
+        }
+    }
+
+    fn number(&self, v: &str) -> Result<u64, String> {
+        let Kind::Number { min, max, zero, .. } = self.kind else {
+            return Err(format!("{v:?} is not a number"));
+        };
+        let digits = v.bytes().all(|b| b.is_ascii_digit());
+        match v.parse::<u64>() {
+            Ok(n) if digits && ((n == 0 && zero) || (min..=max).contains(&n)) => Ok(n),
+            _ => Err(format!("{v:?} is not {}", self.accepted())),
+        }
+    }
+
+    /// What the setting takes, for `--help` and errors: `a number of queues (1..64)`.
+    pub fn accepted(&self) -> String {
+        match self.kind {
+            Kind::Number {
+                min,
+                max,
+                zero,
+                what,
+            } if zero => format!("{what} (0, {min}..{max})"),
+            Kind::Number { min, max, what, .. } => format!("{what} ({min}..{max})"),
+            Kind::Server => "ADDR[:PORT]".to_string(),
+            Kind::HostOrAny => "an IPv4 or IPv6 address, or any".to_string(),
+            Kind::Size => "a size (a number with an optional K, M, G or T suffix)".to_string(),
+            Kind::ClientId => "a client id (1..2^64-1, decimal or 0x hex)".to_string(),
+            Kind::Switch => "yes or no".to_string(),
+            Kind::SecretFile => "a secret file".to_string(),
+        }
+    }
+
+    /// The default in words, for `--help`; `None` for a required setting.
+    pub fn default_text(&self) -> Option<String> {
+        match (self.default, self.kind) {
+            (ModuleDefault::Required, _) => None,
+            (ModuleDefault::Cpus, _) => Some("the number of CPUs".to_string()),
+            (ModuleDefault::Random, _) => Some("random".to_string()),
+            (ModuleDefault::Value("0"), Kind::Switch) => Some("off".to_string()),
+            (ModuleDefault::Unset("(unset)"), _) => Some("none".to_string()),
+            (ModuleDefault::Unset(word), _) => Some(word.trim_matches(['(', ')']).to_string()),
+            (ModuleDefault::Value(v), _) => Some(v.to_string()),
+        }
+    }
+
+    /// The flag's help: the row's, then what it takes and the module's default.
+    pub fn help_text(&self) -> String {
+        let mut text = self.help.to_string();
+        if let Kind::Number { .. } = self.kind {
+            text.push_str(&format!(" {}: {}.", self.value_name, self.accepted()));
+        }
+        if self.kind == Kind::Server {
+            if let Some(port) = setting("port").and_then(Setting::default_text) {
+                text.push_str(&format!(" Without a port, the module's default ({port})."));
+            }
+        }
+        if let Some(d) = self.default_text() {
+            text.push_str(&format!(" Default: the module's ({d})."));
+        }
+        text
+    }
+
+    /// The field's value for the attribute's text (`None`: the module has no such
+    /// attribute): null when it is not set, or not what the module shows.
+    pub fn shown(&self, attr: Option<&str>) -> Value {
+        let Some(text) = attr.map(str::trim) else {
+            return Value::Null;
+        };
+        let unset = match self.default {
+            ModuleDefault::Required => Some("(unset)"),
+            ModuleDefault::Unset(word) => Some(word),
+            _ => None,
+        };
+        match self.kind {
+            Kind::Number { .. } | Kind::Size => {
+                text.parse::<u64>().map_or(Value::Null, Value::from)
+            }
+            Kind::Switch => parse_bool_attr(text).map_or(Value::Null, Value::Bool),
+            Kind::SecretFile => parse_secret_attr(text).map_or(Value::Null, Value::Bool),
+            Kind::Server | Kind::HostOrAny | Kind::ClientId => {
+                if text.is_empty() || Some(text) == unset {
+                    Value::Null
+                } else {
+                    Value::String(text.to_string())
+                }
+            }
+        }
+    }
+}
+
+/// `Kind::Number`, the module's range.
+const fn number(min: u64, max: u64, what: &'static str) -> Kind {
+    Kind::Number {
+        min,
+        max,
+        zero: false,
+        what,
+    }
+}
+
+/// The module's configfs settings of a target, in configuration.md's order (which is
+/// also the order `add` writes them in, `status` shows them and the fields of `--json`).
+pub const SETTINGS: &[Setting] = &[
+    Setting::new("addr", Kind::Server, ModuleDefault::Required)
+        .key(Some("server"))
+        .value(
+            "ADDR:PORT",
+            "The memory server: ADDR:PORT, ADDR an IPv4 address or a bracketed IPv6 one \
+             (`[fd00::2]:7471`, `[fe80::2%eth0]:7471`).",
+        )
+        .sample("192.0.2.7:7000", "192.0.2.7:0"),
+    Setting::new("src_addr", Kind::HostOrAny, ModuleDefault::Unset("(any)"))
+        .key(None)
+        .value("ADDR", "")
+        .sample("192.0.2.1", "192.0.2"),
+    Setting::new(
+        "port",
+        number(1, 65535, "a port"),
+        ModuleDefault::Value("7471"),
+    )
+    .key(None),
+    Setting::new("size", Kind::Size, ModuleDefault::Required)
+        .value(
+            "SIZE",
+            "Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).",
+        )
+        .field("size_bytes")
+        .sample("16G", "8GG"),
+    Setting::new(
+        "queues",
+        number(1, 64, "a number of queues"),
+        ModuleDefault::Cpus,
+    )
+    .value(
+        "N",
+        "RDMA queues (blk-mq hardware queues, each a connection).",
+    )
+    .sample("4", "65"),
+    Setting::new(
+        "queue_depth",
+        number(1, 1024, "a number of requests"),
+        ModuleDefault::Value("128"),
+    )
+    .key(None)
+    .sample("64", "0"),
+    Setting::new(
+        "poll_queues",
+        number(0, 63, "a number of poll queues"),
+        ModuleDefault::Value("0"),
+    )
+    .value(
+        "N",
+        "More queues, after the --queues ones, for polled I/O only (io_uring with \
+         IORING_SETUP_IOPOLL, fio --hipri), each a connection of its own. At enable the \
+         module gives at most one per CPU, and refuses queues + poll queues over 64. \
+         Swap does not poll: only for programs that do. An rswap module without them \
+         makes N > 0 an error.",
+    )
+    .since("polled I/O", "without poll queues")
+    .up(Up::Equal)
+    .sample("2", "64"),
+    Setting::new("client_id", Kind::ClientId, ModuleDefault::Random)
+        .value(
+            "ID",
+            "This client's identity at the server, decimal or 0x hex: its line in the \
+             server's allow-list.",
+        )
+        .sample("0x1001", "0"),
+    Setting::new("secret", Kind::SecretFile, ModuleDefault::Unset("(unset)"))
+        .key(Some("secret_file"))
+        .value(
+            "FILE",
+            "Authenticate to the server with the secret in FILE: 32 to 128 hex digits (16 \
+             to 64 bytes; whitespace around them is ignored). FILE must not be readable \
+             or writable by group or others (chmod 600). The secret is never printed.",
+        )
+        .column("SECRET")
+        .sample("/etc/rswap/t.secret", "rel/t.secret"),
+    Setting::new(
+        "timeout_ms",
+        number(100, 120_000, "a number of milliseconds"),
+        ModuleDefault::Value("5000"),
+    )
+    .key(None)
+    .sample("2000", "99"),
+    Setting::new(
+        "recovery_ms",
+        number(0, 3_600_000, "a number of milliseconds"),
+        ModuleDefault::Value("60000"),
+    )
+    .value(
+        "MS",
+        "How long a failed queue keeps reconnecting before its I/O fails; 0: at once.",
+    )
+    .sample("3000", "3600001"),
+    Setting::new(
+        "keepalive_ms",
+        Kind::Number {
+            min: 1000,
+            max: 600_000,
+            zero: true,
+            what: "a number of milliseconds",
+        },
+        ModuleDefault::Value("5000"),
+    )
+    .value("MS", "How often each queue probes the server; 0: off.")
+    .sample("1000", "999"),
+    Setting::new("encrypt", Kind::Switch, ModuleDefault::Value("0"))
+        .value(
+            "",
+            "Encrypt the disk: every 4 KiB block is sealed with AES-256-GCM before it \
+             leaves this host (a key of this enable only, kept in the kernel; 6 MiB of \
+             memory per GiB of disk). What it protects: Documentation/security.md. An \
+             rswap module without encryption is an error.",
+        )
+        .column("ENC")
+        .since("encryption", "unencrypted")
+        .up(Up::On("encrypted"))
+        .sample("yes", "aes"),
+    Setting::new("sync_swapin", Kind::Switch, ModuleDefault::Value("0"))
+        .value(
+            "",
+            "Make the disk synchronous (sync_swapin = 1; the block layer's \
+             BLK_FEAT_SYNCHRONOUS): swap then reads the one page a fault needs and waits \
+             for it, without readahead. Slower for the swap workload `make bench` \
+             measures: Documentation/benchmarks.md. An rswap module without it is an \
+             error.",
+        )
+        .column("SYNC")
+        .since("synchronous swap-in", "without it")
+        .up(Up::On("synchronous"))
+        .sample("yes", "on"),
+];
+
+/// The setting of configfs attribute `attr`.
+pub fn setting(attr: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.attr == attr)
+}
+
+/// The setting of target-file key `key`.
+pub fn by_key(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == Some(key))
+}
+
+/// The settings' fields of one target, in the table's order: `list --json` and `status`
+/// show them between `device` and `state`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shown(pub Vec<(&'static str, Value)>);
+
+impl Shown {
+    /// The field's value (null if there is no such field).
+    pub fn get(&self, field: &str) -> &Value {
+        self.0
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map_or(&Value::Null, |(_, v)| v)
+    }
+}
+
+impl Serialize for Shown {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// `yes` or `no` (also `true`/`false`, `1`/`0`).
+pub fn yes_no(v: &str) -> Result<bool, String> {
+    match v {
+        "yes" | "true" | "1" => Ok(true),
+        "no" | "false" | "0" => Ok(false),
+        _ => Err(format!("{v:?} is not yes or no")),
+    }
+}
+
+/// `SIZE`: a number of bytes with an optional K, M, G or T suffix.
+fn size(v: &str) -> Result<String, String> {
+    let digits = v.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
+    let suffixes = v.len() - digits.len();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || suffixes > 1 {
+        return Err(format!(
+            "{v:?} is not a size (a number with an optional K, M, G or T suffix)"
+        ));
+    }
+    Ok(v.to_string())
+}
+
+/// A client id: decimal or 0x hex, not 0.
+fn client_id(v: &str) -> Result<String, String> {
+    let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse::<u64>().ok(),
+    };
+    match n {
+        Some(n) if n != 0 => Ok(v.to_string()),
+        _ => Err(format!(
+            "{v:?} is not a client id (1..2^64-1, decimal or 0x hex)"
+        )),
+    }
+}
+
+/// The kernel's `nr_cpu_ids`: the highest possible CPU id plus one
+/// (`/sys/devices/system/cpu/possible`, e.g. `0-3`), or the CPUs this process may use.
+pub fn possible_cpus() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|t| cpus_in_list(&t))
+        .or_else(|| {
+            std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok())
+        })
+        .unwrap_or(1)
+}
+
+/// The highest CPU id of a CPU list (`0-3,8`) plus one.
+pub fn cpus_in_list(list: &str) -> Option<u32> {
+    list.trim()
+        .split(',')
+        .map(|range| range.rsplit('-').next()?.parse::<u32>().ok())
+        .try_fold(0, |most, last| Some(most.max(last? + 1)))
+}
