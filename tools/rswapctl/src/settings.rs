@@ -385,7 +385,10 @@ pub const SETTINGS: &[Setting] = &[
         number(100, 120_000, "a number of milliseconds"),
         ModuleDefault::Value("5000"),
     )
-    .key(None)
+    .value(
+        "MS",
+        "How long each connection step (resolve, route, connect, descriptor) may take.",
+    )
     .sample("2000", "99"),
     Setting::new(
         "recovery_ms",
