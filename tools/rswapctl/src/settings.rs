@@ -345,7 +345,7 @@ pub const SETTINGS: &[Setting] = &[
         number(1, 1024, "a number of requests"),
         ModuleDefault::Value("128"),
     )
-    .key(None)
+    .value("N", "Requests in flight per queue.")
     .sample("64", "0"),
     Setting::new(
         "poll_queues",
