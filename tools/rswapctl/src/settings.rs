@@ -182,6 +182,13 @@ impl Setting {
         self.key.map(|k| k.replace('_', "-"))
     }
 
+    /// Whether `value` (as given) is the module's default: `any` of an address that may be
+    /// any, a number that is the default.
+    pub fn is_default(&self, value: &str) -> bool {
+        (self.kind == Kind::HostOrAny && value == "any")
+            || self.default.shown().as_deref() == Some(value)
+    }
+
     /// Whether a target file and `add` must give it.
     pub fn required(&self) -> bool {
         self.default == ModuleDefault::Required
@@ -314,8 +321,12 @@ pub const SETTINGS: &[Setting] = &[
         )
         .sample("192.0.2.7:7000", "192.0.2.7:0"),
     Setting::new("src_addr", Kind::HostOrAny, ModuleDefault::Unset("(any)"))
-        .key(None)
-        .value("ADDR", "")
+        .value(
+            "ADDR",
+            "The address to connect from, on a host with several RDMA ports: an IPv4 or \
+             IPv6 address (`fe80::1%eth0`), or any.",
+        )
+        .since("source addresses", "without it")
         .sample("192.0.2.1", "192.0.2"),
     Setting::new(
         "port",

@@ -540,7 +540,7 @@ impl<'a> Ctl<'a> {
             // module older than the attribute has its default: nothing to write then,
             // and a target asked for more must never come up without it.
             if fs::metadata(self.dir(name).join(s.attr)).is_err() {
-                if s.default.shown().as_deref() == Some(value) {
+                if s.is_default(value) {
                     continue;
                 }
                 let (older, without) = match s.since {

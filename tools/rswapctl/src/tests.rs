@@ -2322,8 +2322,13 @@ fn settings_newer_than_the_module_are_refused_unless_at_its_default() {
         let older = older_module_refuses(&o, s.attr, &why);
         assert_eq!(older.settings.get(s.field), &Value::Null, "{key}");
         // The module's default is what such a module has: nothing to write, nothing
-        // refused (0 poll queues).
-        if let (Kind::Number { .. }, ModuleDefault::Value(v)) = (s.kind, s.default) {
+        // refused (0 poll queues, src_addr any).
+        let default = match (s.kind, s.default) {
+            (Kind::Number { .. }, ModuleDefault::Value(v)) => Some(v),
+            (Kind::HostOrAny, _) => Some("any"),
+            _ => None,
+        };
+        if let Some(v) = default {
             let mut fake = Fake::new();
             fake.older_than = vec![s.attr];
             fake.ctl()
