@@ -1698,23 +1698,30 @@ fn up_retries_a_failed_connect_until_the_wait_is_over() {
     let o = parse_target_config("t", "t.conf", "server = 192.0.2.2:1\nsize = 8G\n")
         .unwrap()
         .options;
-    let mut tries = 0;
+    let (wait, every) = (Duration::from_millis(1500), Duration::from_millis(250));
+    let start = std::time::Instant::now();
+    let mut retried_at = Vec::new();
     let e = fake
         .ctl()
-        .up(
-            &o,
-            Duration::from_millis(250),
-            Duration::from_millis(100),
-            &mut |f| {
-                tries += 1;
-                assert!(f
-                    .to_string()
-                    .starts_with("rswapctl: up t: writing enable=1: "));
-            },
-        )
+        .up(&o, wait, every, &mut |f| {
+            retried_at.push(start.elapsed());
+            assert!(f
+                .to_string()
+                .starts_with("rswapctl: up t: writing enable=1: "));
+        })
         .unwrap_err();
-    // Tried at 0, 100 and 200 ms (the next would start after the wait).
-    assert_eq!(tries, 2);
+    let ended = start.elapsed();
+    // Tried again (every 250 ms on an idle machine, 5 times) while the next try would
+    // start within the wait, then not: the time is measured, as a loaded machine's tries
+    // start late. (This clock started a moment before up's: 20 ms of room.)
+    assert!(!retried_at.is_empty());
+    for at in &retried_at {
+        assert!(
+            *at + every <= wait + Duration::from_millis(20),
+            "{retried_at:?}"
+        );
+    }
+    assert!(ended + every > wait, "{ended:?}");
     assert_eq!(e.op, "up");
     assert!(
         e.to_string()
@@ -1729,7 +1736,7 @@ fn up_retries_a_failed_connect_until_the_wait_is_over() {
             .iter()
             .filter(|w| *w == "enable=1")
             .count(),
-        3
+        retried_at.len() + 1
     );
     // A failure that is not the connect is not tried again.
     fake.fail = Some(("size", EINVAL, None));
