@@ -36,7 +36,7 @@ REST=("lintian: rswap-dkms has no errors" "lintian: rswap-tools has no errors"
 	"clean $RSWAP_SUITE root: apt installs linux-headers-$kver, rswap-dkms and rswap-tools with their Depends"
 	"dkms status: rswap installed for $kver; the prepared tree kept the kernel's configuration"
 	"the DKMS-built rswap.ko has vermagic $kver"
-	"rswap-tools: rswap-server and rswapctl run, man pages, units and conffiles in place"
+	"rswap-tools: rswap-server and rswapctl run, man pages, shell completions, units and conffiles in place"
 	"purge: rswap-dkms leaves no module, source or prepared kernel tree"
 	"guest: boots and runs tests/guest-deb/load.sh to the end")
 advance() { REST=("${REST[@]:1}"); }
@@ -159,6 +159,11 @@ tv=$(dpkg-deb -f "$tools_deb" Version); tv=${tv%%+*}
 [ "$(inchroot rswapctl --version 2>&1)" = "rswapctl $tv" ] || bad+="rswapctl --version: $(inchroot rswapctl --version 2>&1); "
 for m in man8/rswap-server.8.gz man8/rswapctl.8.gz man8/rswapctl-add.8.gz; do
 	zcat "$root/usr/share/man/$m" 2>/dev/null | grep -q '^\.TH ' || bad+="no manual page $m; "
+done
+# rswapctl's completions know the flags of its settings table.
+for c in bash-completion/completions/rswapctl zsh/vendor-completions/_rswapctl \
+	fish/vendor_completions.d/rswapctl.fish; do
+	grep -q 'poll-queues' "$root/usr/share/$c" 2>/dev/null || bad+="no shell completion $c; "
 done
 for u in "$RSWAP_TOP"/packaging/systemd/*.service; do
 	[ -f "$u" ] || continue

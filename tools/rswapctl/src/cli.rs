@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The command line: clap definitions, the table and text output, the man page.
+//! The command line: clap definitions, the table and text output, the man page and the
+//! shell completions.
 
 use crate::conf;
 use crate::parse::{human_seconds, human_size};
@@ -8,6 +9,7 @@ use crate::server_status::{self, ServerStatus};
 use crate::settings::{Kind, Setting, SETTINGS};
 use crate::target::{self, AddOptions, Ctl, Failure, Host, Paths, TargetInfo, TargetStatus};
 use clap::{Arg, ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap_complete::Shell;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,6 +60,11 @@ pub struct Cli {
     /// Write man pages for rswapctl and its subcommands into DIR, then exit.
     #[arg(long, hide = true, value_name = "DIR")]
     pub generate_man: Option<PathBuf>,
+
+    /// Write rswapctl's shell completions into DIR (rswapctl.bash, _rswapctl for zsh,
+    /// rswapctl.fish), then exit.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub generate_completions: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Option<Cmd>,
@@ -377,14 +384,23 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 /// Runs a parsed command line, writing its output to `out`.
 pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure> {
     let io_fail = |e: std::io::Error| Failure::new("output", "", target::errno_text(&e));
+    let generated = |op: &'static str, dir: &std::path::Path, e: std::io::Error| {
+        Failure::new(
+            op,
+            "",
+            format!("{}: {}", dir.display(), target::errno_text(&e)),
+        )
+    };
     if let Some(dir) = cli.generate_man {
-        return clap_mangen::generate_to(Cli::command(), &dir).map_err(|e| {
-            Failure::new(
-                "generate-man",
-                "",
-                format!("{}: {}", dir.display(), target::errno_text(&e)),
-            )
-        });
+        return clap_mangen::generate_to(Cli::command(), &dir)
+            .map_err(|e| generated("generate-man", &dir, e));
+    }
+    if let Some(dir) = cli.generate_completions {
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            clap_complete::generate_to(shell, &mut Cli::command(), "rswapctl", &dir)
+                .map_err(|e| generated("generate-completions", &dir, e))?;
+        }
+        return Ok(());
     }
     if let Some(Cmd::ServerStatus {
         socket,

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = Cli::parse();
-    if args.command.is_none() && args.generate_man.is_none() {
+    let generate = args.generate_man.is_some() || args.generate_completions.is_some();
+    if args.command.is_none() && !generate {
         Cli::command()
             .error(ErrorKind::MissingSubcommand, "a subcommand is required")
             .exit();

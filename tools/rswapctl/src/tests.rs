@@ -2502,6 +2502,54 @@ fn man_page_has_every_setting() {
 }
 
 #[test]
+fn shell_completions_have_every_command_and_setting() {
+    let fake = Fake::new();
+    let dir = fake.tmp.join("completions");
+    fs::create_dir(&dir).unwrap();
+    run(&fake, &["--generate-completions", dir.to_str().unwrap()]).unwrap();
+    for file in ["rswapctl.bash", "_rswapctl", "rswapctl.fish"] {
+        let text = fs::read_to_string(dir.join(file)).unwrap();
+        for command in [
+            "add",
+            "remove",
+            "up",
+            "down",
+            "list",
+            "status",
+            "server-status",
+        ] {
+            assert!(text.contains(command), "{command} not in {file}");
+        }
+        for s in keyed() {
+            let flag = s.flag().unwrap();
+            assert!(text.contains(&flag), "{flag} not in {file}");
+        }
+    }
+    // Bash completes the flags of `add`.
+    let bash = fs::read_to_string(dir.join("rswapctl.bash")).unwrap();
+    assert!(bash.contains("complete -F _rswapctl"), "{bash}");
+    let add = bash
+        .lines()
+        .find(|l| l.contains("opts=") && l.contains("--poll-queues"))
+        .unwrap_or_else(|| panic!("no opts line of add in {bash}"));
+    assert!(add.contains("--server") && add.contains("--swap"), "{add}");
+    // A directory that is not there: an error naming it.
+    let missing = fake.tmp.join("missing");
+    let e = run(
+        &fake,
+        &["--generate-completions", missing.to_str().unwrap()],
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with(&format!(
+            "rswapctl: generate-completions: {}: ",
+            missing.display()
+        )),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_settings_table() {
     for (i, s) in SETTINGS.iter().enumerate() {
         let rest = &SETTINGS[i + 1..];
