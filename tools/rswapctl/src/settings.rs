@@ -42,6 +42,21 @@ pub enum Kind {
     SecretFile,
 }
 
+impl Kind {
+    /// A number that is also 0 (off).
+    const fn or_off(self) -> Kind {
+        match self {
+            Kind::Number { min, max, what, .. } => Kind::Number {
+                min,
+                max,
+                zero: true,
+                what,
+            },
+            other => other,
+        }
+    }
+}
+
 /// A setting's value when the target is created (at `mkdir`), as the module has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModuleDefault {
@@ -309,6 +324,11 @@ const fn number(min: u64, max: u64, what: &'static str) -> Kind {
     }
 }
 
+/// `Kind::Number` of milliseconds, the module's range.
+const fn ms(min: u64, max: u64) -> Kind {
+    number(min, max, "a number of milliseconds")
+}
+
 /// The module's configfs settings of a target, in configuration.md's order (which is
 /// also the order `add` writes them in, `status` shows them and the fields of `--json`).
 pub const SETTINGS: &[Setting] = &[
@@ -391,19 +411,15 @@ pub const SETTINGS: &[Setting] = &[
         )
         .column("SECRET")
         .sample("/etc/rswap/t.secret", "rel/t.secret"),
-    Setting::new(
-        "timeout_ms",
-        number(100, 120_000, "a number of milliseconds"),
-        ModuleDefault::Value("5000"),
-    )
-    .value(
-        "MS",
-        "How long each connection step (resolve, route, connect, descriptor) may take.",
-    )
-    .sample("2000", "99"),
+    Setting::new("timeout_ms", ms(100, 120_000), ModuleDefault::Value("5000"))
+        .value(
+            "MS",
+            "How long each connection step (resolve, route, connect, descriptor) may take.",
+        )
+        .sample("2000", "99"),
     Setting::new(
         "recovery_ms",
-        number(0, 3_600_000, "a number of milliseconds"),
+        ms(0, 3_600_000),
         ModuleDefault::Value("60000"),
     )
     .value(
@@ -413,12 +429,7 @@ pub const SETTINGS: &[Setting] = &[
     .sample("3000", "3600001"),
     Setting::new(
         "keepalive_ms",
-        Kind::Number {
-            min: 1000,
-            max: 600_000,
-            zero: true,
-            what: "a number of milliseconds",
-        },
+        ms(1000, 600_000).or_off(),
         ModuleDefault::Value("5000"),
     )
     .value("MS", "How often each queue probes the server; 0: off.")

@@ -2412,49 +2412,45 @@ fn up_compares_the_settings_a_file_gives() {
         "poll_queues=2",
         "has poll_queues 0, not 2",
     );
+    // `up t` of a file of `lines` after the base, the target's attributes set to `attrs`
+    // (a value of None: the module has no such attribute).
+    let up = |lines: &str, attrs: &[(&str, Option<&str>)]| {
+        conf_dir(&fake, "t", &format!("{CONF_BASE}{lines}"));
+        for (attr, value) in attrs {
+            let path = fake.dir("t").join(attr);
+            match value {
+                Some(v) => fs::write(path, format!("{v}\n")).unwrap(),
+                None => fs::remove_file(path).unwrap(),
+            }
+        }
+        run(&fake, &up_args(&d, "t"))
+    };
+    let already = Ok("t: already up\n".to_string());
     // Enabled with 2: already up. A file without the key does not look at them.
-    fs::write(fake.dir("t").join("poll_queues"), "2\n").unwrap();
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
-    conf_dir(&fake, "t", CONF_BASE);
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    assert_eq!(
+        up("poll_queues = 2\n", &[("poll_queues", Some("2"))]),
+        already
+    );
+    assert_eq!(up("", &[]), already);
     // `poll_queues = 0` asks for none: a target with 2 is not what the file says.
-    conf_dir(&fake, "t", &format!("{CONF_BASE}poll_queues = 0\n"));
-    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    let e = up("poll_queues = 0\n", &[]).unwrap_err();
     assert!(
         e.contains("exists but has poll_queues 2, not 0 (rswapctl down t first)"),
         "{e}"
     );
     // A module without the attribute has none, as `poll_queues = 0` asks.
-    fs::remove_file(fake.dir("t").join("poll_queues")).unwrap();
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    assert_eq!(up("poll_queues = 0\n", &[("poll_queues", None)]), already);
     // Synchronous as asked too, but without the poll queues: that is what it says.
-    conf_dir(
-        &fake,
-        "t",
-        &format!("{CONF_BASE}sync_swapin = yes\npoll_queues = 1\n"),
-    );
-    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
-    fs::write(fake.dir("t").join("poll_queues"), "0\n").unwrap();
-    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    let synchronous = [("sync_swapin", Some("1")), ("poll_queues", Some("0"))];
+    let e = up("sync_swapin = yes\npoll_queues = 1\n", &synchronous).unwrap_err();
     assert!(e.contains("exists but has poll_queues 0, not 1"), "{e}");
     // Encrypted as asked too, but not synchronous: that is what it says.
-    conf_dir(
-        &fake,
-        "t",
-        &format!("{CONF_BASE}encrypt = yes\nsync_swapin = yes\n"),
-    );
-    fs::write(fake.dir("t").join("encrypt"), "1\n").unwrap();
-    fs::write(fake.dir("t").join("sync_swapin"), "0\n").unwrap();
-    let e = run(&fake, &up_args(&d, "t")).unwrap_err();
+    let encrypted = [("encrypt", Some("1")), ("sync_swapin", Some("0"))];
+    let e = up("encrypt = yes\nsync_swapin = yes\n", &encrypted).unwrap_err();
     assert!(e.contains("exists but is not synchronous"), "{e}");
     // `encrypt = no` and `sync_swapin = no` leave an encrypted, synchronous target alone.
-    conf_dir(
-        &fake,
-        "t",
-        &format!("{CONF_BASE}encrypt = no\nsync_swapin = no\n"),
-    );
-    fs::write(fake.dir("t").join("sync_swapin"), "1\n").unwrap();
-    assert_eq!(run(&fake, &up_args(&d, "t")).unwrap(), "t: already up\n");
+    let both = [("sync_swapin", Some("1"))];
+    assert_eq!(up("encrypt = no\nsync_swapin = no\n", &both), already);
     // After `down` (enable=0), every `up` only looked.
     assert_eq!(
         *fake.writes.borrow(),
