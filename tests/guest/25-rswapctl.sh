@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# rswapctl end to end over soft-RoCE (one guest): add a target as swap, list and status it
-# (JSON checked field by field), a refused add that prints the kernel's reason and leaves
+# rswapctl end to end over soft-RoCE (one guest): add a target as swap (with a queue depth
+# and a timeout of its own, read back from configfs), list and status it (JSON checked
+# field by field), a refused add that prints the kernel's reason and leaves
 # nothing behind, an encrypted target (add --encrypt; skipped on a module without the
 # encrypt attribute), a synchronous one (add --sync-swapin, and up of a target file with
 # sync_swapin = yes; skipped on a module without the sync_swapin attribute), one with a
@@ -62,7 +63,8 @@ grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 swapoff -a 2>/dev/null
 
 # 1. add as swap
-if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --client-id 0x2501 --swap --priority 5 \
+if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --queue-depth 64 --timeout-ms 2000 \
+	--client-id 0x2501 --swap --priority 5 \
 	>"$OUT/add.out" 2>&1 && awk '$1 == "/dev/rswap0" && $5 == 5 { f = 1 } END { exit !f }' /proc/swaps; then
 	ktap_pass "$(ktap_name)"
 else
@@ -79,18 +81,21 @@ HAS_ENC=0 HAS_SYNC=0 HAS_POLL=0
 [ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
 [ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
 [ -e $CFG/ctl0/poll_queues ] && HAS_POLL=1
-if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" \
+# --queue-depth and --timeout-ms as the module shows them.
+QD=$(cat $CFG/ctl0/queue_depth 2>&1) TMO=$(cat $CFG/ctl0/timeout_ms 2>&1)
+if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" "$QD" "$TMO" \
 	>"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 ip, port = sys.argv[3], int(sys.argv[4])
 has_enc, has_sync, has_poll = sys.argv[5] == "1", sys.argv[6] == "1", sys.argv[7] == "1"
+assert (sys.argv[8], sys.argv[9]) == ("64", "2000"), ("configfs queue_depth, timeout_ms", sys.argv[8:])
 assert isinstance(lst, list) and len(lst) == 1, lst
 t = lst[0]
 want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
         "size_bytes": 32 << 20, "state": "connected", "queues_live": 1, "queues_total": 1,
-        "recovering": 0, "dead": 0, "swap_priority": 5}
+        "recovering": 0, "dead": 0, "swap_priority": 5, "queue_depth": 64, "timeout_ms": 2000}
 for k, v in want.items():
     assert t.get(k) == v, (k, t.get(k), v)
 assert isinstance(t["region"], int) and t["epoch"] == 1, t
@@ -104,6 +109,7 @@ for k, v in want.items():
     assert st.get(k) == v, ("status", k, st.get(k), v)
 attrs = st["attributes"]
 assert attrs["client_id"] == "0x2501" and attrs["enable"] == "1" and attrs["queues"] == "1", attrs
+assert attrs["queue_depth"] == "64" and attrs["timeout_ms"] == "2000", attrs
 print("ok", t)
 PY
 then
@@ -210,9 +216,12 @@ PY
 	# up of a target file with sync_swapin = yes
 	mkdir -p "$OUT/targets"
 	printf '%s\n' "server = $IP:$PORT" "size = 16M" "queues = 1" "client_id = 0x2504" \
-		"sync_swapin = yes" >"$OUT/targets/sync1.conf"
+		"sync_swapin = yes" "queue_depth = 32" >"$OUT/targets/sync1.conf"
 	if "$CTL" up sync1 --config-dir "$OUT/targets" >"$OUT/sync-up.out" 2>&1; then
 		sync_check sync1 "up (sync_swapin = yes)"
+		# Another key of the file, as configfs shows it.
+		v=$(cat $CFG/sync1/queue_depth 2>&1)
+		[ "$v" = 32 ] || bad+="up: sync1/queue_depth=$v, not the file's 32; "
 	else
 		bad+="up: exit $?: $(cat "$OUT/sync-up.out"); "
 	fi
