@@ -171,7 +171,12 @@ impl Args for SettingArgs {
             let (Some(id), Some(flag)) = (s.key, s.flag()) else {
                 return cmd;
             };
-            let arg = Arg::new(id).long(flag).help(s.help_text());
+            // `-h` shows the first sentence, `--help` and the man page all of it.
+            let first = s.help.split_once(". ").map_or(s.help, |(first, _)| first);
+            let arg = Arg::new(id)
+                .long(flag)
+                .help(first.trim_end_matches('.').to_string())
+                .long_help(s.help_text());
             cmd.arg(match s.kind {
                 Kind::Switch => arg.action(ArgAction::SetTrue),
                 _ => arg

@@ -357,7 +357,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new("size", Kind::Size, ModuleDefault::Required)
         .value(
             "SIZE",
-            "Remote memory to ask for: the disk's size (K M G T suffixes, e.g. 8G).",
+            "Remote memory to ask for: the disk's size, with a K, M, G or T suffix (8G).",
         )
         .field("size_bytes")
         .sample("16G", "8GG"),

@@ -2490,6 +2490,22 @@ fn man_page_has_every_setting() {
     for word in ["security.md", "BLK_FEAT_SYNCHRONOUS", "IORING_SETUP_IOPOLL"] {
         assert!(add.contains(word), "{word} not in {add}");
     }
+    // `add -h`: each setting's first sentence; --help (and the page): all, with the range
+    // and the module's default.
+    let cmd = Cli::command();
+    let add_cmd = cmd.find_subcommand("add").unwrap();
+    let arg = add_cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "poll_queues")
+        .unwrap();
+    let short = arg.get_help().unwrap().to_string();
+    let long = arg.get_long_help().unwrap().to_string();
+    assert!(short.ends_with("each a connection of its own"), "{short}");
+    assert!(
+        long.starts_with(&short)
+            && long.ends_with("N: a number of poll queues (0..63). Default: the module's (0)."),
+        "{long}"
+    );
     let list = man_page("rswapctl-list.1");
     assert!(list.contains("ENC SYNC"), "{list}");
     assert!(!list.contains("POLL"), "{list}");
