@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 MIB=$((1 << 20))
 
 NAMES=(
-	"server: bad option gives one line and exit 2"
+	"server: bad option, or an option given twice, gives one line and exit 2"
 	"server: unbindable address gives one line and a non-zero exit"
 	"server: listens on the guest address"
 	"two queues: same descriptor on both, pattern written via queue 0 reads back via queue 1"
@@ -69,12 +69,15 @@ if ! why=$(rdma_up 2>&1); then
 	ktap_skip_rest "soft-RoCE unavailable: $why"
 fi
 
-# 1. bad option
+# 1. bad option; --listen twice (once the last one was taken)
 err=$("$SRV" --listen "$IP:$P1" --size 16M --insecure --frobnicate 2>&1 >/dev/null); rc=$?
-if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]]; then
+err2=$("$SRV" --listen "$IP:$P1" --listen "$IP:$P2" --size 16M --insecure 2>&1 >/dev/null); rc2=$?
+if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]] \
+	&& [ $rc2 -eq 2 ] && [ "$(printf '%s\n' "$err2" | wc -l)" -eq 1 ] \
+	&& [[ $err2 == *--listen*"multiple times"* ]]; then
 	ktap_pass "$(ktap_name)"
 else
-	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
+	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err; twice: exit $rc2, stderr: $err2"
 fi
 
 # 2. an address no interface has

@@ -24,7 +24,7 @@ MIB=$((1 << 20))
 A_ID=$((0x2601)) B_ID=$((0x2602))
 
 NAMES=(
-	"--version: one line with the wire protocol, exit 0 (server and test client); -h is --help"
+	"--version: one line with the wire protocol, exit 0 (server and test client); -V is --version, -h is --help"
 	"--status-socket where it cannot be made: one line naming it, exit 1"
 	"a stale socket left by a killed server is replaced; the socket is mode 0600"
 	"a second server on a socket in use: one line, exit 1, the first server unharmed"
@@ -63,14 +63,17 @@ command -v python3 >/dev/null || ktap_skip_rest "no python3 in the guest"
 v=$("$SRV" --version 2>&1); rc=$?
 cv=$("$CLI" --version 2>&1); crc=$?
 h=$("$SRV" -h 2>&1); hrc=$?
+sv=$("$SRV" -V 2>&1); svrc=$?
+scv=$("$CLI" -V 2>&1); scvrc=$?
 VER=${v#rswap-server }; VER=${VER%% *}
 if [ $rc -eq 0 ] && [[ $v =~ ^rswap-server\ [0-9][^\ ]*\ \(wire\ protocol\ 2\)$ ]] \
 	&& [ $crc -eq 0 ] && [ "$cv" = "rswap-testclient ${v#rswap-server }" ] \
-	&& [ $hrc -eq 0 ] && [ "$h" = "$("$SRV" --help)" ] && [[ $h == *--status-socket* ]]; then
+	&& [ $hrc -eq 0 ] && [ "$h" = "$("$SRV" --help)" ] && [[ $h == *--status-socket* ]] \
+	&& [ $svrc -eq 0 ] && [ "$sv" = "$v" ] && [ $scvrc -eq 0 ] && [ "$scv" = "$cv" ]; then
 	ktap_pass "$(ktap_name)"
 	ktap_diag "$v"
 else
-	ktap_fail "$(ktap_name)" "$v (exit $rc); $cv (exit $crc); -h exit $hrc: $(head -2 <<<"$h")"
+	ktap_fail "$(ktap_name)" "$v (exit $rc); $cv (exit $crc); -V: $sv (exit $svrc), $scv (exit $scvrc); -h exit $hrc: $(head -2 <<<"$h")"
 fi
 
 if ! why=$(rdma_up 2>&1); then

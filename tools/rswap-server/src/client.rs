@@ -33,9 +33,18 @@ const RESOLVE_MS: i32 = 5000;
 /// Entry point of `rswap-testclient`.
 pub fn main() -> ExitCode {
     let cfg = match config::parse_client_args(std::env::args().skip(1)) {
-        Ok(Parsed::Help) => {
-            print!("{}", config::CLIENT_HELP);
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Generate(dir)) => {
+            return match config::generate(config::client_command(), "1", &dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rswap-testclient: {e}");
+                    ExitCode::FAILURE
+                }
+            };
         }
         Ok(Parsed::Version) => {
             println!("{}", config::version_line("rswap-testclient"));

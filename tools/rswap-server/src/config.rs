@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Command lines of `rswap-server` and `rswap-testclient`, parsed into plain structs.
+//! Command lines of `rswap-server` and `rswap-testclient`: clap (derive) definitions,
+//! parsed into plain structs. Every value is checked by its value parser; the rules that
+//! tie options together are checked after clap, so that each error stays one line.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Arg, ArgAction, Command, CommandFactory, FromArgMatches, Parser};
 
 use crate::crypto::Secret;
 use crate::log::Level;
@@ -17,17 +23,25 @@ use crate::wire::RejectCode;
 pub(crate) enum Parsed<T> {
     /// Run with this configuration.
     Run(T),
-    /// `--help` (or `-h`) was given.
-    Help,
-    /// `--version` was given.
+    /// `--help` or `-h` was given: print this text.
+    Help(String),
+    /// `--version` or `-V` was given.
     Version,
+    /// `--generate DIR` (hidden, for the package build): write the man page and the
+    /// shell completions into DIR.
+    Generate(PathBuf),
 }
 
 /// The line `--version` prints: the program, its version and the wire protocol version
 /// it speaks, e.g. `rswap-server 0.1.0 (wire protocol 2)`.
 pub(crate) fn version_line(program: &str) -> String {
+    format!("{program} {}", version())
+}
+
+/// The version clap shows: `0.1.0 (wire protocol 2)`.
+fn version() -> String {
     format!(
-        "{program} {} (wire protocol {})",
+        "{} (wire protocol {})",
         env!("CARGO_PKG_VERSION"),
         crate::wire::VERSION
     )
@@ -37,53 +51,13 @@ pub(crate) fn version_line(program: &str) -> String {
 /// last one the terminating NUL.
 pub(crate) const STATUS_SOCKET_MAX: usize = 107;
 
-/// Splits `--opt=value` / `--opt value` pairs and flags.
-struct Args<I: Iterator<Item = String>> {
-    it: I,
-}
-
-impl<I: Iterator<Item = String>> Args<I> {
-    /// Next option name and its inline value, if any.
-    fn next_opt(&mut self) -> Option<Result<(String, Option<String>), String>> {
-        let arg = self.it.next()?;
-        // The one short option: `-h`, as everywhere.
-        if arg == "-h" {
-            return Some(Ok(("--help".to_string(), None)));
-        }
-        if !arg.starts_with("--") || arg.len() == 2 {
-            return Some(Err(format!("unexpected argument {arg:?} (see --help)")));
-        }
-        Some(Ok(match arg.split_once('=') {
-            Some((k, v)) => (k.to_string(), Some(v.to_string())),
-            None => (arg, None),
-        }))
-    }
-
-    fn value(&mut self, opt: &str, inline: Option<String>) -> Result<String, String> {
-        match inline {
-            Some(v) => Ok(v),
-            None => self
-                .it
-                .next()
-                .ok_or_else(|| format!("{opt} needs a value (see --help)")),
-        }
-    }
-}
-
-fn no_value(opt: &str, inline: Option<String>) -> Result<(), String> {
-    match inline {
-        Some(_) => Err(format!("{opt} takes no value")),
-        None => Ok(()),
-    }
-}
-
 /// rswap's port: the kernel module's default, and where `--listen` / `--connect` go
 /// when the address has no `:PORT`. Not perftest's 18515, so both can run on one host.
 pub(crate) const DEFAULT_PORT: u16 = 7471;
 
 /// `IP:PORT`, or an IP alone (IPv6 bare or in brackets, with a scope id or not) on
 /// [`DEFAULT_PORT`].
-fn parse_addr(opt: &str, v: &str) -> Result<SocketAddr, String> {
+fn parse_addr(v: &str) -> Result<SocketAddr, String> {
     let bare = v
         .strip_prefix('[')
         .and_then(|r| r.strip_suffix(']'))
@@ -98,15 +72,79 @@ fn parse_addr(opt: &str, v: &str) -> Result<SocketAddr, String> {
         .or_else(|| format!("[{bare}]:{DEFAULT_PORT}").parse().ok())
         .ok_or_else(|| {
             format!(
-                "{opt}: invalid address {v:?} (expected IP or IP:PORT, e.g. 192.0.2.1, \
+                "invalid address {v:?} (expected IP or IP:PORT, e.g. 192.0.2.1, \
                  192.0.2.1:7471 or [::1]:7471; the port defaults to {DEFAULT_PORT})"
             )
         })
 }
 
-fn parse_num<T: std::str::FromStr>(opt: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("{opt}: invalid number {v:?}"))
+fn parse_num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.parse().map_err(|_| format!("invalid number {v:?}"))
+}
+
+/// A number that must be at least 1.
+fn parse_positive<T: std::str::FromStr + Default + PartialEq>(v: &str) -> Result<T, String> {
+    let n = parse_num(v)?;
+    if n == T::default() {
+        return Err("must be at least 1".into());
+    }
+    Ok(n)
+}
+
+/// A path that must not be empty.
+fn parse_path(v: &str) -> Result<PathBuf, String> {
+    if v.is_empty() {
+        return Err("empty path".into());
+    }
+    Ok(PathBuf::from(v))
+}
+
+/// `--status-socket`: a path that fits a Unix socket address.
+fn parse_socket_path(v: &str) -> Result<PathBuf, String> {
+    if v.len() > STATUS_SOCKET_MAX {
+        return Err(format!(
+            "the path is {} bytes long; a Unix socket path may have at most {STATUS_SOCKET_MAX}",
+            v.len()
+        ));
+    }
+    parse_path(v)
+}
+
+/// `--size` of the server: the pool, rounded down to 4 KiB, at least 4 KiB.
+fn parse_pool(v: &str) -> Result<u64, String> {
+    let n = parse_size(v)? / PAGE * PAGE;
+    if n == 0 {
+        return Err(format!("{v:?} is less than 4K"));
+    }
+    Ok(n)
+}
+
+/// `--max-queues`: 1 to 65535.
+fn parse_max_queues(v: &str) -> Result<u16, String> {
+    let n: u64 = parse_num(v)?;
+    u16::try_from(n)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| "must be between 1 and 65535".into())
+}
+
+/// `--keepalive-ms`: 0 (off) or within [`KEEPALIVE_MS_RANGE`].
+fn parse_keepalive_ms(v: &str) -> Result<u64, String> {
+    let n = parse_num(v)?;
+    if n != 0 && !KEEPALIVE_MS_RANGE.contains(&n) {
+        return Err(format!(
+            "must be 0 (off) or between {} and {}",
+            KEEPALIVE_MS_RANGE.start(),
+            KEEPALIVE_MS_RANGE.end()
+        ));
+    }
+    Ok(n)
+}
+
+/// `--log-level`: one of the four names (offered to shell completion).
+fn level_parser() -> impl TypedValueParser<Value = Level> {
+    PossibleValuesParser::new(["error", "warn", "info", "debug"])
+        .try_map(|s| Level::parse(&s).ok_or("unknown level"))
 }
 
 /// The server's configuration.
@@ -159,266 +197,346 @@ pub(crate) const DEFAULT_KEEPALIVE_MS: u64 = 5000;
 /// The shortest and longest `--keepalive-ms` other than 0 (off).
 pub(crate) const KEEPALIVE_MS_RANGE: std::ops::RangeInclusive<u64> = 1000..=600_000;
 
-/// `rswap-server --help`.
-pub(crate) const SERVER_HELP: &str = "\
-rswap-server: hand out registered remote memory to rswap clients over rdma_cm.
+/// The heading of the options for tests in `--help`.
+const TESTS_HEADING: &str = "For tests only (never on a server that real clients use)";
 
-Usage: rswap-server --listen ADDR[:PORT] --size SIZE --allow-list FILE [options]
-       rswap-server --listen ADDR[:PORT] --size SIZE --insecure [options]
-       rswap-server --version | --help | -h
+/// The command line of `rswap-server`, as clap reads it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rswap-server",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    about = "Hand out registered remote memory to rswap clients over rdma_cm.",
+    long_about = SERVER_ABOUT,
+    after_long_help = SERVER_AFTER,
+    override_usage = SERVER_USAGE,
+    max_term_width = 100
+)]
+struct ServerArgs {
+    /// Address to listen on with rdma_cm (RC, port space TCP), e.g. 192.0.2.1:7471 or
+    /// [fe80::1%2]:7471; the port defaults to 7471, rswap's (the kernel module's
+    /// default).
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_addr,
+          allow_hyphen_values = true)]
+    listen: Option<SocketAddr>,
 
-Each client (identified by the client id in its connect request) gets one memory
-region of exactly the size it asks for (rounded up to 4 KiB), registered for
-REMOTE_READ | REMOTE_WRITE in a protection domain of its own. All queues
-(connections) of a client share that region and its rkey; every queue receives
-the region descriptor in one SEND once it is established. The data path is
-one-sided: the server does nothing per I/O.
+    /// The clients that may connect, with their secrets.
+    ///
+    /// One client per line: CLIENT_ID SECRET [ADDR[,ADDR...]], CLIENT_ID decimal or 0x
+    /// hex (not 0), SECRET 32 to 128 hex digits (16 to 64 bytes), optionally the
+    /// IPv4/IPv6 addresses the client may connect from (any if absent); '#' comments
+    /// and blank lines allowed. The file must not be readable or writable by group or
+    /// others (chmod 600). A bad line stops the start with FILE:LINE and what is wrong.
+    /// A listed client id must prove its secret on every connect (AuthFailed if it
+    /// cannot, AuthRequired if it does not try).
+    #[arg(long, value_name = "FILE", value_parser = parse_path, allow_hyphen_values = true,
+          value_hint = clap::ValueHint::FilePath)]
+    allow_list: Option<PathBuf>,
 
-Clients authenticate with a secret they share with the server (an HMAC-SHA256
-challenge and response on every queue, and the server proves itself in the region
-descriptor), and a region belongs to one instance of its client: another instance
-with the same client id is refused (InUse) while the region exists.
+    /// Admit clients that are not in the allow-list without authentication.
+    ///
+    /// Logged as a warning at start. Without --allow-list, --insecure is required: the
+    /// server refuses to start with neither.
+    #[arg(long)]
+    insecure: bool,
 
-Options:
-  --listen ADDR[:PORT] address to listen on with rdma_cm (RC, port space TCP), e.g.
-                       192.0.2.1:7471 or [fe80::1%2]:7471; the port defaults to
-                       7471, rswap's (the kernel module's default). Required.
-  --allow-list FILE    the clients that may connect: one per line,
-                         CLIENT_ID SECRET [ADDR[,ADDR...]]
-                       CLIENT_ID decimal or 0x hex (not 0), SECRET 32 to 128 hex
-                       digits (16 to 64 bytes), optionally the IPv4/IPv6 addresses
-                       the client may connect from (any if absent); '#' comments and
-                       blank lines allowed. The file must not be readable or
-                       writable by group or others (chmod 600). A bad line stops the
-                       start with FILE:LINE and what is wrong. A listed client id
-                       must prove its secret on every connect (AuthFailed if it
-                       cannot, AuthRequired if it does not try).
-  --insecure           admit clients that are not in the allow-list without
-                       authentication (logged as a warning at start). Without
-                       --allow-list, --insecure is required: the server refuses to
-                       start with neither.
-  --size SIZE          total memory the server may hand out to all clients together
-                       (a pool; rounded down to 4 KiB). Suffixes K, M, G, T (binary).
-                       A request larger than what remains is rejected (TooLarge).
-                       Required.
-  --max-clients N      most clients holding a region at once, counting clients in
-                       their grace period (default 64); more are rejected
-                       (TooManyClients).
-  --max-queues N       most queues (connections) one client may announce in its
-                       queue_count, 1..65535 (default 64, the kernel client's
-                       maximum); a request announcing more is rejected
-                       (BadRequest).
-  --max-pending-per-source N
-                       most connect requests from one source address that the
-                       server has accepted but that have not reached ESTABLISHED
-                       yet (default 64); more are rejected (TooManyClients) until
-                       some are established or gone.
-  --grace SECS         keep a client's region this long after its last queue
-                       disconnected (default 60); a reconnect of the same client id
-                       within it gets the same region and data back (epoch + 1).
-                       0 frees the region at once.
-  --keepalive-ms N     probe every established queue every N milliseconds with a
-                       zero-length RDMA WRITE (default 5000; 0: off; otherwise
-                       1000..600000). A queue whose probe fails, or has not
-                       completed by the next probe, is closed as if it had
-                       disconnected: a client host that crashed or lost power is
-                       noticed within one to two periods, and its region is then
-                       kept for --grace.
-  --hugepages          back regions with hugepages (MAP_HUGETLB); regions are then
-                       charged to the pool in whole hugepages. Fails at start when
-                       no hugepages are reserved (vm.nr_hugepages).
-  --no-mlock           do not lock the server's own memory. By default the server
-                       calls mlockall(MCL_CURRENT | MCL_FUTURE) at start, so its code,
-                       heap and stack are never swapped out: a server whose pages sit
-                       on a swap device it serves (a client on the same host) could
-                       otherwise wait on its own clients. A failure is logged and the
-                       server runs on.
-  --state-dir DIR      keep every region's memory in a file in DIR (plus a small
-                       metadata file), so regions outlive the server process: a
-                       restarted server (after SIGKILL, a crash, SIGTERM or an
-                       upgrade) maps them again, with the same region ids, and each
-                       client that reconnects within --grace of the start gets its
-                       region and data back. DIR should be on tmpfs (or hugetlbfs
-                       with --hugepages) large enough for the whole pool: memory
-                       that survives the process but not a reboot. Created (mode
-                       0700) if missing; one server per DIR. Incomplete or
-                       inconsistent entries are logged and deleted at start.
-  --status-socket PATH serve the server's status on a Unix stream socket at PATH
-                       (recommended: /run/rswap/server.sock, where `rswapctl
-                       server-status` looks by default). Created with mode 0600
-                       (a missing directory with mode 0755); a stale socket file
-                       is replaced; removed at exit. A client sends one line,
-                       `status` (JSON: the pool and every client's region, queues,
-                       state and last activity) or `metrics` (Prometheus text
-                       format 0.0.4), gets the answer and the connection is
-                       closed. Never any secret.
-  --log-level LVL      error, warn, info (default) or debug. Logs are one line each,
-                       key=value, on stderr.
-  --version            print the version and the wire protocol version and exit.
-  --help, -h           print this help and exit.
+    /// Total memory the server may hand out to all clients together (a pool; rounded
+    /// down to 4 KiB). Suffixes K, M, G, T (binary).
+    ///
+    /// A request larger than what remains is rejected (TooLarge).
+    #[arg(long, value_name = "SIZE", value_parser = parse_pool, allow_hyphen_values = true)]
+    size: Option<u64>,
 
-For tests only (never on a server that real clients use):
-  --test-wrong-server-proof
-                       sign every region descriptor with a wrong key (the client's
-                       secret with its first byte flipped) while checking client
-                       proofs normally, so that a test can see a client refuse a
-                       server whose proof is wrong: every authenticated client then
-                       refuses its descriptor. Logged as a warning at start.
+    /// Most clients holding a region at once, counting clients in their grace period.
+    ///
+    /// More are rejected (TooManyClients).
+    #[arg(long, value_name = "N", value_parser = parse_positive::<usize>,
+          allow_hyphen_values = true, default_value_t = DEFAULT_MAX_CLIENTS)]
+    max_clients: usize,
 
-SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
-exits with status 0; with --state-dir it keeps the regions' files instead, for the
-next server (SIGKILL and crashes keep them too; a reboot of a tmpfs loses them).
-SIGUSR1 disconnects all clients but keeps their regions for the grace period:
-clients reconnect and find their data (rswap does so by itself).
-A bad option or an address that cannot be bound exits with
-status 2 or 1 and one line on stderr.
-";
+    /// Most queues (connections) one client may announce in its queue_count, 1..65535
+    /// (the default is the kernel client's maximum).
+    ///
+    /// A request announcing more is rejected (BadRequest).
+    #[arg(long, value_name = "N", value_parser = parse_max_queues, allow_hyphen_values = true,
+          default_value_t = DEFAULT_MAX_QUEUES)]
+    max_queues: u16,
+
+    /// Most connect requests from one source address that the server has accepted but
+    /// that have not reached ESTABLISHED yet.
+    ///
+    /// More are rejected (TooManyClients) until some are established or gone.
+    #[arg(long, value_name = "N", value_parser = parse_positive::<usize>,
+          allow_hyphen_values = true, default_value_t = DEFAULT_MAX_PENDING_PER_SOURCE)]
+    max_pending_per_source: usize,
+
+    /// Keep a client's region this long after its last queue disconnected (0 frees the
+    /// region at once).
+    ///
+    /// A reconnect of the same client id within it gets the same region and data back
+    /// (epoch + 1).
+    #[arg(long, value_name = "SECS", value_parser = parse_num::<u64>,
+          allow_hyphen_values = true, default_value_t = DEFAULT_GRACE_SECS)]
+    grace: u64,
+
+    /// Probe every established queue every N milliseconds with a zero-length RDMA
+    /// WRITE (0: off; otherwise 1000..600000).
+    ///
+    /// A queue whose probe fails, or has not completed by the next probe, is closed as
+    /// if it had disconnected: a client host that crashed or lost power is noticed
+    /// within one to two periods, and its region is then kept for --grace.
+    #[arg(long, value_name = "N", value_parser = parse_keepalive_ms,
+          allow_hyphen_values = true, default_value_t = DEFAULT_KEEPALIVE_MS)]
+    keepalive_ms: u64,
+
+    /// Back regions with hugepages (MAP_HUGETLB).
+    ///
+    /// Regions are then charged to the pool in whole hugepages. Fails at start when no
+    /// hugepages are reserved (vm.nr_hugepages).
+    #[arg(long)]
+    hugepages: bool,
+
+    /// Do not lock the server's own memory.
+    ///
+    /// By default the server calls mlockall(MCL_CURRENT | MCL_FUTURE) at start, so its
+    /// code, heap and stack are never swapped out: a server whose pages sit on a swap
+    /// device it serves (a client on the same host) could otherwise wait on its own
+    /// clients. A failure is logged and the server runs on.
+    #[arg(long)]
+    no_mlock: bool,
+
+    /// Keep every region's memory in a file in DIR, so that regions outlive the server
+    /// process.
+    ///
+    /// Each region has a memory file and a small metadata file. A restarted server
+    /// (after SIGKILL, a crash, SIGTERM or an upgrade) maps them again, with the same
+    /// region ids, and each client that reconnects within --grace of the start gets its
+    /// region and data back. DIR should be on tmpfs (or hugetlbfs with --hugepages)
+    /// large enough for the whole pool: memory that survives the process but not a
+    /// reboot. Created (mode 0700) if missing; one server per DIR. Incomplete or
+    /// inconsistent entries are logged and deleted at start.
+    #[arg(long, value_name = "DIR", value_parser = parse_path, allow_hyphen_values = true,
+          value_hint = clap::ValueHint::DirPath)]
+    state_dir: Option<PathBuf>,
+
+    /// Serve the server's status on a Unix stream socket at PATH (recommended:
+    /// /run/rswap/server.sock, where `rswapctl server-status` looks by default).
+    ///
+    /// Created with mode 0600 (a missing directory with mode 0755); a stale socket file
+    /// is replaced; removed at exit. A client sends one line, `status` (JSON: the pool
+    /// and every client's region, queues, state and last activity) or `metrics`
+    /// (Prometheus text format 0.0.4), gets the answer and the connection is closed.
+    /// Never any secret.
+    #[arg(long, value_name = "PATH", value_parser = parse_socket_path,
+          allow_hyphen_values = true, value_hint = clap::ValueHint::FilePath)]
+    status_socket: Option<PathBuf>,
+
+    /// The most verbose messages logged. Logs are one line each, key=value, on stderr.
+    #[arg(long, value_name = "LVL", value_parser = level_parser(), allow_hyphen_values = true,
+          default_value = "info")]
+    log_level: Level,
+
+    /// Sign every region descriptor with a wrong key (the client's secret with its first
+    /// byte flipped) while checking client proofs normally.
+    ///
+    /// A test can so see a client refuse a server whose proof is wrong: every
+    /// authenticated client then refuses its descriptor. Logged as a warning at start.
+    #[arg(long, help_heading = TESTS_HEADING)]
+    test_wrong_server_proof: bool,
+
+    /// Print the version and the wire protocol version, and exit.
+    #[arg(short = 'V', long, action = ArgAction::Version)]
+    version: (),
+
+    /// Print this help and exit.
+    #[arg(short = 'h', long, action = ArgAction::HelpLong)]
+    help: (),
+}
+
+const SERVER_USAGE: &str = "\
+rswap-server --listen ADDR[:PORT] --size SIZE --allow-list FILE [OPTIONS]
+       rswap-server --listen ADDR[:PORT] --size SIZE --insecure [OPTIONS]
+       rswap-server --version | --help | -h";
+
+const SERVER_ABOUT: &str = "\
+Hand out registered remote memory to rswap clients over rdma_cm.
+
+Each client (identified by the client id in its connect request) gets one memory region \
+of exactly the size it asks for (rounded up to 4 KiB), registered for REMOTE_READ | \
+REMOTE_WRITE in a protection domain of its own. All queues (connections) of a client share \
+that region and its rkey; every queue receives the region descriptor in one SEND once it \
+is established. The data path is one-sided: the server does nothing per I/O.
+
+Clients authenticate with a secret they share with the server (an HMAC-SHA256 challenge \
+and response on every queue, and the server proves itself in the region descriptor), and \
+a region belongs to one instance of its client: another instance with the same client id \
+is refused (InUse) while the region exists.";
+
+const SERVER_AFTER: &str = "\
+SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and exits \
+with status 0; with --state-dir it keeps the regions' files instead, for the next server \
+(SIGKILL and crashes keep them too; a reboot of a tmpfs loses them). SIGUSR1 disconnects \
+all clients but keeps their regions for the grace period: clients reconnect and find \
+their data (rswap does so by itself).
+
+A bad option exits with status 2 and one line on stderr; an address that cannot be bound \
+exits with status 1 and one line on stderr.";
+
+/// The server's command, as `--help`, the man page and the completions show it.
+pub(crate) fn server_command() -> Command {
+    ServerArgs::command().version(version())
+}
 
 /// Parses the server's arguments (without the program name).
 pub(crate) fn parse_server_args(
     args: impl IntoIterator<Item = String>,
 ) -> Result<Parsed<ServerConfig>, String> {
-    let mut a = Args {
-        it: args.into_iter(),
+    let a: ServerArgs = match parse_clap(server_command(), args)? {
+        Clap::Matched(a) => a,
+        Clap::Help(text) => return Ok(Parsed::Help(text)),
+        Clap::Version => return Ok(Parsed::Version),
+        Clap::Generate(dir) => return Ok(Parsed::Generate(dir)),
     };
-    let mut listen = None;
-    let mut size = None;
-    let mut max_clients = DEFAULT_MAX_CLIENTS;
-    let mut max_queues = DEFAULT_MAX_QUEUES;
-    let mut max_pending_per_source = DEFAULT_MAX_PENDING_PER_SOURCE;
-    let mut grace = DEFAULT_GRACE_SECS;
-    let mut keepalive_ms = DEFAULT_KEEPALIVE_MS;
-    let mut hugepages = false;
-    let mut mlock = true;
-    let mut log_level = Level::Info;
-    let mut state_dir = None;
-    let mut allow_list = None;
-    let mut insecure = false;
-    let mut status_socket = None;
-    let mut test_wrong_server_proof = false;
-    while let Some(opt) = a.next_opt() {
-        let (opt, inline) = opt?;
-        match opt.as_str() {
-            "--help" => return Ok(Parsed::Help),
-            "--version" => return Ok(Parsed::Version),
-            "--status-socket" => {
-                let v = a.value(&opt, inline)?;
-                if v.is_empty() {
-                    return Err("--status-socket: empty path".into());
-                }
-                if v.len() > STATUS_SOCKET_MAX {
-                    return Err(format!(
-                        "--status-socket: the path is {} bytes long; a Unix socket path may have at most {STATUS_SOCKET_MAX}",
-                        v.len()
-                    ));
-                }
-                status_socket = Some(PathBuf::from(v));
-            }
-            "--allow-list" => {
-                let v = a.value(&opt, inline)?;
-                if v.is_empty() {
-                    return Err("--allow-list: empty path".into());
-                }
-                allow_list = Some(PathBuf::from(v));
-            }
-            "--insecure" => {
-                no_value(&opt, inline)?;
-                insecure = true;
-            }
-            "--test-wrong-server-proof" => {
-                no_value(&opt, inline)?;
-                test_wrong_server_proof = true;
-            }
-            "--state-dir" => {
-                let v = a.value(&opt, inline)?;
-                if v.is_empty() {
-                    return Err("--state-dir: empty path".into());
-                }
-                state_dir = Some(PathBuf::from(v));
-            }
-            "--listen" => listen = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
-            "--size" => {
-                let v = a.value(&opt, inline)?;
-                let n = parse_size(&v).map_err(|e| format!("--size: {e}"))?;
-                let n = n / PAGE * PAGE;
-                if n == 0 {
-                    return Err(format!("--size: {v:?} is less than 4K"));
-                }
-                size = Some(n);
-            }
-            "--max-clients" => {
-                max_clients = parse_num(&opt, &a.value(&opt, inline)?)?;
-                if max_clients == 0 {
-                    return Err("--max-clients must be at least 1".into());
-                }
-            }
-            "--max-queues" => {
-                let n: u64 = parse_num(&opt, &a.value(&opt, inline)?)?;
-                max_queues = u16::try_from(n)
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or("--max-queues must be between 1 and 65535")?;
-            }
-            "--max-pending-per-source" => {
-                max_pending_per_source = parse_num(&opt, &a.value(&opt, inline)?)?;
-                if max_pending_per_source == 0 {
-                    return Err("--max-pending-per-source must be at least 1".into());
-                }
-            }
-            "--grace" => grace = parse_num(&opt, &a.value(&opt, inline)?)?,
-            "--keepalive-ms" => {
-                keepalive_ms = parse_num(&opt, &a.value(&opt, inline)?)?;
-                if keepalive_ms != 0 && !KEEPALIVE_MS_RANGE.contains(&keepalive_ms) {
-                    return Err(format!(
-                        "--keepalive-ms must be 0 (off) or between {} and {}",
-                        KEEPALIVE_MS_RANGE.start(),
-                        KEEPALIVE_MS_RANGE.end()
-                    ));
-                }
-            }
-            "--hugepages" => {
-                no_value(&opt, inline)?;
-                hugepages = true;
-            }
-            "--no-mlock" => {
-                no_value(&opt, inline)?;
-                mlock = false;
-            }
-            "--log-level" => {
-                let v = a.value(&opt, inline)?;
-                log_level = Level::parse(&v).ok_or_else(|| {
-                    format!("--log-level: unknown level {v:?} (error, warn, info or debug)")
-                })?;
-            }
-            _ => return Err(format!("unknown option {opt:?} (see --help)")),
-        }
-    }
-    let listen = listen.ok_or("--listen ADDR[:PORT] is required (see --help)")?;
-    let size = size.ok_or("--size SIZE is required (see --help)")?;
-    if allow_list.is_none() && !insecure {
+    let listen = a
+        .listen
+        .ok_or("--listen ADDR[:PORT] is required (see --help)")?;
+    let size = a.size.ok_or("--size SIZE is required (see --help)")?;
+    if a.allow_list.is_none() && !a.insecure {
         return Err(NO_ALLOW_LIST.into());
     }
     Ok(Parsed::Run(ServerConfig {
         listen,
         size,
-        max_clients,
-        max_queues,
-        max_pending_per_source,
-        grace: Duration::from_secs(grace),
-        keepalive: Duration::from_millis(keepalive_ms),
-        hugepages,
-        mlock,
-        log_level,
-        state_dir,
-        allow_list,
-        insecure,
-        status_socket,
-        test_wrong_server_proof,
+        max_clients: a.max_clients,
+        max_queues: a.max_queues,
+        max_pending_per_source: a.max_pending_per_source,
+        grace: Duration::from_secs(a.grace),
+        keepalive: Duration::from_millis(a.keepalive_ms),
+        hugepages: a.hugepages,
+        mlock: !a.no_mlock,
+        log_level: a.log_level,
+        state_dir: a.state_dir,
+        allow_list: a.allow_list,
+        insecure: a.insecure,
+        status_socket: a.status_socket,
+        test_wrong_server_proof: a.test_wrong_server_proof,
     }))
 }
 
 /// The error of a server command line with neither `--allow-list` nor `--insecure`.
 pub(crate) const NO_ALLOW_LIST: &str = "no --allow-list FILE given: clients could not be authenticated; give --allow-list FILE (see --help), or --insecure to admit clients without authentication";
+
+/// What clap made of a command line.
+enum Clap<T> {
+    Matched(T),
+    Help(String),
+    Version,
+    Generate(PathBuf),
+}
+
+/// The hidden option of both programs, for the package build: `--generate DIR` writes
+/// the man page and the shell completions into DIR. Not part of the command the man
+/// page and the completions describe (clap_complete would list it).
+const GENERATE: &str = "generate";
+
+/// Runs clap over `args` for `cmd`; an error comes back as one line.
+fn parse_clap<T: FromArgMatches>(
+    cmd: Command,
+    args: impl IntoIterator<Item = String>,
+) -> Result<Clap<T>, String> {
+    let args: Vec<String> = args.into_iter().collect();
+    let cmd = cmd.arg(
+        Arg::new(GENERATE)
+            .long(GENERATE)
+            .hide(true)
+            .value_name("DIR")
+            .value_parser(parse_path),
+    );
+    refuse_short_words(&cmd, &args)?;
+    let name = cmd.get_name().to_string();
+    match cmd.try_get_matches_from(std::iter::once(name).chain(args)) {
+        Ok(m) => match m.get_one::<PathBuf>(GENERATE) {
+            Some(dir) => Ok(Clap::Generate(dir.clone())),
+            None => T::from_arg_matches(&m)
+                .map(Clap::Matched)
+                .map_err(|e| one_line(&e)),
+        },
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp => {
+                let mut text = e.to_string();
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                Ok(Clap::Help(text))
+            }
+            ErrorKind::DisplayVersion => Ok(Clap::Version),
+            _ => Err(one_line(&e)),
+        },
+    }
+}
+
+/// The only short options are `-h` and `-V`, and a word such as `-help` is a mistake;
+/// clap would read it as `-h -e -l -p` and print the help. Refused here where an option
+/// may stand (not as the value of an option before it), up to the first `-h`/`-V`.
+fn refuse_short_words(cmd: &Command, args: &[String]) -> Result<(), String> {
+    let takes_value = |long: &str| {
+        cmd.get_arguments()
+            .any(|a| a.get_long() == Some(long) && a.get_action().takes_values())
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.strip_prefix("--") {
+            Some("" | "help" | "version") => break,
+            Some(long) if takes_value(long) => {
+                it.next();
+            }
+            Some(_) => {}
+            None if a == "-h" || a == "-V" => break,
+            None if a.starts_with('-') && a.len() > 2 => {
+                return Err(format!("unexpected argument '{a}' found (see --help)"));
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// A clap error as one line, in the form of the server's other errors: `--opt: what is
+/// wrong`, `--opt needs a value`, `--opt takes no value`.
+fn one_line(e: &clap::Error) -> String {
+    use std::error::Error;
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let strings = |kind| match e.get(kind) {
+        Some(ContextValue::Strings(v)) => v.clone(),
+        Some(ContextValue::String(v)) => vec![v.clone()],
+        _ => Vec::new(),
+    };
+    // The option as clap shows it (`--size <SIZE>`), and its name alone.
+    let Some(arg) = strings(ContextKind::InvalidArg).into_iter().next() else {
+        return first.to_string();
+    };
+    let name = arg.split(' ').next().unwrap_or(&arg);
+    let valid = strings(ContextKind::ValidValue);
+    // clap reports a missing value as the empty one.
+    let value = strings(ContextKind::InvalidValue).join(" ");
+    match e.kind() {
+        ErrorKind::InvalidValue if value.is_empty() => {
+            format!("{name} needs a value (see --help)")
+        }
+        ErrorKind::InvalidValue if !valid.is_empty() => {
+            format!("{name}: invalid value {value:?} ({})", valid.join(", "))
+        }
+        ErrorKind::ValueValidation => match e.source() {
+            Some(why) => format!("{name}: {why}"),
+            None => first.to_string(),
+        },
+        ErrorKind::TooManyValues => format!("{name} takes no value"),
+        ErrorKind::UnknownArgument => format!("{first} (see --help)"),
+        _ => first.to_string(),
+    }
+}
 
 /// What the test client does once its queues are connected. No `==`: it may hold a
 /// secret.
@@ -470,74 +588,161 @@ pub(crate) struct ClientConfig {
 /// new process is the same instance of its client.
 pub(crate) const DEFAULT_INSTANCE: u64 = 1;
 
-/// `rswap-testclient --help`.
-pub(crate) const CLIENT_HELP: &str = "\
-rswap-testclient: connect to rswap-server like the kernel module would, and test it.
+/// The command line of `rswap-testclient`, as clap reads it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rswap-testclient",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    about = "Connect to rswap-server like the kernel module would, and test it.",
+    long_about = CLIENT_ABOUT,
+    after_help = "Exit status: 0 success, 1 failure, 2 usage error.",
+    override_usage = CLIENT_USAGE,
+    max_term_width = 100
+)]
+struct ClientArgs {
+    /// Server address (the port defaults to 7471).
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_addr,
+          allow_hyphen_values = true)]
+    connect: Option<SocketAddr>,
 
-Usage: rswap-testclient --connect ADDR[:PORT] --client-id ID --size SIZE [options]
-       rswap-testclient --version | --help | -h
+    /// Client id (decimal or 0x hex).
+    #[arg(long, value_name = "ID", value_parser = parse_u64_any, allow_hyphen_values = true)]
+    client_id: Option<u64>,
 
-Opens --queues connections (queue 0 first), each with a receive posted before
-connecting, and checks that every queue receives the same valid region
-descriptor. Prints one line per queue: queue=I region_id=.. epoch=.. rkey=..
-remote_addr=.. length=.. flags=.. reused=0|1 auth=mutual|none.
+    /// Requested region size, suffixes K/M/G/T.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    size: Option<u64>,
 
-With a secret (--secret or --secret-file) every queue connects twice: a hello,
-which the server answers with a challenge, then the proof; the server's proof in
-the descriptor is checked (a wrong one fails with a clear message). Without a
-secret the request carries no authentication, which only a server started with
---insecure admits.
+    /// Connections to open.
+    #[arg(long, value_name = "N", value_parser = parse_positive::<u16>,
+          allow_hyphen_values = true, default_value_t = 1)]
+    queues: u16,
 
-Options:
-  --connect ADDR[:PORT] server address (the port defaults to 7471). Required.
-  --client-id ID        client id (decimal or 0x hex). Required.
-  --size SIZE           requested region size, suffixes K/M/G/T. Required.
-  --queues N            connections to open (default 1).
-  --queue-count N       queue_count to announce (default: --queues); for tests.
-  --secret HEX          the client's secret, 32 to 128 hex digits (16 to 64 bytes).
-  --secret-file FILE    read the secret (hex, surrounding whitespace ignored) from
-                        FILE; better than --secret, which other users can see.
-  --instance N          the instance id to send (decimal or 0x hex; default 1). A
-                        region belongs to one instance of its client id: another
-                        instance is refused with InUse while it exists.
-  --replay              with a secret: connect queue 0, disconnect, then send the
-                        same proof again on a new connection and print
-                        replay=rejected reason=R (exit 0) or replay=accepted (exit 1).
-  --flood N             make N bogus connection attempts as fast as possible (a
-                        hello for a random client id, and a proof with a random MAC
-                        for those that get a challenge) and print
-                        flood attempts=N challenged=C rejected=R accepted=A
-                        errors=E reasons=NAME:COUNT,... ms=T; exit 1 if any was
-                        accepted or none got an answer.
-  --flood-id            with --flood: every hello names --client-id instead of a
-                        random id, so that a listed id is challenged every time and
-                        each challenge is used up by a proof with a random MAC
-                        (refused, AuthFailed).
-  --source ADDR         connect from this local IP address (the source address of
-                        rdma_resolve_addr) instead of the one the routing table
-                        picks, in every mode: e.g. to flood from a second address of
-                        the host. Of the same family as --connect; an IPv6 source
-                        takes --connect's scope id.
-  --proto-version V     protocol version to send (default 2; 1 sends a 32-byte
-                        version-1 request); for tests.
-  --write-pattern SEED  RDMA WRITE a pattern derived from SEED over the whole
-                        region, through queue 0.
-  --verify-pattern SEED RDMA READ the whole region through the last queue and
-                        compare every byte with the pattern of SEED; a mismatch
-                        exits 1 with the first bad offset.
-  --expect-reject R     exit 0 only if the connect is rejected with reason R
-                        (BadVersion, TooLarge, NoMemory, BadRequest,
-                        TooManyClients, QueueMismatch, AuthFailed,
-                        AuthRequired, InUse or its number); prints
-                        reason=.. code=.. max_size=..
-  --print-descriptor    print the descriptor lines (default when no other mode).
-  --hold SECS           stay connected SECS seconds before disconnecting.
-  --timeout SECS        limit for each connect step and RDMA operation (default 30).
-  --chunk SIZE          bytes per RDMA operation (default 64K).
-  --version             print the version and the wire protocol version and exit.
-  --help, -h            print this help and exit.
-Exit status: 0 success, 1 failure, 2 usage error.
-";
+    /// queue_count to announce (default: --queues); for tests.
+    #[arg(long, value_name = "N", value_parser = parse_num::<u16>, allow_hyphen_values = true)]
+    queue_count: Option<u16>,
+
+    /// The client's secret, 32 to 128 hex digits (16 to 64 bytes).
+    #[arg(long, value_name = "HEX", allow_hyphen_values = true)]
+    secret: Option<String>,
+
+    /// Read the secret (hex, surrounding whitespace ignored) from FILE; better than
+    /// --secret, which other users can see.
+    #[arg(long, value_name = "FILE", value_parser = parse_path, allow_hyphen_values = true,
+          value_hint = clap::ValueHint::FilePath)]
+    secret_file: Option<PathBuf>,
+
+    /// The instance id to send (decimal or 0x hex).
+    ///
+    /// A region belongs to one instance of its client id: another instance is refused
+    /// with InUse while it exists.
+    #[arg(long, value_name = "N", value_parser = parse_u64_any, allow_hyphen_values = true,
+          default_value_t = DEFAULT_INSTANCE)]
+    instance: u64,
+
+    /// With a secret: connect queue 0, disconnect, then send the same proof again on a
+    /// new connection.
+    ///
+    /// Prints replay=rejected reason=R (exit 0) or replay=accepted (exit 1).
+    #[arg(long)]
+    replay: bool,
+
+    /// Make N bogus connection attempts as fast as possible.
+    ///
+    /// A hello for a random client id, and a proof with a random MAC for those that get
+    /// a challenge. Prints flood attempts=N challenged=C rejected=R accepted=A errors=E
+    /// reasons=NAME:COUNT,... ms=T; exits 1 if any was accepted or none got an answer.
+    #[arg(long, value_name = "N", value_parser = parse_positive::<u64>,
+          allow_hyphen_values = true)]
+    flood: Option<u64>,
+
+    /// With --flood: every hello names --client-id instead of a random id.
+    ///
+    /// A listed id is then challenged every time and each challenge is used up by a
+    /// proof with a random MAC (refused, AuthFailed).
+    #[arg(long)]
+    flood_id: bool,
+
+    /// Connect from this local IP address (the source address of rdma_resolve_addr)
+    /// instead of the one the routing table picks, in every mode.
+    ///
+    /// E.g. to flood from a second address of the host. Of the same family as
+    /// --connect; an IPv6 source takes --connect's scope id.
+    #[arg(long, value_name = "ADDR", value_parser = parse_source, allow_hyphen_values = true)]
+    source: Option<IpAddr>,
+
+    /// Protocol version to send (1 sends a 32-byte version-1 request); for tests.
+    #[arg(long, value_name = "V", value_parser = parse_num::<u16>, allow_hyphen_values = true,
+          default_value_t = crate::wire::VERSION)]
+    proto_version: u16,
+
+    /// RDMA WRITE a pattern derived from SEED over the whole region, through queue 0.
+    #[arg(long, value_name = "SEED", value_parser = parse_u64_any, allow_hyphen_values = true)]
+    write_pattern: Option<u64>,
+
+    /// RDMA READ the whole region through the last queue and compare every byte with
+    /// the pattern of SEED; a mismatch exits 1 with the first bad offset.
+    #[arg(long, value_name = "SEED", value_parser = parse_u64_any, allow_hyphen_values = true)]
+    verify_pattern: Option<u64>,
+
+    /// Exit 0 only if the connect is rejected with reason R (BadVersion, TooLarge,
+    /// NoMemory, BadRequest, TooManyClients, QueueMismatch, AuthFailed, AuthRequired,
+    /// InUse or its number).
+    ///
+    /// Prints reason=.. code=.. max_size=..
+    #[arg(long, value_name = "R", value_parser = parse_reason, allow_hyphen_values = true)]
+    expect_reject: Option<RejectCode>,
+
+    /// Print the descriptor lines (default when no other mode).
+    #[arg(long)]
+    print_descriptor: bool,
+
+    /// Stay connected SECS seconds before disconnecting.
+    #[arg(long, value_name = "SECS", value_parser = parse_num::<u64>,
+          allow_hyphen_values = true, default_value_t = 0)]
+    hold: u64,
+
+    /// Limit for each connect step and RDMA operation, in seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_positive::<u64>,
+          allow_hyphen_values = true, default_value_t = 30)]
+    timeout: u64,
+
+    /// Bytes per RDMA operation, 1 to 1G.
+    #[arg(long, value_name = "SIZE", value_parser = parse_chunk, allow_hyphen_values = true,
+          default_value = "64K")]
+    chunk: usize,
+
+    /// Print the version and the wire protocol version, and exit.
+    #[arg(short = 'V', long, action = ArgAction::Version)]
+    version: (),
+
+    /// Print this help and exit.
+    #[arg(short = 'h', long, action = ArgAction::HelpLong)]
+    help: (),
+}
+
+const CLIENT_USAGE: &str = "\
+rswap-testclient --connect ADDR[:PORT] --client-id ID --size SIZE [OPTIONS]
+       rswap-testclient --version | --help | -h";
+
+const CLIENT_ABOUT: &str = "\
+Connect to rswap-server like the kernel module would, and test it.
+
+Opens --queues connections (queue 0 first), each with a receive posted before connecting, \
+and checks that every queue receives the same valid region descriptor. Prints one line per \
+queue: queue=I region_id=.. epoch=.. rkey=.. remote_addr=.. length=.. flags=.. \
+reused=0|1 auth=mutual|none.
+
+With a secret (--secret or --secret-file) every queue connects twice: a hello, which the \
+server answers with a challenge, then the proof; the server's proof in the descriptor is \
+checked (a wrong one fails with a clear message). Without a secret the request carries no \
+authentication, which only a server started with --insecure admits.";
+
+/// The test client's command, as `--help`, the man page and the completions show it.
+pub(crate) fn client_command() -> Command {
+    ClientArgs::command().version(version())
+}
 
 /// A client id (or another 64-bit number) written in decimal or `0x` hex.
 pub(crate) fn parse_id(v: &str) -> Option<u64> {
@@ -547,157 +752,116 @@ pub(crate) fn parse_id(v: &str) -> Option<u64> {
     }
 }
 
-fn parse_u64_any(opt: &str, v: &str) -> Result<u64, String> {
-    parse_id(v).ok_or_else(|| format!("{opt}: invalid number {v:?}"))
+fn parse_u64_any(v: &str) -> Result<u64, String> {
+    parse_id(v).ok_or_else(|| format!("invalid number {v:?}"))
 }
 
 fn parse_reason(v: &str) -> Result<RejectCode, String> {
     if let Ok(n) = v.parse::<u16>() {
-        return RejectCode::from_u16(n).map_err(|_| format!("--expect-reject: unknown reason {v}"));
+        return RejectCode::from_u16(n).map_err(|_| format!("unknown reason {v}"));
     }
     // The codes are small numbers; 7 (the challenge) is none.
     (1..=16u16)
         .filter_map(|n| RejectCode::from_u16(n).ok())
         .find(|c| c.name().eq_ignore_ascii_case(v))
-        .ok_or_else(|| format!("--expect-reject: unknown reason {v:?}"))
+        .ok_or_else(|| format!("unknown reason {v:?}"))
+}
+
+fn parse_source(v: &str) -> Result<IpAddr, String> {
+    v.parse().map_err(|_| {
+        format!("invalid address {v:?} (expected an IP address, e.g. 192.0.2.2 or 2001:db8::2)")
+    })
+}
+
+/// `--chunk`: a size from 1 byte to 1 GiB.
+fn parse_chunk(v: &str) -> Result<usize, String> {
+    usize::try_from(parse_size(v)?)
+        .ok()
+        .filter(|&c| c > 0 && c <= 1 << 30)
+        .ok_or_else(|| "must be between 1 and 1G".into())
 }
 
 /// Parses the test client's arguments (without the program name).
 pub(crate) fn parse_client_args(
     args: impl IntoIterator<Item = String>,
 ) -> Result<Parsed<ClientConfig>, String> {
-    let mut a = Args {
-        it: args.into_iter(),
+    let a: ClientArgs = match parse_clap(client_command(), args)? {
+        Clap::Matched(a) => a,
+        Clap::Help(text) => return Ok(Parsed::Help(text)),
+        Clap::Version => return Ok(Parsed::Version),
+        Clap::Generate(dir) => return Ok(Parsed::Generate(dir)),
     };
-    let (mut connect, mut client_id, mut size) = (None, None, None);
-    let mut queues: u16 = 1;
-    let mut queue_count = None;
-    let mut proto_version = crate::wire::VERSION;
-    let (mut write_pattern, mut verify_pattern, mut expect_reject) = (None, None, None);
-    let mut print_descriptor = false;
-    let (mut hold, mut timeout) = (0u64, 30u64);
-    let mut chunk: u64 = 64 << 10;
-    let (mut secret, mut secret_file) = (None, None);
-    let mut instance = DEFAULT_INSTANCE;
-    let (mut replay, mut flood, mut flood_id) = (false, None, false);
-    let mut source: Option<IpAddr> = None;
-    while let Some(opt) = a.next_opt() {
-        let (opt, inline) = opt?;
-        match opt.as_str() {
-            "--help" => return Ok(Parsed::Help),
-            "--version" => return Ok(Parsed::Version),
-            // The value is never quoted in an error: it is a secret.
-            "--secret" => {
-                let v = a.value(&opt, inline)?;
-                secret = Some(Secret::from_hex(&v).map_err(|e| format!("--secret: {e}"))?);
-            }
-            "--secret-file" => {
-                let v = a.value(&opt, inline)?;
-                if v.is_empty() {
-                    return Err("--secret-file: empty path".into());
-                }
-                secret_file = Some(PathBuf::from(v));
-            }
-            "--instance" => instance = parse_u64_any(&opt, &a.value(&opt, inline)?)?,
-            "--replay" => {
-                no_value(&opt, inline)?;
-                replay = true;
-            }
-            "--flood" => {
-                let n: u64 = parse_num(&opt, &a.value(&opt, inline)?)?;
-                if n == 0 {
-                    return Err("--flood must be at least 1".into());
-                }
-                flood = Some(n);
-            }
-            "--flood-id" => {
-                no_value(&opt, inline)?;
-                flood_id = true;
-            }
-            "--source" => {
-                let v = a.value(&opt, inline)?;
-                source = Some(v.parse().map_err(|_| {
-                    format!("--source: invalid address {v:?} (expected an IP address, e.g. 192.0.2.2 or 2001:db8::2)")
-                })?);
-            }
-            "--connect" => connect = Some(parse_addr(&opt, &a.value(&opt, inline)?)?),
-            "--client-id" => client_id = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?),
-            "--size" => {
-                size =
-                    Some(parse_size(&a.value(&opt, inline)?).map_err(|e| format!("--size: {e}"))?)
-            }
-            "--queues" => queues = parse_num(&opt, &a.value(&opt, inline)?)?,
-            "--queue-count" => queue_count = Some(parse_num(&opt, &a.value(&opt, inline)?)?),
-            "--proto-version" => proto_version = parse_num(&opt, &a.value(&opt, inline)?)?,
-            "--write-pattern" => {
-                write_pattern = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?)
-            }
-            "--verify-pattern" => {
-                verify_pattern = Some(parse_u64_any(&opt, &a.value(&opt, inline)?)?)
-            }
-            "--expect-reject" => expect_reject = Some(parse_reason(&a.value(&opt, inline)?)?),
-            "--print-descriptor" => {
-                no_value(&opt, inline)?;
-                print_descriptor = true;
-            }
-            "--hold" => hold = parse_num(&opt, &a.value(&opt, inline)?)?,
-            "--timeout" => timeout = parse_num(&opt, &a.value(&opt, inline)?)?,
-            "--chunk" => {
-                chunk = parse_size(&a.value(&opt, inline)?).map_err(|e| format!("--chunk: {e}"))?
-            }
-            _ => return Err(format!("unknown option {opt:?} (see --help)")),
-        }
-    }
-    if queues == 0 {
-        return Err("--queues must be at least 1".into());
-    }
-    if timeout == 0 {
-        return Err("--timeout must be at least 1".into());
-    }
-    let chunk = usize::try_from(chunk)
-        .ok()
-        .filter(|&c| c > 0 && c <= 1 << 30)
-        .ok_or("--chunk must be between 1 and 1G")?;
-    if secret.is_some() && secret_file.is_some() {
+    // The value is never quoted in an error: it is a secret.
+    let secret = a
+        .secret
+        .map(|v| Secret::from_hex(&zeroize::Zeroizing::new(v)))
+        .transpose()
+        .map_err(|e| format!("--secret: {e}"))?;
+    if secret.is_some() && a.secret_file.is_some() {
         return Err("--secret and --secret-file exclude each other".into());
     }
-    if replay && secret.is_none() && secret_file.is_none() {
+    if a.replay && secret.is_none() && a.secret_file.is_none() {
         return Err("--replay needs a secret (--secret or --secret-file)".into());
     }
-    if replay && flood.is_some() {
+    if a.replay && a.flood.is_some() {
         return Err("--replay and --flood exclude each other".into());
     }
-    if flood_id && flood.is_none() {
+    if a.flood_id && a.flood.is_none() {
         return Err("--flood-id needs --flood N".into());
     }
-    let connect = connect.ok_or("--connect ADDR[:PORT] is required (see --help)")?;
-    if source.is_some_and(|s| s.is_ipv4() != connect.is_ipv4()) {
+    let connect = a
+        .connect
+        .ok_or("--connect ADDR[:PORT] is required (see --help)")?;
+    if a.source.is_some_and(|s| s.is_ipv4() != connect.is_ipv4()) {
         return Err(
             "--source and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
         );
     }
     Ok(Parsed::Run(ClientConfig {
         connect,
-        client_id: client_id.ok_or("--client-id ID is required (see --help)")?,
-        size: size.ok_or("--size SIZE is required (see --help)")?,
-        queues,
-        queue_count: queue_count.unwrap_or(queues),
-        proto_version,
-        write_pattern,
-        verify_pattern,
-        expect_reject,
-        print_descriptor,
-        hold: Duration::from_secs(hold),
-        timeout: Duration::from_secs(timeout),
-        chunk,
+        client_id: a
+            .client_id
+            .ok_or("--client-id ID is required (see --help)")?,
+        size: a.size.ok_or("--size SIZE is required (see --help)")?,
+        queues: a.queues,
+        queue_count: a.queue_count.unwrap_or(a.queues),
+        proto_version: a.proto_version,
+        write_pattern: a.write_pattern,
+        verify_pattern: a.verify_pattern,
+        expect_reject: a.expect_reject,
+        print_descriptor: a.print_descriptor,
+        hold: Duration::from_secs(a.hold),
+        timeout: Duration::from_secs(a.timeout),
+        chunk: a.chunk,
         secret,
-        secret_file,
-        instance,
-        replay,
-        flood,
-        flood_id,
-        source,
+        secret_file: a.secret_file,
+        instance: a.instance,
+        replay: a.replay,
+        flood: a.flood,
+        flood_id: a.flood_id,
+        source: a.source,
     }))
+}
+
+/// Writes `cmd`'s man page (section `section`) and its bash, zsh and fish completions
+/// into `dir` (`--generate DIR`, for the package build).
+pub(crate) fn generate(cmd: Command, section: &str, dir: &std::path::Path) -> Result<(), String> {
+    use clap_complete::Shell;
+    let name = cmd.get_name().to_string();
+    let fail = |what: &str, e: std::io::Error| format!("{}: {what}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| fail("create", e))?;
+    let page = dir.join(format!("{name}.{section}"));
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .section(section)
+        .render(&mut out)
+        .map_err(|e| fail("render the man page", e))?;
+    std::fs::write(&page, out).map_err(|e| fail(&page.display().to_string(), e))?;
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+        clap_complete::generate_to(shell, &mut cmd.clone(), &name, dir)
+            .map_err(|e| fail(&format!("{shell} completion"), e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -721,6 +885,16 @@ mod tests {
 
     fn cli(args: &[&str]) -> Result<Parsed<ClientConfig>, String> {
         parse_client_args(args.iter().map(|s| s.to_string()))
+    }
+
+    /// `rswap-server --help`.
+    fn server_long_help() -> String {
+        server_command().render_long_help().to_string()
+    }
+
+    /// `rswap-testclient --help`.
+    fn client_long_help() -> String {
+        client_command().render_long_help().to_string()
     }
 
     #[test]
@@ -770,6 +944,107 @@ mod tests {
         assert!(!c.test_wrong_server_proof);
     }
 
+    /// Every option of `cmd` but help, version and the hidden ones, by its long name.
+    fn options(cmd: &Command) -> Vec<String> {
+        let mut v: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_long())
+            .filter(|l| !["help", "version"].contains(l))
+            .map(|l| format!("--{l}"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn server_option_given_twice() {
+        // `--listen A --listen B` once took B silently.
+        let e = srv(&[
+            "--listen",
+            "192.0.2.1",
+            "--listen",
+            "192.0.2.2",
+            "--size",
+            "1G",
+        ]);
+        assert_eq!(
+            e,
+            Err("the argument '--listen <ADDR[:PORT]>' cannot be used multiple times".into())
+        );
+        // Every option, with a valid value: twice is refused, naming it (srv() gives
+        // --insecure, and the base --listen and --size).
+        let once = [
+            ("--allow-list", Some("a")),
+            ("--grace", Some("1")),
+            ("--hugepages", None),
+            ("--keepalive-ms", Some("0")),
+            ("--log-level", Some("debug")),
+            ("--max-clients", Some("2")),
+            ("--max-pending-per-source", Some("2")),
+            ("--max-queues", Some("2")),
+            ("--no-mlock", None),
+            ("--state-dir", Some("d")),
+            ("--status-socket", Some("s")),
+            ("--test-wrong-server-proof", None),
+        ];
+        let mut all: Vec<String> = once.iter().map(|(o, _)| o.to_string()).collect();
+        all.extend(["--insecure", "--listen", "--size"].map(String::from));
+        all.sort();
+        assert_eq!(all, options(&server_command()), "an option left out here");
+        for (opt, value) in once {
+            let mut args = vec!["--listen=192.0.2.1", "--size=1G"];
+            for _ in 0..2 {
+                args.push(opt);
+                args.extend(value);
+            }
+            let e = srv(&args).expect_err("accepted twice");
+            assert!(
+                e.starts_with(&format!("the argument '{opt}")) && e.ends_with("multiple times"),
+                "{args:?}: {e}"
+            );
+        }
+        for opt in ["--insecure", "--size=2G", "--listen=192.0.2.1"] {
+            let e = srv(&["--listen=192.0.2.1", "--size=1G", opt]).expect_err("accepted twice");
+            assert!(e.ends_with("cannot be used multiple times"), "{opt}: {e}");
+        }
+    }
+
+    #[test]
+    fn generate_man_and_completions() {
+        let dir = std::env::temp_dir().join(format!("rswap-generate-{}", std::process::id()));
+        let got = srv_raw(&["--generate", &dir.display().to_string()]);
+        assert_eq!(got, Ok(Parsed::Generate(dir.clone())));
+        let got = cli(&[&format!("--generate={}", dir.display())]);
+        assert!(matches!(got, Ok(Parsed::Generate(d)) if d == dir));
+        for (cmd, section) in [(server_command(), "8"), (client_command(), "1")] {
+            generate(cmd.clone(), section, &dir).expect("generate");
+            let name = cmd.get_name();
+            let page =
+                std::fs::read_to_string(dir.join(format!("{name}.{section}"))).expect("man page");
+            assert!(page.contains(&format!(".TH {name} {section} ")), "{page}");
+            let bash = std::fs::read_to_string(dir.join(format!("{name}.bash"))).expect("bash");
+            let zsh = std::fs::read_to_string(dir.join(format!("_{name}"))).expect("zsh");
+            let fish = std::fs::read_to_string(dir.join(format!("{name}.fish"))).expect("fish");
+            for opt in options(&cmd) {
+                assert!(
+                    page.contains(&opt.replace('-', "\\-")),
+                    "{opt} not in the man page"
+                );
+                assert!(bash.contains(&opt), "{opt} not in the bash completion");
+                assert!(zsh.contains(&opt), "{opt} not in the zsh completion");
+                let long = opt.trim_start_matches('-');
+                assert!(
+                    fish.contains(&format!("-l {long}")),
+                    "{opt} not in the fish completion"
+                );
+            }
+            // The hidden option stays hidden.
+            assert!(!page.contains("generate") && !bash.contains("--generate"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn server_test_wrong_server_proof() {
         let base = ["--listen", "192.0.2.1:7471", "--size", "96M"];
@@ -784,10 +1059,10 @@ mod tests {
             "{e}"
         );
         // Listed in --help, under the heading for tests.
-        let tests = SERVER_HELP
+        let tests = server_long_help()
             .find("For tests only")
             .expect("a heading for tests in --help");
-        let opt = SERVER_HELP
+        let opt = server_long_help()
             .find("--test-wrong-server-proof")
             .expect("in --help");
         assert!(
@@ -882,15 +1157,24 @@ mod tests {
 
     #[test]
     fn server_help() {
-        assert_eq!(srv(&["--help"]), Ok(Parsed::Help));
-        assert_eq!(srv(&["--size", "1G", "--help"]), Ok(Parsed::Help));
+        assert!(matches!(srv(&["--help"]), Ok(Parsed::Help(_))));
+        assert!(matches!(
+            srv(&["--size", "1G", "--help"]),
+            Ok(Parsed::Help(_))
+        ));
         // -h is --help, wherever an option may stand; without --insecure too.
-        assert_eq!(srv_raw(&["-h"]), Ok(Parsed::Help));
-        assert_eq!(srv(&["--listen", "1.2.3.4:5", "-h"]), Ok(Parsed::Help));
-        assert_eq!(
+        assert!(matches!(srv_raw(&["-h"]), Ok(Parsed::Help(_))));
+        // The same text: -h is not a summary.
+        assert_eq!(srv_raw(&["-h"]), srv_raw(&["--help"]));
+        assert!(matches!(cli(&["-h"]), Ok(Parsed::Help(h)) if h == client_long_help()));
+        assert!(matches!(
+            srv(&["--listen", "1.2.3.4:5", "-h"]),
+            Ok(Parsed::Help(_))
+        ));
+        assert!(matches!(
             srv(&["--size", "1G", "-h", "--frobnicate"]),
-            Ok(Parsed::Help)
-        );
+            Ok(Parsed::Help(_))
+        ));
         // ... but not as an option's value.
         let Ok(Parsed::Run(c)) = srv(&["--listen=1.2.3.4:5", "--size=1G", "--state-dir", "-h"])
         else {
@@ -916,13 +1200,20 @@ mod tests {
             "--version",
             "-h",
         ] {
-            assert!(SERVER_HELP.contains(opt), "{opt} not in --help");
+            assert!(server_long_help().contains(opt), "{opt} not in --help");
         }
     }
 
     #[test]
     fn version() {
         assert_eq!(srv_raw(&["--version"]), Ok(Parsed::Version));
+        // -V too, as clap's other programs (rswapctl).
+        assert_eq!(srv_raw(&["-V"]), Ok(Parsed::Version));
+        assert!(matches!(cli(&["-V"]), Ok(Parsed::Version)));
+        assert_eq!(
+            server_command().render_version(),
+            format!("{}\n", version_line("rswap-server"))
+        );
         assert_eq!(
             srv(&["--listen", "1.2.3.4:5", "--version"]),
             Ok(Parsed::Version)
@@ -943,7 +1234,7 @@ mod tests {
         );
         assert!(line.ends_with("(wire protocol 2)"), "{line}");
         assert!(!line.contains('\n'));
-        assert!(CLIENT_HELP.contains("--version") && CLIENT_HELP.contains("-h"));
+        assert!(client_long_help().contains("--version") && client_long_help().contains("-h"));
     }
 
     #[test]
@@ -1033,7 +1324,7 @@ mod tests {
             let want = if v.len() > 19 {
                 "--max-queues: invalid number"
             } else {
-                "--max-queues must be between 1 and 65535"
+                "--max-queues: must be between 1 and 65535"
             };
             assert!(e.as_ref().is_err_and(|e| e.contains(want)), "{v}: {e:?}");
         }
@@ -1047,7 +1338,7 @@ mod tests {
                 "--size=1G",
                 "--max-pending-per-source=0",
             ],
-            "--max-pending-per-source must be at least 1",
+            "--max-pending-per-source: must be at least 1",
         );
         err(
             &[
@@ -1064,7 +1355,7 @@ mod tests {
         for v in ["1", "999", "600001", "18446744073709551615"] {
             err(
                 &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms", v],
-                "--keepalive-ms must be 0 (off) or between 1000 and 600000",
+                "--keepalive-ms: must be 0 (off) or between 1000 and 600000",
             );
         }
         for v in ["-1", "5s", "1e3", ""] {
@@ -1086,7 +1377,7 @@ mod tests {
                 "--log-level",
                 "loud",
             ],
-            "unknown level",
+            "--log-level: invalid value \"loud\" (error, warn, info, debug)",
         );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--hugepages=yes"],
@@ -1094,7 +1385,7 @@ mod tests {
         );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "--frobnicate"],
-            "unknown option \"--frobnicate\"",
+            "unexpected argument '--frobnicate' found",
         );
         err(
             &["--listen", "1.2.3.4:5", "--size", "1G", "extra"],
@@ -1209,7 +1500,7 @@ mod tests {
             ),
             (vec!["--replay"], "--replay needs a secret"),
             (vec!["--replay=1", "--secret", hex], "takes no value"),
-            (vec!["--flood", "0"], "--flood must be at least 1"),
+            (vec!["--flood", "0"], "--flood: must be at least 1"),
             (vec!["--flood", "x"], "invalid number"),
             (
                 vec!["--secret", hex, "--replay", "--flood", "3"],
@@ -1240,7 +1531,7 @@ mod tests {
             "--flood-id",
             "--source",
         ] {
-            assert!(CLIENT_HELP.contains(opt), "{opt} not in --help");
+            assert!(client_long_help().contains(opt), "{opt} not in --help");
         }
     }
 
@@ -1346,12 +1637,22 @@ mod tests {
         err(&["--queues", "0"], "at least 1");
         err(&["--expect-reject", "Nope"], "unknown reason");
         err(&["--expect-reject", "7"], "unknown reason");
-        err(&["--client-id", "0xzz"], "invalid number");
+        let e = cli(&["--connect=1.2.3.4:5", "--client-id", "0xzz", "--size=4M"]);
+        assert!(e.is_err_and(|e| e.contains("--client-id: invalid number \"0xzz\"")));
+        // Each option once: a second one is refused, not taken over the first.
+        err(
+            &["--client-id", "2"],
+            "'--client-id <ID>' cannot be used multiple times",
+        );
+        err(
+            &["--replay", "--replay"],
+            "'--replay' cannot be used multiple times",
+        );
         err(&["--chunk", "0"], "--chunk");
-        err(&["--bogus"], "unknown option");
+        err(&["--bogus"], "unexpected argument '--bogus'");
         assert!(cli(&["--client-id", "1", "--size", "1M"]).is_err());
-        assert!(matches!(cli(&["--help"]), Ok(Parsed::Help)));
-        assert!(matches!(cli(&["-h"]), Ok(Parsed::Help)));
+        assert!(matches!(cli(&["--help"]), Ok(Parsed::Help(_))));
+        assert!(matches!(cli(&["-h"]), Ok(Parsed::Help(_))));
         assert!(cli(&["-v"]).is_err_and(|e| e.contains("unexpected argument")));
     }
 }

@@ -441,10 +441,11 @@ proptest! {
 
 // --- command lines -----------------------------------------------------------------------
 
-const SERVER_OPTS: [&str; 18] = [
+const SERVER_OPTS: [&str; 19] = [
     "--help",
     "-h",
     "--version",
+    "-V",
     "--status-socket",
     "--listen",
     "--size",
@@ -464,10 +465,11 @@ const SERVER_OPTS: [&str; 18] = [
 
 const SERVER_REQUIRED: [&str; 5] = ["--listen", "192.0.2.1:7471", "--size", "1G", "--insecure"];
 
-const CLIENT_OPTS: [&str; 24] = [
+const CLIENT_OPTS: [&str; 25] = [
     "--help",
     "-h",
     "--version",
+    "-V",
     "--connect",
     "--client-id",
     "--size",
@@ -749,8 +751,9 @@ proptest! {
                 // Never started without authentication unless --insecure was asked for.
                 prop_assert!(c.allow_list.is_some() || c.insecure);
             }
-            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
-            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--version"))),
+            Ok(Parsed::Help(_)) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a == "-V" || a.split('=').next() == Some("--version"))),
+            Ok(Parsed::Generate(_)) => prop_assert!(false, "--generate is not among the options: {:?}", args),
             Err(e) => prop_assert!(!e.is_empty()),
         }
     }
@@ -765,6 +768,28 @@ proptest! {
     ) {
         let argv = a.argv(&inline, &order);
         prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);
+    }
+
+    /// Any valid command line with one of its options given a second time (with any
+    /// value, or none) is refused, naming that option: neither the first nor the last is
+    /// taken.
+    #[test]
+    fn fuzz_server_args_twice(
+        a in server_args(),
+        inline in any::<[bool; 15]>(),
+        order in any::<[u8; 15]>(),
+        pick in any::<prop::sample::Index>(),
+        value in prop::option::of(arg_value()),
+    ) {
+        let mut argv = a.argv(&inline, &order);
+        let opts: Vec<String> = argv.iter().filter(|o| o.starts_with("--")).cloned().collect();
+        let opt = pick.get(&opts).split('=').next().unwrap_or_default().to_string();
+        argv.push(match value {
+            Some(v) => format!("{opt}={v}"),
+            None => opt.clone(),
+        });
+        let e = parse_server_args(argv.clone());
+        prop_assert!(e.as_ref().is_err_and(|e| e.contains(&opt)), "{:?}: {:?}", argv, e);
     }
 
     /// Any argument vector: no panic; a configuration that is returned keeps the rules
@@ -782,8 +807,9 @@ proptest! {
                 prop_assert!(!c.flood_id || c.flood.is_some());
                 prop_assert!(c.source.is_none_or(|s| s.is_ipv4() == c.connect.is_ipv4()));
             }
-            Ok(Parsed::Help) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
-            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a.split('=').next() == Some("--version"))),
+            Ok(Parsed::Help(_)) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
+            Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a == "-V" || a.split('=').next() == Some("--version"))),
+            Ok(Parsed::Generate(_)) => prop_assert!(false, "--generate is not among the options: {:?}", args),
             Err(e) => prop_assert!(!e.is_empty()),
         }
     }

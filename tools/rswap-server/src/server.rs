@@ -264,9 +264,18 @@ struct Server {
 /// Entry point of `rswap-server`.
 pub fn main() -> ExitCode {
     let cfg = match config::parse_server_args(std::env::args().skip(1)) {
-        Ok(Parsed::Help) => {
-            print!("{}", config::SERVER_HELP);
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Generate(dir)) => {
+            return match config::generate(config::server_command(), "8", &dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rswap-server: {e}");
+                    ExitCode::FAILURE
+                }
+            };
         }
         Ok(Parsed::Version) => {
             println!("{}", config::version_line("rswap-server"));
