@@ -165,6 +165,11 @@ for c in bash-completion/completions/rswapctl zsh/vendor-completions/_rswapctl \
 	fish/vendor_completions.d/rswapctl.fish; do
 	grep -q 'poll-queues' "$root/usr/share/$c" 2>/dev/null || bad+="no shell completion $c; "
 done
+zcat "$root/usr/share/man/man8/rswap-server.8.gz" 2>/dev/null | grep -q 'listen' || bad+="rswap-server.8 lacks --listen; "
+for c in bash-completion/completions/rswap-server zsh/vendor-completions/_rswap-server \
+	fish/vendor_completions.d/rswap-server.fish; do
+	grep -q 'status-socket' "$root/usr/share/$c" 2>/dev/null || bad+="no completion $c; "
+done
 for u in "$RSWAP_TOP"/packaging/systemd/*.service; do
 	[ -f "$u" ] || continue
 	cmp -s "$u" "$root/usr/lib/systemd/system/${u##*/}" || bad+="unit ${u##*/} not installed; "

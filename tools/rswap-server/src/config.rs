@@ -356,7 +356,7 @@ struct ServerArgs {
 const SERVER_USAGE: &str = "\
 rswap-server --listen ADDR[:PORT] --size SIZE --allow-list FILE [OPTIONS]
        rswap-server --listen ADDR[:PORT] --size SIZE --insecure [OPTIONS]
-       rswap-server --version | --help | -h";
+       rswap-server --version | -V | --help | -h";
 
 const SERVER_ABOUT: &str = "\
 Hand out registered remote memory to rswap clients over rdma_cm.
@@ -724,7 +724,7 @@ struct ClientArgs {
 
 const CLIENT_USAGE: &str = "\
 rswap-testclient --connect ADDR[:PORT] --client-id ID --size SIZE [OPTIONS]
-       rswap-testclient --version | --help | -h";
+       rswap-testclient --version | -V | --help | -h";
 
 const CLIENT_ABOUT: &str = "\
 Connect to rswap-server like the kernel module would, and test it.
