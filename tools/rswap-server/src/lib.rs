@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! rswap's userspace memory server (`rswap-server`) and its test client
-//! (`rswap-testclient`). All `unsafe` code is in [`rdma`]; everything else is
-//! safe Rust. See `Documentation/memory-server.md`.
+//! (`rswap-testclient`). The `unsafe` code is in `rdma` (the rdma-core FFI) and
+//! `memory` (mapping the regions); everything else is safe Rust. See `Documentation/memory-server.md`.
 
 mod allowlist;
 mod auth;
@@ -16,7 +16,9 @@ mod fuzz;
 mod ids;
 mod keepalive;
 mod log;
+mod memory;
 mod notify;
+mod os;
 mod pending;
 mod policy;
 mod rdma;

@@ -20,13 +20,12 @@ use crate::crypto::{self, Proven};
 use crate::ids;
 use crate::keepalive::{Probe, Reply, Round, Schedule};
 use crate::log;
+use crate::memory::{self, MapWarnings, RegionMemory};
 use crate::notify;
+use crate::os::{self, Interest, SignalFd};
 use crate::pending::Pending;
 use crate::policy::{self, Admit, Existing, Holder, Limits, Ownership, PAGE};
-use crate::rdma::{
-    self, CmId, Device, Event, EventChannel, EventKind, IdKey, Interest, MapWarnings, Pd, QpCaps,
-    RegionMemory, RemoteRegion, SignalFd,
-};
+use crate::rdma::{CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RemoteRegion};
 use crate::size::format_size;
 use crate::status::{
     self, ClientInfo, Counters, Pool, QueueInfo, Snapshot, StatusService, StatusSocket,
@@ -323,7 +322,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         PAGE
     };
     let memory_locked = if cfg.mlock {
-        match rdma::lock_all_memory() {
+        match memory::lock_all_memory() {
             Ok(()) => true,
             Err(e) => {
                 log::warn("mlock_failed")
@@ -657,7 +656,7 @@ impl Server {
                     timeout = Some(timeout.map_or(left, |d| d.min(left)));
                 }
             }
-            let ready = rdma::poll_fds(&fds, timeout).map_err(|e| format!("poll: {e}"))?;
+            let ready = os::poll_fds(&fds, timeout).map_err(|e| format!("poll: {e}"))?;
             if ready.get(1).copied().unwrap_or(false) {
                 match signals.read().map_err(|e| format!("signalfd: {e}"))? {
                     Some(libc::SIGUSR1) => self.disconnect_all(),

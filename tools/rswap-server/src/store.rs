@@ -27,8 +27,8 @@ use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
+use crate::memory;
 use crate::policy::PAGE;
-use crate::rdma;
 
 /// Version of the metadata format of a region whose owner instance is known.
 pub(crate) const FORMAT_VERSION: u32 = 2;
@@ -486,14 +486,14 @@ impl Store {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(dir.join(LOCK_NAME))
             .map_err(|e| format!("--state-dir: cannot open {show}/{LOCK_NAME}: {e}"))?;
-        rdma::try_lock_file(&lock).map_err(|e| {
+        memory::try_lock_file(&lock).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
                 format!("--state-dir: {show} is in use by another rswap-server")
             } else {
                 format!("--state-dir: cannot lock {show}/{LOCK_NAME}: {e}")
             }
         })?;
-        let fs = rdma::fs_type(&lock).map_err(|e| format!("--state-dir: {show}: {e}"))?;
+        let fs = memory::fs_type(&lock).map_err(|e| format!("--state-dir: {show}: {e}"))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             _lock: lock,
@@ -575,7 +575,7 @@ impl Store {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
-        let sized = f.set_len(len).and_then(|()| rdma::fallocate(&f, len));
+        let sized = f.set_len(len).and_then(|()| memory::fallocate(&f, len));
         if let Err(e) = sized {
             let _ = fs::remove_file(&path);
             return Err(io::Error::new(e.kind(), format!("{name}: {e}")));

@@ -6,13 +6,14 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::verbs::{Device, QpParts};
-use super::{c_string, check, last_err, poll_readable, sys};
+use super::{c_string, check, last_err, sys};
+use crate::os::poll_readable;
 
 /// One list from `rdma_get_devices`; holding it keeps librdmacm's device contexts
 /// open (it counts a reference on each), so our PDs never outlive their context.
@@ -184,9 +185,10 @@ impl EventChannel {
     }
 
     /// The channel's file descriptor, readable when an event is pending.
-    pub fn fd(&self) -> RawFd {
-        // SAFETY: the channel is valid while self lives; fd is a plain field.
-        unsafe { (*self.inner.raw.as_ptr()).fd }
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the channel is valid while self lives; fd is a plain field, and the
+        // descriptor stays open until the channel is destroyed (after the borrow).
+        unsafe { BorrowedFd::borrow_raw((*self.inner.raw.as_ptr()).fd) }
     }
 
     /// Creates a new, unbound id on this channel (RC, port space TCP).

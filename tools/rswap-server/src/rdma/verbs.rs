@@ -9,10 +9,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::cm::{ChannelInner, CmId};
-use super::{
-    c_string, check, last_err, sys, Mapping, RegionMemory, WC_RECV_BIT, WR_PROBE, WR_RDMA, WR_RECV,
-    WR_SEND,
-};
+use super::{c_string, check, last_err, sys, WC_RECV_BIT, WR_PROBE, WR_RDMA, WR_RECV, WR_SEND};
+use crate::memory::{Mapping, RegionMemory};
 
 /// An RDMA device context (one `ibv_context` of librdmacm), kept open while held.
 #[derive(Clone)]
@@ -77,13 +75,13 @@ impl Pd {
 /// Registers `map` in `pd` with `access`.
 fn reg_mr(pd: &Pd, map: &Mapping, len: usize, access: u32) -> io::Result<NonNull<sys::ibv_mr>> {
     let access = i32::try_from(access).map_err(|_| io::Error::other("bad access flags"))?;
-    // SAFETY: [ptr, ptr + len) lies in the mapping (len <= map.len); the caller keeps
+    // SAFETY: [ptr, ptr + len) lies in the mapping (len <= map.len()); the caller keeps
     // the mapping alive until ibv_dereg_mr.
     let mr = unsafe {
         sys::rswap_reg_mr(
             pd.inner.raw.as_ptr(),
-            map.ptr.as_ptr().cast(),
-            len.min(map.len),
+            map.ptr().as_ptr().cast(),
+            len.min(map.len()),
             access,
         )
     };
@@ -107,11 +105,11 @@ impl RemoteRegion {
         let access = sys::ibv_access_flags_IBV_ACCESS_LOCAL_WRITE
             | sys::ibv_access_flags_IBV_ACCESS_REMOTE_READ
             | sys::ibv_access_flags_IBV_ACCESS_REMOTE_WRITE;
-        let mr = reg_mr(pd, &mem.map, len, access)?;
+        let mr = reg_mr(pd, mem.mapping(), len, access)?;
         Ok(Self {
             mr,
-            len: len.min(mem.map.len),
-            map: Rc::clone(&mem.map),
+            len: len.min(mem.mapping().len()),
+            map: Rc::clone(mem.mapping()),
             _pd: Rc::clone(&pd.inner),
         })
     }
@@ -124,7 +122,7 @@ impl RemoteRegion {
 
     /// The address peers use for RDMA (the virtual address of the mapping).
     pub fn addr(&self) -> u64 {
-        self.map.ptr.as_ptr().addr() as u64
+        self.map.ptr().as_ptr().addr() as u64
     }
 
     /// Registered length in bytes.
@@ -178,7 +176,9 @@ impl LocalBuf {
         match (&self.map, self.poisoned) {
             // SAFETY: the mapping holds `len` initialised (zero-filled) bytes; no
             // operation is in flight (they complete inside &mut self methods).
-            (Some(m), false) => Ok(unsafe { std::slice::from_raw_parts(m.ptr.as_ptr(), self.len) }),
+            (Some(m), false) => {
+                Ok(unsafe { std::slice::from_raw_parts(m.ptr().as_ptr(), self.len) })
+            }
             _ => Err(Self::poisoned_err()),
         }
     }
@@ -188,7 +188,7 @@ impl LocalBuf {
         match (&self.map, self.poisoned) {
             (Some(m), false) => {
                 // SAFETY: as in bytes(), and &mut self makes this the only reference.
-                let bytes = unsafe { std::slice::from_raw_parts_mut(m.ptr.as_ptr(), self.len) };
+                let bytes = unsafe { std::slice::from_raw_parts_mut(m.ptr().as_ptr(), self.len) };
                 Ok(bytes)
             }
             _ => Err(Self::poisoned_err()),
@@ -203,7 +203,7 @@ impl LocalBuf {
     fn base(&self) -> *mut u8 {
         self.map
             .as_ref()
-            .map_or(ptr::null_mut(), |m| m.ptr.as_ptr())
+            .map_or(ptr::null_mut(), |m| m.ptr().as_ptr())
     }
 }
 

@@ -11,7 +11,7 @@
 //! The answer is made from a [`Snapshot`] the caller provides (at most one per call).
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ use super::request::{answer, parse_request, REQUEST_MAX};
 use super::snapshot::Snapshot;
 use super::socket::StatusSocket;
 use crate::log;
-use crate::rdma::Interest;
+use crate::os::Interest;
 
 /// How long and how many.
 #[derive(Debug, Clone, Copy)]
@@ -258,18 +258,14 @@ impl StatusService {
 
     /// The descriptors to poll and for what: the listening socket (unless accepting
     /// is paused), then every connection.
-    pub(crate) fn poll_fds(&self) -> Vec<(RawFd, Interest)> {
+    pub(crate) fn poll_fds(&self) -> Vec<(BorrowedFd<'_>, Interest)> {
         let listener = self
             .accept_paused_until
             .is_none()
-            .then(|| (self.socket.listener().as_raw_fd(), Interest::Read));
+            .then(|| (self.socket.listener().as_fd(), Interest::Read));
         listener
             .into_iter()
-            .chain(
-                self.conns
-                    .iter()
-                    .map(|c| (c.stream.as_raw_fd(), c.interest())),
-            )
+            .chain(self.conns.iter().map(|c| (c.stream.as_fd(), c.interest())))
             .collect()
     }
 
@@ -350,7 +346,7 @@ impl StatusService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::poll_fds;
+    use crate::os::poll_fds;
     use crate::status::json::format_status;
     use crate::status::metrics::format_metrics;
     use crate::status::snapshot::{sample, ClientInfo, QueueInfo};

@@ -11,7 +11,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt}
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use crate::rdma;
+use crate::os;
 
 /// The listening socket and its file.
 #[derive(Debug)]
@@ -43,7 +43,7 @@ impl StatusSocket {
         }
         remove_stale(path).map_err(what)?;
         let listener =
-            rdma::bind_unix_private(path).map_err(|e| what(format!("cannot bind: {e}")))?;
+            os::bind_unix_private(path).map_err(|e| what(format!("cannot bind: {e}")))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| what(format!("cannot make it nonblocking: {e}")))?;
