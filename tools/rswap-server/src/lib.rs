@@ -4,6 +4,7 @@
 //! (`rswap-testclient`). The `unsafe` code is in `rdma` (the rdma-core FFI) and
 //! `memory` (mapping the regions); everything else is safe Rust. See `Documentation/memory-server.md`.
 
+mod admission;
 mod allowlist;
 mod auth;
 mod challenge;

@@ -13,6 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::admission::{self, Admitted, Held, Refusal};
 use crate::allowlist::AllowList;
 use crate::auth::{self, Decision, Gate};
 use crate::config::{self, Parsed, ServerConfig};
@@ -24,7 +25,7 @@ use crate::memory::{self, MapWarnings, RegionMemory};
 use crate::notify;
 use crate::os::{self, Interest, SignalFd};
 use crate::pending::Pending;
-use crate::policy::{self, Admit, Existing, Holder, Limits, Ownership, PAGE};
+use crate::policy::{Admit, Limits, Ownership, PAGE};
 use crate::rdma::{CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RemoteRegion};
 use crate::size::format_size;
 use crate::status::{
@@ -32,8 +33,7 @@ use crate::status::{
 };
 use crate::store::{self, Meta, Store, Verdict};
 use crate::wire::{
-    self, ConnectRequest, RegionDescriptor, Reject, RejectCode, RejectReason, WireError,
-    SERVER_MAC_LEN, VERSION_1,
+    self, ConnectRequest, RegionDescriptor, Reject, RejectCode, RejectReason, SERVER_MAC_LEN,
 };
 
 /// QP sizes of a server-side queue: one SEND (the descriptor) and one keep-alive
@@ -815,6 +815,17 @@ impl Server {
         Ok(())
     }
 
+    /// Answers with `refusal` (see `admission.rs`).
+    fn refuse(&mut self, id: CmId, req: Option<&ConnectRequest>, refusal: Refusal) {
+        let Refusal {
+            version,
+            code,
+            why,
+            detail,
+        } = refusal;
+        self.reject_as(id, version, code, req, &why, &detail);
+    }
+
     fn reject(&mut self, id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
         self.reject_as(id, wire::VERSION, code, req, why, &[]);
     }
@@ -900,36 +911,13 @@ impl Server {
     }
 
     fn connect_request(&mut self, mut id: CmId, ev: &Event) {
-        // A version-1 client is answered in version 1, so that it can say why.
-        if wire::version_of(&ev.private_data) == Some(VERSION_1) {
-            return self.reject_as(
-                id,
-                VERSION_1,
-                RejectCode::BadVersion,
-                None,
-                "protocol version 1 (no authentication); this server speaks version 2",
-                &[],
-            );
-        }
-        let req = match ConnectRequest::decode(&ev.private_data) {
+        let req = match admission::parse(&ev.private_data) {
             Ok(r) => r,
-            Err(e) => {
-                let (code, why) = match e {
-                    WireError::BadVersion => (RejectCode::BadVersion, "unknown protocol version"),
-                    WireError::BadMagic => (RejectCode::BadRequest, "bad magic"),
-                    WireError::Short => (RejectCode::BadRequest, "private data too short"),
-                    WireError::BadField => (RejectCode::BadRequest, "invalid field"),
-                };
-                return self.reject(id, code, None, why);
-            }
+            Err(r) => return self.refuse(id, None, r),
         };
         // Before anything is allocated for the request.
         if let Err(at) = self.pending.start(id.key(), id.peer_ip()) {
-            let why = format!(
-                "--max-pending-per-source reached: {} connects from this address not established yet",
-                at.pending
-            );
-            return self.reject(id, RejectCode::TooManyClients, Some(&req), &why);
+            return self.refuse(id, Some(&req), admission::too_many_pending(at.pending));
         }
         // Authentication, before anything about regions is looked at.
         let (instance, proven) =
@@ -942,72 +930,29 @@ impl Server {
                     evicted,
                 } => return self.challenge(id, &req, server_nonce, evicted),
                 Decision::Refuse { code, why } => {
-                    return self.reject(id, code, Some(&req), why);
+                    return self.refuse(id, Some(&req), Refusal::new(code, why));
                 }
                 Decision::Admit { instance, proven } => (instance, proven),
             };
-        // One owner per region: another instance may not touch it.
-        let holder = match self.clients.get(&req.client_id) {
-            None => Holder::Nobody,
-            Some(c) => c.owner.map_or(Holder::Unknown, Holder::Instance),
-        };
-        let ownership = match policy::ownership(holder, instance) {
-            Ok(o) => o,
-            Err(code) => {
-                let owner = match holder {
-                    Holder::Instance(o) => o.to_string(),
-                    Holder::Nobody | Holder::Unknown => "unknown".into(),
-                };
-                return self.reject_as(
-                    id,
-                    wire::VERSION,
-                    code,
-                    Some(&req),
-                    "region held by another instance of this client id",
-                    &[("instance", instance.to_string()), ("owner", owner)],
-                );
-            }
-        };
-        let Some(device) = id.device() else {
-            return self.reject(
-                id,
-                RejectCode::BadRequest,
-                Some(&req),
-                "no RDMA device for the connection",
-            );
-        };
-        let existing = match self.clients.get(&req.client_id) {
-            None => Existing::None,
-            Some(c) if c.reg.as_ref().is_some_and(|r| !device.same(&r.device)) => {
-                return self.reject(
-                    id,
-                    RejectCode::BadRequest,
-                    Some(&req),
-                    "region is on another device",
-                );
-            }
-            Some(c) if c.queues.is_empty() => Existing::Grace { length: c.length },
-            Some(c) => Existing::Live {
-                queue_count: c.queue_count,
-                length: c.length,
-            },
-        };
-        let decision = match policy::admit(&req, existing, self.limits()) {
-            Ok(d) => d,
-            Err(code) => {
-                let why = match code {
-                    RejectCode::TooLarge => "not enough memory left in the pool",
-                    RejectCode::TooManyClients => "--max-clients reached",
-                    RejectCode::QueueMismatch => "queue_count differs from the live queues",
-                    RejectCode::BadRequest if req.queue_count > self.cfg.max_queues => {
-                        "queue_count above --max-queues"
-                    }
-                    _ => "size differs from the client's region, or invalid queue",
-                };
-                return self.reject(id, code, Some(&req), why);
-            }
-        };
-        match decision {
+        let device = id.device();
+        let held = self.clients.get(&req.client_id).map(|c| Held {
+            owner: c.owner,
+            other_device: c
+                .reg
+                .as_ref()
+                .zip(device.as_ref())
+                .is_some_and(|(r, d)| !d.same(&r.device)),
+            live: !c.queues.is_empty(),
+            queue_count: c.queue_count,
+            length: c.length,
+        });
+        let held = held.as_ref();
+        let (Admitted { admit, ownership }, device) =
+            match admission::admit(&req, instance, held, device, self.limits()) {
+                Ok(a) => a,
+                Err(r) => return self.refuse(id, Some(&req), r),
+            };
+        match admit {
             Admit::NewRegion { length, charge } => {
                 match self.new_client(&req, instance, &device, length, charge) {
                     Ok(c) => {
