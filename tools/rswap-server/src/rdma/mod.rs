@@ -12,7 +12,7 @@
 //! - every [`CmId`], [`Device`], [`Pd`] holds an `Rc` of the event channel, so the
 //!   channel (and the device contexts it pins) outlives them;
 //! - a [`Pd`] pins its [`Device`]; a [`RemoteRegion`] / [`LocalBuf`] and a QP pin
-//!   their [`Pd`]; a [`RemoteRegion`] also pins its [`RegionMemory`]'s mapping;
+//!   their [`Pd`]; a [`RemoteRegion`] also pins its [`crate::memory::RegionMemory`]'s mapping;
 //! - a [`CmId`] destroys, in order, its QP, its CQ, its receive buffer, then the id.
 //!
 //! Events are copied out of librdmacm and acknowledged inside

@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The life of a region: made for a new client (anonymous or a state file), restored
+//! from the state directory at start, registered on its client's device, kept in its
+//! file (`--state-dir`), kept for the grace period once its last queue is gone, and
+//! freed when that is over (or kept on disk at shutdown).
+
+use super::*;
+
+/// Logs what did not take on a region's new mapping; the region is served anyway.
+fn log_map_warnings(w: MapWarnings, client_id: u64, region_id: u64) {
+    if let Some(e) = w.dont_dump {
+        log::warn("region_dontdump_failed")
+            .kv("client_id", client_id)
+            .kv("region_id", region_id)
+            .kv("errno", e.raw_os_error().unwrap_or(0))
+            .kv("error", e)
+            .kv(
+                "effect",
+                "the region's memory may appear in a core dump of the server",
+            )
+            .emit();
+    }
+    if let Some(e) = w.lock {
+        log::warn("region_mlock_failed")
+            .kv("client_id", client_id)
+            .kv("region_id", region_id)
+            .kv("error", e)
+            .emit();
+    }
+}
+
+/// Maps a region's memory file (`--state-dir`), locked unless `mlock` is false, and
+/// excluded from core dumps; a lock or advice that fails is logged, not fatal (as
+/// for the process's own memory).
+fn map_region_file(
+    file: &std::fs::File,
+    map_len: usize,
+    mlock: bool,
+    client_id: u64,
+    region_id: u64,
+) -> std::io::Result<RegionMemory> {
+    let (mem, warnings) = RegionMemory::shared(file, map_len, mlock)?;
+    log_map_warnings(warnings, client_id, region_id);
+    Ok(mem)
+}
+
+/// Checks the state directory's file system against `--hugepages` and returns
+/// the allocation unit: a file on hugetlbfs is made of its hugepages.
+pub(super) fn state_dir_unit(store: &Store, cfg: &ServerConfig, unit: u64) -> Result<u64, String> {
+    let (magic, block) = store.fs_type();
+    let dir = store.dir().display();
+    match (magic == store::HUGETLBFS_MAGIC, cfg.hugepages) {
+        (true, true) => return Ok(block.max(PAGE)),
+        (true, false) => {
+            return Err(format!(
+                "--state-dir: {dir} is on hugetlbfs: add --hugepages"
+            ))
+        }
+        (false, true) => {
+            return Err(format!(
+                "--hugepages with --state-dir needs the directory on hugetlbfs; {dir} is not"
+            ))
+        }
+        (false, false) => {}
+    }
+    if magic != store::TMPFS_MAGIC && magic != store::RAMFS_MAGIC {
+        log::warn("state_dir_not_tmpfs")
+            .kv("dir", &dir)
+            .hex("fs_magic", magic)
+            .kv(
+                "effect",
+                "regions are files on a disk file system; ibv_reg_mr may refuse them",
+            )
+            .emit();
+    }
+    Ok(unit)
+}
+
+/// Scans the state directory: deletes what is incomplete or inconsistent, maps
+/// every complete region and starts its grace period. Returns the regions by
+/// client id and the pool bytes they take.
+pub(super) fn restore(
+    store: &Store,
+    cfg: &ServerConfig,
+) -> Result<(BTreeMap<u64, Client>, u64), String> {
+    let dir = store.dir().display();
+    let verdicts = store
+        .scan()
+        .map_err(|e| format!("--state-dir: cannot read {dir}: {e}"))?;
+    let mut clients = BTreeMap::new();
+    let mut used: u64 = 0;
+    let grace_until = Instant::now() + cfg.grace;
+    for v in verdicts {
+        match v {
+            Verdict::Ignore { name, why } => {
+                log::warn("state_file_ignored")
+                    .kv("file", name)
+                    .kv("why", why)
+                    .emit();
+            }
+            Verdict::Discard {
+                region_id,
+                files,
+                why,
+            } => {
+                let res = store.remove_files(&files);
+                let mut line = log::warn("region_discarded")
+                    .kv("region_id", region_id)
+                    .kv("files", files.join(","))
+                    .kv("why", why);
+                if let Err(e) = res {
+                    line = line.kv("error", e);
+                }
+                line.emit();
+            }
+            Verdict::Restore(meta) => {
+                let cannot = |e: &dyn std::fmt::Display| {
+                    format!(
+                        "--state-dir: cannot restore region {} of client {} in {dir}: {e}",
+                        meta.region_id, meta.client_id
+                    )
+                };
+                let file = store
+                    .open_memory(meta.region_id, meta.map_length)
+                    .map_err(|e| cannot(&e))?;
+                let map_len = usize::try_from(meta.map_length).map_err(|e| cannot(&e))?;
+                let mem =
+                    map_region_file(&file, map_len, cfg.mlock, meta.client_id, meta.region_id)
+                        .map_err(|e| cannot(&e))?;
+                used = used.saturating_add(meta.map_length);
+                log::info("region_restored")
+                    .kv("client_id", meta.client_id)
+                    .kv("region_id", meta.region_id)
+                    .kv("length", meta.length)
+                    .kv("epoch", meta.epoch)
+                    .kv("instance", instance_text(meta.instance))
+                    .kv("grace_s", cfg.grace.as_secs())
+                    .kv("pool_left", cfg.size.saturating_sub(used))
+                    .emit();
+                clients.insert(
+                    meta.client_id,
+                    Client {
+                        region_id: meta.region_id,
+                        epoch: meta.epoch,
+                        queue_count: meta.queue_count,
+                        charge: meta.map_length,
+                        length: meta.length,
+                        queues: BTreeMap::new(),
+                        grace_until: Some(grace_until),
+                        reg: None,
+                        mem,
+                        owner: meta.instance,
+                        last_seen: None,
+                    },
+                );
+            }
+        }
+    }
+    if used > cfg.size || clients.len() > cfg.max_clients {
+        log::warn("pool_overcommitted")
+            .kv("restored", clients.len())
+            .kv("restored_bytes", used)
+            .kv("pool", cfg.size)
+            .kv("max_clients", cfg.max_clients)
+            .kv(
+                "effect",
+                "new clients are refused until enough restored regions are freed",
+            )
+            .emit();
+    }
+    Ok((clients, used))
+}
+
+impl Server {
+    /// A new region id: random, not 0, not one this server holds.
+    fn new_region_id(&self) -> u64 {
+        ids::pick_region_id(ids::random_u64, |id| {
+            self.clients.values().any(|c| c.region_id == id)
+        })
+    }
+
+    pub(super) fn new_client(
+        &self,
+        req: &ConnectRequest,
+        instance: u64,
+        device: &Device,
+        length: u64,
+        charge: u64,
+    ) -> Result<Client, String> {
+        let len = usize::try_from(length).map_err(|_| "size does not fit in memory".to_string())?;
+        let map_len =
+            usize::try_from(charge).map_err(|_| "size does not fit in memory".to_string())?;
+        let pd = Pd::new(device).map_err(|e| format!("protection domain: {e}"))?;
+        let failed = |e: &dyn std::fmt::Display| {
+            log::error("region_alloc_failed")
+                .kv("client_id", req.client_id)
+                .kv("length", length)
+                .kv("error", e)
+                .emit();
+            format!("region: {e}")
+        };
+        let (region_id, mem, region) = match &self.store {
+            None => {
+                let region_id = self.new_region_id();
+                let (mem, warnings) = RegionMemory::anon(map_len.max(len), self.cfg.hugepages)
+                    .map_err(|e| failed(&e))?;
+                log_map_warnings(warnings, req.client_id, region_id);
+                let region = RemoteRegion::new(&pd, &mem, len).map_err(|e| failed(&e))?;
+                (region_id, mem, region)
+            }
+            Some(store) => {
+                // O_EXCL: an id whose files are still on disk is never reused.
+                let mut tries = 0;
+                let (region_id, file) = loop {
+                    let id = self.new_region_id();
+                    match store.create_memory(id, charge) {
+                        Ok(f) => break (id, f),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                            tries += 1;
+                        }
+                        Err(e) => return Err(failed(&format_args!("state dir: {e}"))),
+                    }
+                };
+                let made = (|| {
+                    let mem =
+                        map_region_file(&file, map_len, self.cfg.mlock, req.client_id, region_id)?;
+                    let region = RemoteRegion::new(&pd, &mem, len)?;
+                    let meta = Meta {
+                        client_id: req.client_id,
+                        region_id,
+                        length,
+                        map_length: charge,
+                        epoch: 1,
+                        queue_count: req.queue_count,
+                        instance: Some(instance),
+                    };
+                    store
+                        .write_meta(&meta)
+                        .map_err(|e| std::io::Error::new(e.kind(), format!("state dir: {e}")))?;
+                    Ok::<_, std::io::Error>((mem, region))
+                })();
+                match made {
+                    Ok((mem, region)) => (region_id, mem, region),
+                    Err(e) => {
+                        let _ = store.remove_region(region_id);
+                        return Err(failed(&e));
+                    }
+                }
+            }
+        };
+        Ok(Client {
+            region_id,
+            epoch: 1,
+            queue_count: req.queue_count,
+            charge,
+            length,
+            queues: BTreeMap::new(),
+            grace_until: None,
+            reg: Some(Registration {
+                region,
+                pd,
+                device: device.clone(),
+            }),
+            mem,
+            owner: Some(instance),
+            last_seen: None,
+        })
+    }
+
+    /// Registers a restored region on `device` (its first queue's) if it is not
+    /// registered yet.
+    pub(super) fn register_restored(
+        &mut self,
+        client_id: u64,
+        device: &Device,
+    ) -> Result<(), String> {
+        let Some(c) = self.clients.get_mut(&client_id) else {
+            return Ok(());
+        };
+        if c.reg.is_some() {
+            return Ok(());
+        }
+        let len =
+            usize::try_from(c.length).map_err(|_| "size does not fit in memory".to_string())?;
+        let pd = Pd::new(device).map_err(|e| format!("protection domain: {e}"))?;
+        let region = RemoteRegion::new(&pd, &c.mem, len).map_err(|e| {
+            log::error("region_alloc_failed")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("length", c.length)
+                .kv("error", &e)
+                .emit();
+            format!("region: {e}")
+        })?;
+        log::info("region_registered")
+            .kv("client_id", client_id)
+            .kv("region_id", c.region_id)
+            .kv("length", c.length)
+            .hex("remote_addr", c.mem.addr())
+            .hex("rkey", region.rkey().into())
+            .kv("device", device.name())
+            .emit();
+        c.reg = Some(Registration {
+            region,
+            pd,
+            device: device.clone(),
+        });
+        Ok(())
+    }
+
+    /// Writes a client's metadata to the state directory (if there is one).
+    pub(super) fn persist(&self, client_id: u64) {
+        let (Some(store), Some(c)) = (&self.store, self.clients.get(&client_id)) else {
+            return;
+        };
+        if let Err(e) = store.write_meta(&c.meta(client_id)) {
+            log::error("state_write_failed")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("error", e)
+                .emit();
+        }
+    }
+
+    /// Starts the grace period of a client that has no live queue (and none running).
+    pub(super) fn grace_if_idle(&mut self, client_id: u64) {
+        if self
+            .clients
+            .get(&client_id)
+            .is_some_and(|c| c.queues.is_empty() && c.grace_until.is_none())
+        {
+            self.start_grace(client_id);
+        }
+    }
+
+    fn start_grace(&mut self, client_id: u64) {
+        let grace = self.cfg.grace;
+        if let Some(c) = self.clients.get_mut(&client_id) {
+            c.grace_until = Some(Instant::now() + grace);
+            log::info("client_idle")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("epoch", c.epoch)
+                .kv("grace_s", grace.as_secs())
+                .emit();
+        }
+    }
+
+    pub(super) fn expire(&mut self, now: Instant) {
+        let due: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.grace_until.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.free_client(id, "grace period over");
+        }
+    }
+
+    pub(super) fn free_client(&mut self, client_id: u64, why: &str) {
+        if let Some(c) = self.clients.remove(&client_id) {
+            self.used = self.used.saturating_sub(c.charge);
+            self.counters.regions_freed += 1;
+            log::info("region_freed")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("length", c.length)
+                .kv("why", why)
+                .kv("pool_left", self.remaining())
+                .emit();
+            let region_id = c.region_id;
+            // Dropping deregisters the MR, unmaps the memory and frees the PD.
+            drop(c);
+            if let Some(store) = &self.store {
+                if let Err(e) = store.remove_region(region_id) {
+                    log::error("state_remove_failed")
+                        .kv("client_id", client_id)
+                        .kv("region_id", region_id)
+                        .kv("error", e)
+                        .emit();
+                }
+            }
+        }
+    }
+
+    /// With `--state-dir`, at shutdown: releases the region in this process but
+    /// keeps its files, for the next server.
+    pub(super) fn keep_client(&mut self, client_id: u64, why: &str) {
+        self.persist(client_id);
+        if let Some(c) = self.clients.remove(&client_id) {
+            self.used = self.used.saturating_sub(c.charge);
+            log::info("region_kept")
+                .kv("client_id", client_id)
+                .kv("region_id", c.region_id)
+                .kv("length", c.length)
+                .kv("epoch", c.epoch)
+                .kv("why", why)
+                .emit();
+            // Dropping deregisters the MR and unmaps the memory; the files stay.
+        }
+    }
+}
