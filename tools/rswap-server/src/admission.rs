@@ -163,20 +163,11 @@ pub(crate) fn admit<D>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::tests::req;
     use crate::policy::PAGE;
-    use crate::wire::{Auth, RejectReason};
+    use crate::wire::RejectReason;
 
     const MIB: u64 = 1 << 20;
-
-    fn req(size: u64, index: u16, count: u16) -> ConnectRequest {
-        ConnectRequest {
-            client_id: 7,
-            queue_index: index,
-            queue_count: count,
-            requested_size: size,
-            auth: Auth::None { instance: 1 },
-        }
-    }
 
     fn lim() -> Limits {
         Limits {
@@ -365,54 +356,39 @@ mod tests {
 
     #[test]
     fn admitted_requests() {
-        let got = admit(&req(MIB + 1, 0, 1), 1, None, Some(()), lim());
-        assert_eq!(
-            got,
-            Ok((
-                Admitted {
-                    admit: Admit::NewRegion {
-                        length: MIB + PAGE,
-                        charge: MIB + PAGE,
-                    },
-                    ownership: Ownership::NoRegion,
-                },
-                ()
-            ))
-        );
-        let got = admit(
-            &req(4 * MIB, 1, 2),
-            1,
-            Some(&held(Some(1), true)),
-            Some(()),
-            lim(),
-        );
-        assert_eq!(
-            got,
-            Ok((
-                Admitted {
-                    admit: Admit::JoinLive,
-                    ownership: Ownership::Owner,
-                },
-                ()
-            ))
-        );
         // A restored region of unknown owner: the first instance admitted claims it.
-        let got = admit(
-            &req(4 * MIB, 0, 2),
-            3,
-            Some(&held(None, false)),
-            Some(()),
-            lim(),
-        );
-        assert_eq!(
-            got,
-            Ok((
-                Admitted {
-                    admit: Admit::Revive,
-                    ownership: Ownership::Claim,
+        for (r, instance, held, want, ownership) in [
+            (
+                req(MIB + 1, 0, 1),
+                1,
+                None,
+                Admit::NewRegion {
+                    length: MIB + PAGE,
+                    charge: MIB + PAGE,
                 },
-                ()
-            ))
-        );
+                Ownership::NoRegion,
+            ),
+            (
+                req(4 * MIB, 1, 2),
+                1,
+                Some(held(Some(1), true)),
+                Admit::JoinLive,
+                Ownership::Owner,
+            ),
+            (
+                req(4 * MIB, 0, 2),
+                3,
+                Some(held(None, false)),
+                Admit::Revive,
+                Ownership::Claim,
+            ),
+        ] {
+            let got = admit(&r, instance, held.as_ref(), Some(()), lim());
+            let want = Admitted {
+                admit: want,
+                ownership,
+            };
+            assert_eq!(got, Ok((want, ())), "{r:?}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
-use crate::config::{self, ClientConfig, Parsed};
+use crate::config::{self, ClientConfig};
 use crate::crypto::{self, Secret};
 use crate::rdma::{CmId, Device, EventChannel, EventKind, LocalBuf, Pd, QpCaps, RdmaOp};
 use crate::size::round_up;
@@ -32,29 +32,10 @@ const RESOLVE_MS: i32 = 5000;
 
 /// Entry point of `rswap-testclient`.
 pub fn main() -> ExitCode {
-    let cfg = match config::parse_client_args(std::env::args().skip(1)) {
-        Ok(Parsed::Help(text)) => {
-            print!("{text}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Generate(dir)) => {
-            return match config::generate(config::client_command(), "1", &dir) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("rswap-testclient: {e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        Ok(Parsed::Version) => {
-            println!("{}", config::version_line("rswap-testclient"));
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Run(cfg)) => cfg,
-        Err(e) => {
-            eprintln!("rswap-testclient: {e}");
-            return ExitCode::from(2);
-        }
+    let parsed = config::parse_client_args(std::env::args().skip(1));
+    let cfg = match config::command_line("rswap-testclient", parsed, config::client_command, "1") {
+        Ok(cfg) => cfg,
+        Err(status) => return status,
     };
     match run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,

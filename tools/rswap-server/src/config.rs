@@ -6,6 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -204,13 +205,10 @@ const TESTS_HEADING: &str = "For tests only (never on a server that real clients
 #[derive(Debug, Parser)]
 #[command(
     name = "rswap-server",
-    disable_help_flag = true,
-    disable_version_flag = true,
     about = "Hand out registered remote memory to rswap clients over rdma_cm.",
     long_about = SERVER_ABOUT,
     after_long_help = SERVER_AFTER,
-    override_usage = SERVER_USAGE,
-    max_term_width = 100
+    override_usage = SERVER_USAGE
 )]
 struct ServerArgs {
     /// Address to listen on with rdma_cm (RC, port space TCP), e.g. 192.0.2.1:7471 or
@@ -344,13 +342,8 @@ struct ServerArgs {
     #[arg(long, help_heading = TESTS_HEADING)]
     test_wrong_server_proof: bool,
 
-    /// Print the version and the wire protocol version, and exit.
-    #[arg(short = 'V', long, action = ArgAction::Version)]
-    version: (),
-
-    /// Print this help and exit.
-    #[arg(short = 'h', long, action = ArgAction::HelpLong)]
-    help: (),
+    #[command(flatten)]
+    flags: Flags,
 }
 
 const SERVER_USAGE: &str = "\
@@ -382,9 +375,30 @@ their data (rswap does so by itself).
 A bad option exits with status 2 and one line on stderr; an address that cannot be bound \
 exits with status 1 and one line on stderr.";
 
+/// `-V` and `-h` as both programs take them: `-h` prints the whole help, as `--help`.
+#[derive(Debug, clap::Args)]
+struct Flags {
+    /// Print the version and the wire protocol version, and exit.
+    #[arg(short = 'V', long, action = ArgAction::Version)]
+    version: (),
+
+    /// Print this help and exit.
+    #[arg(short = 'h', long, action = ArgAction::HelpLong)]
+    help: (),
+}
+
+/// What both programs' commands share: the version with the wire protocol, [`Flags`]
+/// instead of clap's own, and help text at most 100 columns wide.
+fn common(cmd: Command) -> Command {
+    cmd.version(version())
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .max_term_width(100)
+}
+
 /// The server's command, as `--help`, the man page and the completions show it.
 pub(crate) fn server_command() -> Command {
-    ServerArgs::command().version(version())
+    common(ServerArgs::command())
 }
 
 /// Parses the server's arguments (without the program name).
@@ -592,13 +606,10 @@ pub(crate) const DEFAULT_INSTANCE: u64 = 1;
 #[derive(Debug, Parser)]
 #[command(
     name = "rswap-testclient",
-    disable_help_flag = true,
-    disable_version_flag = true,
     about = "Connect to rswap-server like the kernel module would, and test it.",
     long_about = CLIENT_ABOUT,
     after_help = "Exit status: 0 success, 1 failure, 2 usage error.",
-    override_usage = CLIENT_USAGE,
-    max_term_width = 100
+    override_usage = CLIENT_USAGE
 )]
 struct ClientArgs {
     /// Server address (the port defaults to 7471).
@@ -713,13 +724,8 @@ struct ClientArgs {
           default_value = "64K")]
     chunk: usize,
 
-    /// Print the version and the wire protocol version, and exit.
-    #[arg(short = 'V', long, action = ArgAction::Version)]
-    version: (),
-
-    /// Print this help and exit.
-    #[arg(short = 'h', long, action = ArgAction::HelpLong)]
-    help: (),
+    #[command(flatten)]
+    flags: Flags,
 }
 
 const CLIENT_USAGE: &str = "\
@@ -741,7 +747,7 @@ authentication, which only a server started with --insecure admits.";
 
 /// The test client's command, as `--help`, the man page and the completions show it.
 pub(crate) fn client_command() -> Command {
-    ClientArgs::command().version(version())
+    common(ClientArgs::command())
 }
 
 /// A client id (or another 64-bit number) written in decimal or `0x` hex.
@@ -841,6 +847,40 @@ pub(crate) fn parse_client_args(
         flood_id: a.flood_id,
         source: a.source,
     }))
+}
+
+/// The command line of `program` parsed into `parsed`, acted upon: `Ok` with the
+/// configuration to run, or `Err` with the exit status once the help, the version or
+/// `--generate` (with `cmd`'s man page in `section`) is done, or a usage error
+/// printed (one line, status 2).
+pub(crate) fn command_line<T>(
+    program: &str,
+    parsed: Result<Parsed<T>, String>,
+    cmd: fn() -> Command,
+    section: &str,
+) -> Result<T, ExitCode> {
+    match parsed {
+        Ok(Parsed::Run(cfg)) => Ok(cfg),
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
+            Err(ExitCode::SUCCESS)
+        }
+        Ok(Parsed::Version) => {
+            println!("{}", version_line(program));
+            Err(ExitCode::SUCCESS)
+        }
+        Ok(Parsed::Generate(dir)) => Err(match generate(cmd(), section, &dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{program}: {e}");
+                ExitCode::FAILURE
+            }
+        }),
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 /// Writes `cmd`'s man page (section `section`) and its bash, zsh and fish completions

@@ -152,12 +152,13 @@ pub(crate) fn admit(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
 
-    fn req(size: u64, index: u16, count: u16) -> ConnectRequest {
+    /// A request of client 7, instance 1, without authentication.
+    pub(crate) fn req(size: u64, index: u16, count: u16) -> ConnectRequest {
         ConnectRequest {
             client_id: 7,
             queue_index: index,

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::admission::{self, Admitted, Held, Refusal};
 use crate::allowlist::AllowList;
 use crate::auth::{self, Decision, Gate};
-use crate::config::{self, Parsed, ServerConfig};
+use crate::config::{self, ServerConfig};
 use crate::crypto::{self, Proven};
 use crate::ids;
 use crate::keepalive::{Probe, Reply, Round, Schedule};
@@ -169,29 +169,10 @@ struct Server {
 
 /// Entry point of `rswap-server`.
 pub fn main() -> ExitCode {
-    let cfg = match config::parse_server_args(std::env::args().skip(1)) {
-        Ok(Parsed::Help(text)) => {
-            print!("{text}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Generate(dir)) => {
-            return match config::generate(config::server_command(), "8", &dir) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("rswap-server: {e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        Ok(Parsed::Version) => {
-            println!("{}", config::version_line("rswap-server"));
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Run(cfg)) => cfg,
-        Err(e) => {
-            eprintln!("rswap-server: {e}");
-            return ExitCode::from(2);
-        }
+    let parsed = config::parse_server_args(std::env::args().skip(1));
+    let cfg = match config::command_line("rswap-server", parsed, config::server_command, "8") {
+        Ok(cfg) => cfg,
+        Err(status) => return status,
     };
     log::set_level(cfg.log_level);
     match run(cfg) {
