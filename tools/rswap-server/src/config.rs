@@ -33,6 +33,19 @@ pub(crate) enum Parsed<T> {
     Generate(PathBuf),
 }
 
+impl<T> Parsed<T> {
+    /// The configuration to run made into another by `f`; the other outcomes as they
+    /// are.
+    fn and_then<U>(self, f: impl FnOnce(T) -> Result<U, String>) -> Result<Parsed<U>, String> {
+        Ok(match self {
+            Self::Run(t) => Parsed::Run(f(t)?),
+            Self::Help(text) => Parsed::Help(text),
+            Self::Version => Parsed::Version,
+            Self::Generate(dir) => Parsed::Generate(dir),
+        })
+    }
+}
+
 /// The line `--version` prints: the program, its version and the wire protocol version
 /// it speaks, e.g. `rswap-server 0.1.0 (wire protocol 2)`.
 pub(crate) fn version_line(program: &str) -> String {
@@ -405,12 +418,11 @@ pub(crate) fn server_command() -> Command {
 pub(crate) fn parse_server_args(
     args: impl IntoIterator<Item = String>,
 ) -> Result<Parsed<ServerConfig>, String> {
-    let a: ServerArgs = match parse_clap(server_command(), args)? {
-        Clap::Matched(a) => a,
-        Clap::Help(text) => return Ok(Parsed::Help(text)),
-        Clap::Version => return Ok(Parsed::Version),
-        Clap::Generate(dir) => return Ok(Parsed::Generate(dir)),
-    };
+    parse_clap(server_command(), args)?.and_then(server_config)
+}
+
+/// The server's configuration from its arguments, checked against each other.
+fn server_config(a: ServerArgs) -> Result<ServerConfig, String> {
     let listen = a
         .listen
         .ok_or("--listen ADDR[:PORT] is required (see --help)")?;
@@ -418,7 +430,7 @@ pub(crate) fn parse_server_args(
     if a.allow_list.is_none() && !a.insecure {
         return Err(NO_ALLOW_LIST.into());
     }
-    Ok(Parsed::Run(ServerConfig {
+    Ok(ServerConfig {
         listen,
         size,
         max_clients: a.max_clients,
@@ -434,19 +446,11 @@ pub(crate) fn parse_server_args(
         insecure: a.insecure,
         status_socket: a.status_socket,
         test_wrong_server_proof: a.test_wrong_server_proof,
-    }))
+    })
 }
 
 /// The error of a server command line with neither `--allow-list` nor `--insecure`.
 pub(crate) const NO_ALLOW_LIST: &str = "no --allow-list FILE given: clients could not be authenticated; give --allow-list FILE (see --help), or --insecure to admit clients without authentication";
-
-/// What clap made of a command line.
-enum Clap<T> {
-    Matched(T),
-    Help(String),
-    Version,
-    Generate(PathBuf),
-}
 
 /// The hidden option of both programs, for the package build: `--generate DIR` writes
 /// the man page and the shell completions into DIR. Not part of the command the man
@@ -457,7 +461,7 @@ const GENERATE: &str = "generate";
 fn parse_clap<T: FromArgMatches>(
     cmd: Command,
     args: impl IntoIterator<Item = String>,
-) -> Result<Clap<T>, String> {
+) -> Result<Parsed<T>, String> {
     let args: Vec<String> = args.into_iter().collect();
     let cmd = cmd.arg(
         Arg::new(GENERATE)
@@ -470,9 +474,9 @@ fn parse_clap<T: FromArgMatches>(
     let name = cmd.get_name().to_string();
     match cmd.try_get_matches_from(std::iter::once(name).chain(args)) {
         Ok(m) => match m.get_one::<PathBuf>(GENERATE) {
-            Some(dir) => Ok(Clap::Generate(dir.clone())),
+            Some(dir) => Ok(Parsed::Generate(dir.clone())),
             None => T::from_arg_matches(&m)
-                .map(Clap::Matched)
+                .map(Parsed::Run)
                 .map_err(|e| one_line(&e)),
         },
         Err(e) => match e.kind() {
@@ -481,9 +485,9 @@ fn parse_clap<T: FromArgMatches>(
                 if !text.ends_with('\n') {
                     text.push('\n');
                 }
-                Ok(Clap::Help(text))
+                Ok(Parsed::Help(text))
             }
-            ErrorKind::DisplayVersion => Ok(Clap::Version),
+            ErrorKind::DisplayVersion => Ok(Parsed::Version),
             _ => Err(one_line(&e)),
         },
     }
@@ -791,12 +795,11 @@ fn parse_chunk(v: &str) -> Result<usize, String> {
 pub(crate) fn parse_client_args(
     args: impl IntoIterator<Item = String>,
 ) -> Result<Parsed<ClientConfig>, String> {
-    let a: ClientArgs = match parse_clap(client_command(), args)? {
-        Clap::Matched(a) => a,
-        Clap::Help(text) => return Ok(Parsed::Help(text)),
-        Clap::Version => return Ok(Parsed::Version),
-        Clap::Generate(dir) => return Ok(Parsed::Generate(dir)),
-    };
+    parse_clap(client_command(), args)?.and_then(client_config)
+}
+
+/// The test client's configuration from its arguments, checked against each other.
+fn client_config(a: ClientArgs) -> Result<ClientConfig, String> {
     // The value is never quoted in an error: it is a secret.
     let secret = a
         .secret
@@ -823,7 +826,7 @@ pub(crate) fn parse_client_args(
             "--source and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
         );
     }
-    Ok(Parsed::Run(ClientConfig {
+    Ok(ClientConfig {
         connect,
         client_id: a
             .client_id
@@ -846,7 +849,7 @@ pub(crate) fn parse_client_args(
         flood: a.flood,
         flood_id: a.flood_id,
         source: a.source,
-    }))
+    })
 }
 
 /// The command line of `program` parsed into `parsed`, acted upon: `Ok` with the
