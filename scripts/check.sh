@@ -84,6 +84,11 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	else result fail "host: rswap-server release build" "$(tail -20 <<<"$o")"; fi
 fi
 
+# The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.
+o=$(bash "$RSWAP_TOP/tests/lib/ktap-selftest.sh" 2>&1) && r=0 || r=$?
+tally "host: tests/lib/ktap.sh" "$o"
+[ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "host: tests/lib/ktap.sh: self-test exited $r" "$(tail -20 <<<"$o")"
+
 # --- in-guest suites ---------------------------------------------------------------------
 # Guest-side helper programs, built on the host into the results folder the guest sees.
 mkdir -p "$out/guest"

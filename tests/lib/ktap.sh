@@ -1,35 +1,189 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # KTAP output helpers for rswap's kselftest-style scripts (source, do not run).
 #
-#   ktap_plan N                 "1..N" (call once, first)
-#   ktap_pass "name"            "ok K name"
-#   ktap_fail "name" [why]      "not ok K name" (+ "# why")
-#   ktap_skip "name" "reason"   "ok K name # SKIP reason"
-#   ktap_check "name" CMD...    pass if CMD succeeds, else fail with its output
-#   ktap_finish                 exits 0 when nothing failed, 1 otherwise
-# Diagnostics go out as "# ..." lines. Counters live in the sourcing shell.
+# A suite's tests are shell functions, each registered by its name beside its code; the
+# suite ends with ktap_run, which prints the plan (the number of tests registered) and
+# runs them in the order they were registered:
+#
+#   t_insmod() { ktap_check rswap_load; }
+#   ktap_test "module: insmod with no RDMA device" t_insmod
+#   ...
+#   ktap_run [SETUP]
+#
+#   ktap_test "name" FN [ARGS...]   register a test: FN ARGS... runs it
+#   ktap_run [SETUP]                "KTAP version 1", "1..N"; then SETUP (a function, for
+#                                   preconditions that may ktap_skip_rest), each test,
+#                                   and exits 0 when nothing failed, 1 otherwise
+# A test function reports exactly one result, for the test it runs:
+#   ktap_pass                       "ok K name"
+#   ktap_fail [why]                 "not ok K name" (+ "# why")
+#   ktap_skip "reason"              "ok K name # SKIP reason"
+#   ktap_check CMD...               pass if CMD succeeds, else fail with its output
+#   ktap_relay TEXT NAME            what the KTAP TEXT (another script's output) says of
+#                                   its test NAME, with the diagnostics before that line
+# and may also use:
+#   ktap_diag LINE...               "# LINE" for each
+#   ktap_name                       the name of the test it runs
+#   ktap_skip_rest "reason"         this test (unless it reported already) and every
+#                                   later one skipped; then the suite ends
+# The result line is printed when the function returns, after its diagnostics. A test
+# that reports nothing, or more than once, is "not ok" with a diagnostic saying so.
+# Tests run in the suite's shell, one after another: a test may use what an earlier one
+# left (its comment says so).
+# With KTAP_LIST=1 in the environment, ktap_run (and ktap_skip_rest) print the registered
+# names, one a line, and exit without running anything.
 
 KTAP_N=0 KTAP_PASS=0 KTAP_FAIL=0 KTAP_SKIP=0 KTAP_PLAN=
+KTAP_NAMES=() KTAP_FNS=() KTAP_ARGS=()
+# The running test's index (empty between tests), its result (ok, fail, skip), the skip
+# reason, and any results reported after the first.
+KTAP_CUR='' KTAP_RES='' KTAP_WHY='' KTAP_MORE=''
+
+ktap_test() {
+	local name=$1 fn=$2
+	shift 2
+	KTAP_NAMES+=("$name") KTAP_FNS+=("$fn") KTAP_ARGS+=("$(printf ' %q' "$@")")
+}
 ktap_plan() { KTAP_PLAN=$1; echo "KTAP version 1"; echo "1..$1"; }
-ktap_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
-ktap_pass() { KTAP_N=$((KTAP_N + 1)); KTAP_PASS=$((KTAP_PASS + 1)); echo "ok $KTAP_N $1"; }
-ktap_fail() {
-	KTAP_N=$((KTAP_N + 1)); KTAP_FAIL=$((KTAP_FAIL + 1))
-	[ -z "${2:-}" ] || ktap_diag "$2"
-	echo "not ok $KTAP_N $1"
-}
-ktap_skip() { KTAP_N=$((KTAP_N + 1)); KTAP_SKIP=$((KTAP_SKIP + 1)); echo "ok $KTAP_N $1 # SKIP $2"; }
-ktap_check() {
-	local name=$1 out; shift
-	if out=$("$@" 2>&1); then ktap_pass "$name"; else ktap_fail "$name" "$out"; fi
-}
-# For scripts that list their test names in an array NAMES (planned with
-# `ktap_plan ${#NAMES[@]}`): the current test's name, and skipping all that is left.
-ktap_name() { echo "${NAMES[$KTAP_N]}"; }
-ktap_skip_rest() {
-	while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_skip "$(ktap_name)" "$1"; done
+ktap_list() { [ ${#KTAP_NAMES[@]} = 0 ] || printf '%s\n' "${KTAP_NAMES[@]}"; exit 0; }
+ktap_run() {
+	[ -z "${KTAP_LIST:-}" ] || ktap_list
+	ktap_plan ${#KTAP_NAMES[@]}
+	[ -z "${1:-}" ] || "$1"
+	while [ "$KTAP_N" -lt "${#KTAP_NAMES[@]}" ]; do
+		KTAP_CUR=$KTAP_N KTAP_RES='' KTAP_WHY='' KTAP_MORE=''
+		if declare -F "${KTAP_FNS[$KTAP_N]}" >/dev/null; then
+			eval "${KTAP_FNS[$KTAP_N]}${KTAP_ARGS[$KTAP_N]}"
+		else
+			ktap_diag "ktap: no function ${KTAP_FNS[$KTAP_N]} for this test"
+			KTAP_RES=fail
+		fi
+		ktap_emit
+	done
 	ktap_finish
 }
+ktap_name() {
+	[ ${#KTAP_NAMES[@]} != 0 ] || { echo "${NAMES[$KTAP_N]}"; return; }
+	echo "${KTAP_NAMES[${KTAP_CUR:-$KTAP_N}]}"
+}
+ktap_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+
+# ktap_report ok|fail|skip [reason]: the running test's result; a second one is noted.
+ktap_report() {
+	if [ -z "$KTAP_CUR" ]; then
+		ktap_diag "ktap: a $1 reported outside a test (${FUNCNAME[2]:-main}): not counted"
+		KTAP_FAIL=$((KTAP_FAIL + 1))
+	elif [ -n "$KTAP_RES" ]; then
+		KTAP_MORE+=" $1"
+	else
+		KTAP_RES=$1 KTAP_WHY=${2:-}
+	fi
+}
+ktap_pass() {
+	[ -n "$KTAP_CUR" ] || [ $# = 0 ] || { ktap_legacy ok "$@"; return; }
+	ktap_report ok
+}
+ktap_fail() {
+	[ -n "$KTAP_CUR" ] || [ $# = 0 ] || { ktap_legacy fail "$@"; return; }
+	[ -z "${1:-}" ] || ktap_diag "$1"
+	ktap_report fail
+}
+ktap_skip() {
+	[ -n "$KTAP_CUR" ] || [ $# -lt 2 ] || { ktap_legacy skip "$@"; return; }
+	ktap_report skip "$1"
+}
+ktap_check() {
+	local out
+	[ -n "$KTAP_CUR" ] || [ $# -lt 2 ] || { ktap_legacy check "$@"; return; }
+	if out=$("$@" 2>&1); then ktap_pass; else ktap_fail "$out"; fi
+}
+
+# ktap_emit: the running test's result line, which ends it.
+ktap_emit() {
+	local res=$KTAP_RES fn=${KTAP_FNS[$KTAP_CUR]}
+	if [ -z "$res" ]; then
+		ktap_diag "ktap: $fn reported no result"
+		res=fail
+	elif [ -n "$KTAP_MORE" ]; then
+		ktap_diag "ktap: $fn reported more than one result: $res$KTAP_MORE"
+		res=fail
+	fi
+	KTAP_N=$((KTAP_N + 1))
+	case $res in
+	ok) KTAP_PASS=$((KTAP_PASS + 1)); echo "ok $KTAP_N ${KTAP_NAMES[$KTAP_CUR]}" ;;
+	skip) KTAP_SKIP=$((KTAP_SKIP + 1)); echo "ok $KTAP_N ${KTAP_NAMES[$KTAP_CUR]} # SKIP $KTAP_WHY" ;;
+	*) KTAP_FAIL=$((KTAP_FAIL + 1)); echo "not ok $KTAP_N ${KTAP_NAMES[$KTAP_CUR]}" ;;
+	esac
+	KTAP_CUR=
+}
+
+ktap_skip_rest() {
+	[ -z "${KTAP_LIST:-}" ] || ktap_list
+	[ ${#KTAP_NAMES[@]} != 0 ] || { ktap_legacy skip_rest "$@"; return; }
+	[ -n "$KTAP_PLAN" ] || ktap_plan ${#KTAP_NAMES[@]}
+	if [ -n "$KTAP_CUR" ]; then
+		[ -n "$KTAP_RES" ] || KTAP_RES=skip KTAP_WHY=$1
+		ktap_emit
+	fi
+	while [ "$KTAP_N" -lt "${#KTAP_NAMES[@]}" ]; do
+		KTAP_CUR=$KTAP_N KTAP_RES=skip KTAP_WHY=$1 KTAP_MORE=
+		ktap_emit
+	done
+	ktap_finish
+}
+
+# ktap_relay TEXT NAME: report the result TEXT gives its test NAME ("ok K NAME",
+# "not ok K NAME", "ok K NAME # SKIP why"), after the "# " lines that came before that
+# line in TEXT (but its "# totals"); fail when TEXT has no result for NAME.
+ktap_relay() {
+	local line rest diags=()
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case $line in
+		"# totals:"*) ;;
+		"#"*) diags+=("$line") ;;
+		"ok "*|"not ok "*)
+			rest=${line#not }
+			rest=${rest#ok }
+			rest=${rest#* }
+			if [ "${rest%% # SKIP*}" != "$2" ]; then
+				diags=()
+				continue
+			fi
+			[ ${#diags[@]} = 0 ] || printf '%s\n' "${diags[@]}"
+			case $line in
+			"not ok "*) ktap_fail ;;
+			*" # SKIP"*) ktap_skip "${rest#* # SKIP }" ;;
+			*) ktap_pass ;;
+			esac
+			return
+			;;
+		esac
+	done <<<"$1"
+	ktap_fail "no result for it in: $(tail -n 5 <<<"$1")"
+}
+
+# The named results of the scripts not converted yet: removed once every suite registers
+# its tests.
+ktap_legacy() {
+	local what=$1 name=$2 out
+	shift 2
+	case $what in
+	ok) KTAP_N=$((KTAP_N + 1)) KTAP_PASS=$((KTAP_PASS + 1)); echo "ok $KTAP_N $name" ;;
+	fail)
+		KTAP_N=$((KTAP_N + 1)) KTAP_FAIL=$((KTAP_FAIL + 1))
+		[ -z "${1:-}" ] || ktap_diag "$1"
+		echo "not ok $KTAP_N $name" ;;
+	skip) KTAP_N=$((KTAP_N + 1)) KTAP_SKIP=$((KTAP_SKIP + 1)); echo "ok $KTAP_N $name # SKIP $1" ;;
+	check)
+		if out=$("$@" 2>&1); then ktap_legacy ok "$name"; else ktap_legacy fail "$name" "$out"; fi ;;
+	skip_rest)
+		while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_legacy skip "$(ktap_name)" "$name"; done
+		ktap_finish ;;
+	esac
+}
+
 ktap_finish() {
 	if [ -n "$KTAP_PLAN" ] && [ "$KTAP_N" != "$KTAP_PLAN" ]; then
 		ktap_diag "planned $KTAP_PLAN tests but ran $KTAP_N"
