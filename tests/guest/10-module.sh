@@ -22,63 +22,92 @@ dmesg_has() {
 }
 loaded() { grep -q '^rswap ' /proc/modules; }
 
-ktap_plan 12
-if [ ! -f "$KO" ]; then
-	for i in $(seq 12); do ktap_skip "module test $i" "rswap.ko not built"; done
-	ktap_finish
-fi
-modprobe -a ib_core $RDMA_MODULE
-rdma link delete $RDMA_DEV 2>/dev/null
+# No PD or CQ of rswap's on any device.
+no_pd_cq() { [ "$(res_count pd)" = 0 ] && [ "$(res_count cq)" = 0 ]; }
 
-dmesg_mark "load without devices"
-ktap_check "module: insmod with no RDMA device" rswap_load
-ktap_check "module: vermagic matches the running kernel" \
+setup() {
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	modprobe -a ib_core $RDMA_MODULE
+	rdma link delete $RDMA_DEV 2>/dev/null
+}
+
+t_insmod() {
+	dmesg_mark "load without devices"
+	ktap_check rswap_load
+}
+ktap_test "module: insmod with no RDMA device" t_insmod
+
+ktap_test "module: vermagic matches the running kernel" ktap_check \
 	bash -c "[ \"\$(modinfo -F vermagic $KO | cut -d' ' -f1)\" = \"\$(uname -r)\" ]"
 
-dmesg_mark "add $RDMA_DEV"
-rdma_up >/dev/null
-ktap_check "client: rdma link add is seen by the add callback" dmesg_has "$RDMA_DEV: device added"
+t_add() {
+	dmesg_mark "add $RDMA_DEV"
+	rdma_up >/dev/null
+	ktap_check dmesg_has "$RDMA_DEV: device added"
+}
+ktap_test "client: rdma link add is seen by the add callback" t_add
+
 # Each connection allocates its PD and CQ; a device with no queue on it has none.
-ktap_check "client: no PD or CQ held on $RDMA_DEV before a queue connects" \
-	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 0 ] && [ \$(rdma resource show cq | grep -c 'comm \[rswap\]') = 0 ]"
+ktap_test "client: no PD or CQ held on $RDMA_DEV before a queue connects" ktap_check no_pd_cq
 
-dmesg_mark "delete $RDMA_DEV"
-rdma link delete $RDMA_DEV
-ktap_check "client: rdma link delete is seen by the remove callback" dmesg_has "$RDMA_DEV: device removed, its queues released"
-ktap_check "module: rmmod with no device" rmmod rswap
+t_delete() {
+	dmesg_mark "delete $RDMA_DEV"
+	rdma link delete $RDMA_DEV
+	ktap_check dmesg_has "$RDMA_DEV: device removed, its queues released"
+}
+ktap_test "client: rdma link delete is seen by the remove callback" t_delete
 
-dmesg_mark "load with $RDMA_DEV present"
-rdma_up >/dev/null
-rswap_load
-ktap_check "client: a device present before insmod is seen at load" dmesg_has "$RDMA_DEV: device added"
-dmesg_mark "unload with $RDMA_DEV present"
-rmmod rswap
-ktap_check "client: rmmod removes the device from the client" dmesg_has "$RDMA_DEV: device removed, its queues released"
-ktap_check "client: no PD or CQ left after unload" \
-	bash -c "[ \$(rdma resource show pd | grep -c 'comm \[rswap\]') = 0 ] && [ \$(rdma resource show cq | grep -c 'comm \[rswap\]') = 0 ]"
+ktap_test "module: rmmod with no device" ktap_check rmmod rswap
 
-dmesg_mark "load/unload loop"
-slab_before=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
-fails=0
-for i in $(seq "$LOOPS"); do
-	rswap_load || fails=$((fails + 1))
-	rmmod rswap || fails=$((fails + 1))
-done
-# Each load saw the device, each unload let it go.
-loop_log=$(dmesg | sed -n '/rswap-test-mark: load\/unload loop/,$p')
-added=$(grep -c "rswap: $RDMA_DEV: device added" <<<"$loop_log")
-removed=$(grep -c "rswap: $RDMA_DEV: device removed, its queues released" <<<"$loop_log")
-slab_after=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
-ktap_diag "slab before/after $LOOPS load/unload cycles: ${slab_before} kB / ${slab_after} kB"
-if [ "$fails" = 0 ] && [ "$added" = "$LOOPS" ] && [ "$removed" = "$LOOPS" ] \
-	&& [ "$(res_count pd)" = 0 ] && [ "$(res_count cq)" = 0 ] && ! loaded; then
-	ktap_pass "module: $LOOPS load/unload cycles with $RDMA_DEV present, each seeing it added and removed, no PD or CQ left"
-else
-	ktap_fail "module: $LOOPS load/unload cycles with $RDMA_DEV present" "failures: $fails, added $added, removed $removed, pd left: $(res_count pd)"
-fi
-if ! ip link add dummy0 type dummy 2>/dev/null; then
-	ktap_skip "module: a second device is followed on its own" "no dummy netdev in this kernel (CONFIG_DUMMY)"
-else ip link del dummy0; dmesg_mark "second device"; ktap_check "module: a second device is followed on its own" bash -c "
+t_load_present() {
+	dmesg_mark "load with $RDMA_DEV present"
+	rdma_up >/dev/null
+	rswap_load
+	ktap_check dmesg_has "$RDMA_DEV: device added"
+}
+ktap_test "client: a device present before insmod is seen at load" t_load_present
+
+t_unload_present() {
+	dmesg_mark "unload with $RDMA_DEV present"
+	rmmod rswap
+	ktap_check dmesg_has "$RDMA_DEV: device removed, its queues released"
+}
+ktap_test "client: rmmod removes the device from the client" t_unload_present
+
+ktap_test "client: no PD or CQ left after unload" ktap_check no_pd_cq
+
+# $RDMA_DEV is up, rswap not loaded (the tests above).
+t_loop() {
+	local slab_before slab_after fails=0 loop_log added removed
+	dmesg_mark "load/unload loop"
+	slab_before=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
+	for _ in $(seq "$LOOPS"); do
+		rswap_load || fails=$((fails + 1))
+		rmmod rswap || fails=$((fails + 1))
+	done
+	# Each load saw the device, each unload let it go.
+	loop_log=$(dmesg | sed -n '/rswap-test-mark: load\/unload loop/,$p')
+	added=$(grep -c "rswap: $RDMA_DEV: device added" <<<"$loop_log")
+	removed=$(grep -c "rswap: $RDMA_DEV: device removed, its queues released" <<<"$loop_log")
+	slab_after=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
+	ktap_diag "slab before/after $LOOPS load/unload cycles: ${slab_before} kB / ${slab_after} kB"
+	if [ "$fails" = 0 ] && [ "$added" = "$LOOPS" ] && [ "$removed" = "$LOOPS" ] \
+		&& [ "$(res_count pd)" = 0 ] && [ "$(res_count cq)" = 0 ] && ! loaded; then
+		ktap_pass
+	else
+		ktap_fail "failures: $fails, added $added, removed $removed, pd left: $(res_count pd)"
+	fi
+}
+ktap_test "module: $LOOPS load/unload cycles with $RDMA_DEV present, each seeing it added and removed, no PD or CQ left" t_loop
+
+t_second_device() {
+	if ! ip link add dummy0 type dummy 2>/dev/null; then
+		ktap_skip "no dummy netdev in this kernel (CONFIG_DUMMY)"
+		return
+	fi
+	ip link del dummy0
+	dmesg_mark "second device"
+	ktap_check bash -c "
 	rswap_load && ip link add dummy0 type dummy 2>/dev/null; ip link set dummy0 up 2>/dev/null
 	rdma link add rxe1 type rxe netdev dummy0 || exit 1
 	m=\$(dmesg | sed -n '/rswap-test-mark: second device/,\$p')
@@ -87,7 +116,13 @@ else ip link del dummy0; dmesg_mark "second device"; ktap_check "module: a secon
 	rmmod rswap; ip link del dummy0
 	grep -q 'rswap: rxe1: device added' <<<\"\$m\" && [ \"\$n\" = 1 ] \
 		|| { echo \"rxe1 added/removed not seen: \$n removals\"; exit 1; }"
-fi
-rdma_down
-ktap_check "dmesg: no BUG/WARNING/Oops during the module tests" dmesg_clean_since_mark_all
-ktap_finish
+}
+ktap_test "module: a second device is followed on its own" t_second_device
+
+t_dmesg() {
+	rdma_down
+	ktap_check dmesg_clean_since_mark_all
+}
+ktap_test "dmesg: no BUG/WARNING/Oops during the module tests" t_dmesg
+
+ktap_run setup

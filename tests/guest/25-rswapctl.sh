@@ -28,17 +28,6 @@ list_cell() {
 		END { exit !f }' "$1"
 }
 
-NAMES=(
-	"rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked"
-	"rswapctl list --json and status --json: every field as configured and as the kernel reports it"
-	"rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind"
-	"rswapctl add --encrypt: the target's encrypt is 1, list shows ENC yes, list --json has encrypt true, status --json auth_failures 0; removed again"
-	"rswapctl add --sync-swapin, and up of a target file with sync_swapin = yes: the target's sync_swapin is 1, list shows SYNC yes, list --json and status --json have sync_swapin true; removed and down again"
-	"rswapctl add --poll-queues 1: the target's poll_queues is 1, its disk polls (io_poll 1) with 2 queues live, list --json and status --json have poll_queues 1; removed again"
-	"rswapctl remove: swapoff, disable, rmdir"
-	"dmesg: no BUG/WARNING/Oops in the rswapctl tests"
-)
-ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
@@ -51,40 +40,46 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-[ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
-dmesg_mark "25-rswapctl"
-# A removed target's region stays for the server's --grace (60 s): the pool holds ctl0's
-# 32 MiB and 16 MiB for each of enc0, sync0, sync1 and poll0.
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size 112M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
-grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
-swapoff -a 2>/dev/null
+setup() {
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+	[ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
+	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+	dmesg_mark "25-rswapctl"
+	# A removed target's region stays for the server's --grace (60 s): the pool holds ctl0's
+	# 32 MiB and 16 MiB for each of enc0, sync0, sync1 and poll0.
+	server_start "$OUT/server.log" --listen "$IP:$PORT" --size 112M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
+	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+	swapoff -a 2>/dev/null
+}
 
-# 1. add as swap
-if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --queue-depth 64 --timeout-ms 2000 \
-	--client-id 0x2501 --swap --priority 5 \
-	>"$OUT/add.out" 2>&1 && awk '$1 == "/dev/rswap0" && $5 == 5 { f = 1 } END { exit !f }' /proc/swaps; then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "$(cat "$OUT/add.out"; cat /proc/swaps)"; ktap_skip_rest "no target"
-fi
+# add as swap
+t_add_swap() {
+	if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --queue-depth 64 --timeout-ms 2000 \
+		--client-id 0x2501 --swap --priority 5 \
+		>"$OUT/add.out" 2>&1 && awk '$1 == "/dev/rswap0" && $5 == 5 { f = 1 } END { exit !f }' /proc/swaps; then
+		ktap_pass
+	else
+		ktap_fail "$(cat "$OUT/add.out"; cat /proc/swaps)"; ktap_skip_rest "no target"
+	fi
+}
+ktap_test "rswapctl add --swap: the target connects, /dev/rswap0 is swapped on at the priority asked" t_add_swap
 
-# 2. list and status, as JSON
-"$CTL" list --json >"$OUT/list.json" 2>&1
-"$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
-"$CTL" list >"$OUT/list.txt" 2>&1
-# encrypt, sync_swapin: false with a module that has the attribute (default 0), null
-# without it; poll_queues: 0, or null without it.
-HAS_ENC=0 HAS_SYNC=0 HAS_POLL=0
-[ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
-[ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
-[ -e $CFG/ctl0/poll_queues ] && HAS_POLL=1
-# --queue-depth and --timeout-ms as the module shows them.
-QD=$(cat $CFG/ctl0/queue_depth 2>&1) TMO=$(cat $CFG/ctl0/timeout_ms 2>&1)
-if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" "$QD" "$TMO" \
-	>"$OUT/check.out" 2>&1 <<'PY'
+# list and status, as JSON; sets HAS_ENC, HAS_SYNC and HAS_POLL for the tests after it
+t_list_status() {
+	"$CTL" list --json >"$OUT/list.json" 2>&1
+	"$CTL" status ctl0 --json >"$OUT/status.json" 2>&1
+	"$CTL" list >"$OUT/list.txt" 2>&1
+	# encrypt, sync_swapin: false with a module that has the attribute (default 0), null
+	# without it; poll_queues: 0, or null without it.
+	HAS_ENC=0 HAS_SYNC=0 HAS_POLL=0
+	[ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
+	[ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
+	[ -e $CFG/ctl0/poll_queues ] && HAS_POLL=1
+	# --queue-depth and --timeout-ms as the module shows them.
+	QD=$(cat $CFG/ctl0/queue_depth 2>&1) TMO=$(cat $CFG/ctl0/timeout_ms 2>&1)
+	if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" "$QD" "$TMO" \
+		>"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
@@ -112,41 +107,47 @@ assert attrs["client_id"] == "0x2501" and attrs["enable"] == "1" and attrs["queu
 assert attrs["queue_depth"] == "64" and attrs["timeout_ms"] == "2000", attrs
 print("ok", t)
 PY
-then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(head -2 "$OUT/list.txt" | tr -s ' ' | tr '\n' '|')"
-else
-	ktap_fail "$(ktap_name)" "$(tail -3 "$OUT/check.out"; cat "$OUT/list.json")"
-fi
+	then
+		ktap_pass
+		ktap_diag "$(head -2 "$OUT/list.txt" | tr -s ' ' | tr '\n' '|')"
+	else
+		ktap_fail "$(tail -3 "$OUT/check.out"; cat "$OUT/list.json")"
+	fi
+}
+ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it" t_list_status
 
-# 3. a refused add: nothing listens on port 1
+# a refused add: nothing listens on port 1
 # and one the server refuses: more memory than its pool holds.
-rc=0 rc2=0
-"$CTL" add bad0 --server "$IP:1" --size 16M --queues 1 >"$OUT/bad.out" 2>&1 || rc=$?
-"$CTL" add bad0 --server "$IP:$PORT" --size 1G --queues 1 >"$OUT/big.out" 2>&1 || rc2=$?
-if [ $rc = 1 ] && grep -q "kernel: enable failed: .*: queue 0: connection rejected (no rswap server at that address?" "$OUT/bad.out" \
-	&& [ $rc2 = 1 ] && grep -q "kernel: enable failed: .*: queue 0: the server rejected the connection: TooLarge (asked 1073741824 bytes, it can give [0-9]*)" "$OUT/big.out" \
-	&& ! [ -d $CFG/bad0 ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(tr '\n' ' ' <"$OUT/bad.out")" "$(tr '\n' ' ' <"$OUT/big.out")"
-else
-	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/bad.out"); exit $rc2: $(cat "$OUT/big.out"); $(ls $CFG)"
-fi
+t_refused_add() {
+	rc=0 rc2=0
+	"$CTL" add bad0 --server "$IP:1" --size 16M --queues 1 >"$OUT/bad.out" 2>&1 || rc=$?
+	"$CTL" add bad0 --server "$IP:$PORT" --size 1G --queues 1 >"$OUT/big.out" 2>&1 || rc2=$?
+	if [ $rc = 1 ] && grep -q "kernel: enable failed: .*: queue 0: connection rejected (no rswap server at that address?" "$OUT/bad.out" \
+		&& [ $rc2 = 1 ] && grep -q "kernel: enable failed: .*: queue 0: the server rejected the connection: TooLarge (asked 1073741824 bytes, it can give [0-9]*)" "$OUT/big.out" \
+		&& ! [ -d $CFG/bad0 ]; then
+		ktap_pass
+		ktap_diag "$(tr '\n' ' ' <"$OUT/bad.out")" "$(tr '\n' ' ' <"$OUT/big.out")"
+	else
+		ktap_fail "exit $rc: $(cat "$OUT/bad.out"); exit $rc2: $(cat "$OUT/big.out"); $(ls $CFG)"
+	fi
+}
+ktap_test "rswapctl add with no server listening, and asking more than the server has: exit 1, the kernel's reason (last_error: no server; TooLarge) printed, nothing left behind" t_refused_add
 
-# 4. an encrypted target, on a module that has the encrypt attribute
-if [ $HAS_ENC = 0 ]; then
-	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/encrypt (a module older than encryption)"
-else
-	rm -f "$OUT"/enc-*
-	"$CTL" add enc0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2502 --encrypt >"$OUT/enc.out" 2>&1
-	rc=$?
-	enc=$(cat $CFG/enc0/encrypt 2>&1)
-	"$CTL" list >"$OUT/enc-list.txt" 2>&1
-	"$CTL" list --json >"$OUT/enc-list.json" 2>&1
-	"$CTL" status enc0 --json >"$OUT/enc-status.json" 2>&1
-	if [ $rc = 0 ] && [ "$enc" = 1 ] \
-		&& list_cell "$OUT/enc-list.txt" enc0 ENC yes \
-		&& python3 - "$OUT/enc-list.json" "$OUT/enc-status.json" >"$OUT/enc-check.out" 2>&1 <<'PY'
+# an encrypted target, on a module that has the encrypt attribute (HAS_ENC)
+t_encrypt() {
+	if [ $HAS_ENC = 0 ]; then
+		ktap_skip "rswap.ko has no $CFG/ctl0/encrypt (a module older than encryption)"
+	else
+		rm -f "$OUT"/enc-*
+		"$CTL" add enc0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2502 --encrypt >"$OUT/enc.out" 2>&1
+		rc=$?
+		enc=$(cat $CFG/enc0/encrypt 2>&1)
+		"$CTL" list >"$OUT/enc-list.txt" 2>&1
+		"$CTL" list --json >"$OUT/enc-list.json" 2>&1
+		"$CTL" status enc0 --json >"$OUT/enc-status.json" 2>&1
+		if [ $rc = 0 ] && [ "$enc" = 1 ] \
+			&& list_cell "$OUT/enc-list.txt" enc0 ENC yes \
+			&& python3 - "$OUT/enc-list.json" "$OUT/enc-status.json" >"$OUT/enc-check.out" 2>&1 <<'PY'
 import json, sys
 lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
 st = json.load(open(sys.argv[2]))
@@ -157,41 +158,45 @@ assert st["attributes"]["encrypt"] == "1", st["attributes"]
 assert st["auth_failures"] == 0, (st["auth_failures"], st["attributes"].get("stats"))
 print("ok", lst["enc0"])
 PY
-	then
-		checked=1
-	else
-		checked=
+		then
+			checked=1
+		else
+			checked=
+		fi
+		# Removed whatever the checks said: t_remove unloads the module.
+		removed=
+		"$CTL" remove enc0 >>"$OUT/enc.out" 2>&1 && ! [ -d $CFG/enc0 ] && removed=1
+		if [ -n "$checked" ] && [ -n "$removed" ]; then
+			ktap_pass
+			ktap_diag "$(grep -e ^NAME -e ^enc0 "$OUT/enc-list.txt" | tr -s ' ' | tr '\n' '|')"
+		else
+			ktap_fail "exit $rc, encrypt=$enc: $(cat "$OUT/enc.out" "$OUT/enc-list.txt"; tail -3 "$OUT/enc-check.out" 2>/dev/null; ls $CFG)"
+		fi
 	fi
-	# Removed whatever the checks said: test 7 unloads the module.
-	removed=
-	"$CTL" remove enc0 >>"$OUT/enc.out" 2>&1 && ! [ -d $CFG/enc0 ] && removed=1
-	if [ -n "$checked" ] && [ -n "$removed" ]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "$(grep -e ^NAME -e ^enc0 "$OUT/enc-list.txt" | tr -s ' ' | tr '\n' '|')"
-	else
-		ktap_fail "$(ktap_name)" "exit $rc, encrypt=$enc: $(cat "$OUT/enc.out" "$OUT/enc-list.txt"; tail -3 "$OUT/enc-check.out" 2>/dev/null; ls $CFG)"
-	fi
-fi
+}
+ktap_test "rswapctl add --encrypt: the target's encrypt is 1, list shows ENC yes, list --json has encrypt true, status --json auth_failures 0; removed again" t_encrypt
 
-# 5. a synchronous target: add --sync-swapin, then up of a target file that asks for it
-if [ $HAS_SYNC = 0 ]; then
-	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/sync_swapin (a module older than synchronous swap-in)"
-else
-	rm -f "$OUT"/sync-*
-	bad=
-	# sync_check NAME HOW: the target is up with sync_swapin 1, as the kernel, list,
-	# list --json and status --json show it; ctl0 (added without it) is not.
-	sync_check() {
-		local v
-		v=$(cat $CFG/$1/sync_swapin 2>&1)
-		"$CTL" list >"$OUT/sync-$1-list.txt" 2>&1
-		"$CTL" list --json >"$OUT/sync-$1-list.json" 2>&1
-		"$CTL" status "$1" --json >"$OUT/sync-$1-status.json" 2>&1
-		[ "$v" = 1 ] || { bad+="$2: $1/sync_swapin=$v; "; return 1; }
-		list_cell "$OUT/sync-$1-list.txt" "$1" SYNC yes && list_cell "$OUT/sync-$1-list.txt" ctl0 SYNC no \
-			|| { bad+="$2: list: $(tr -s ' ' <"$OUT/sync-$1-list.txt" | tr '\n' '|'); "; return 1; }
-		python3 - "$OUT/sync-$1-list.json" "$OUT/sync-$1-status.json" "$1" >"$OUT/sync-$1-check.out" 2>&1 <<'PY' \
-			|| { bad+="$2: $(tail -1 "$OUT/sync-$1-check.out"); "; return 1; }
+# a synchronous target: add --sync-swapin, then up of a target file that asks for it
+# (HAS_SYNC)
+t_sync_swapin() {
+	if [ $HAS_SYNC = 0 ]; then
+		ktap_skip "rswap.ko has no $CFG/ctl0/sync_swapin (a module older than synchronous swap-in)"
+	else
+		rm -f "$OUT"/sync-*
+		bad=
+		# sync_check NAME HOW: the target is up with sync_swapin 1, as the kernel, list,
+		# list --json and status --json show it; ctl0 (added without it) is not.
+		sync_check() {
+			local v
+			v=$(cat $CFG/$1/sync_swapin 2>&1)
+			"$CTL" list >"$OUT/sync-$1-list.txt" 2>&1
+			"$CTL" list --json >"$OUT/sync-$1-list.json" 2>&1
+			"$CTL" status "$1" --json >"$OUT/sync-$1-status.json" 2>&1
+			[ "$v" = 1 ] || { bad+="$2: $1/sync_swapin=$v; "; return 1; }
+			list_cell "$OUT/sync-$1-list.txt" "$1" SYNC yes && list_cell "$OUT/sync-$1-list.txt" ctl0 SYNC no \
+				|| { bad+="$2: list: $(tr -s ' ' <"$OUT/sync-$1-list.txt" | tr '\n' '|'); "; return 1; }
+			python3 - "$OUT/sync-$1-list.json" "$OUT/sync-$1-status.json" "$1" >"$OUT/sync-$1-check.out" 2>&1 <<'PY' \
+				|| { bad+="$2: $(tail -1 "$OUT/sync-$1-check.out"); "; return 1; }
 import json, sys
 lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
 st = json.load(open(sys.argv[2]))
@@ -202,55 +207,58 @@ assert st["sync_swapin"] is True and st["state"] == "connected", st
 assert st["attributes"]["sync_swapin"] == "1", st["attributes"]
 print("ok", lst[name])
 PY
-	}
-	# add --sync-swapin
-	if "$CTL" add sync0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2503 --sync-swapin \
-		>"$OUT/sync-add.out" 2>&1; then
-		sync_check sync0 "add --sync-swapin"
-	else
-		bad+="add --sync-swapin: exit $?: $(cat "$OUT/sync-add.out"); "
+		}
+		# add --sync-swapin
+		if "$CTL" add sync0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2503 --sync-swapin \
+			>"$OUT/sync-add.out" 2>&1; then
+			sync_check sync0 "add --sync-swapin"
+		else
+			bad+="add --sync-swapin: exit $?: $(cat "$OUT/sync-add.out"); "
+		fi
+		# Removed whatever the checks said: t_remove unloads the module.
+		"$CTL" remove sync0 >>"$OUT/sync-add.out" 2>&1 && ! [ -d $CFG/sync0 ] \
+			|| bad+="remove sync0: $(cat "$OUT/sync-add.out"); "
+		# up of a target file with sync_swapin = yes
+		mkdir -p "$OUT/targets"
+		printf '%s\n' "server = $IP:$PORT" "size = 16M" "queues = 1" "client_id = 0x2504" \
+			"sync_swapin = yes" "queue_depth = 32" >"$OUT/targets/sync1.conf"
+		if "$CTL" up sync1 --config-dir "$OUT/targets" >"$OUT/sync-up.out" 2>&1; then
+			sync_check sync1 "up (sync_swapin = yes)"
+			# Another key of the file, as configfs shows it.
+			v=$(cat $CFG/sync1/queue_depth 2>&1)
+			[ "$v" = 32 ] || bad+="up: sync1/queue_depth=$v, not the file's 32; "
+		else
+			bad+="up: exit $?: $(cat "$OUT/sync-up.out"); "
+		fi
+		"$CTL" down sync1 >>"$OUT/sync-up.out" 2>&1 && ! [ -d $CFG/sync1 ] \
+			|| bad+="down sync1: $(cat "$OUT/sync-up.out"); "
+		if [ -z "$bad" ]; then
+			ktap_pass
+			ktap_diag "$(grep -e ^NAME -e ^sync0 "$OUT/sync-sync0-list.txt" | tr -s ' ' | tr '\n' '|')" \
+				"$(tr '\n' ' ' <"$OUT/sync-up.out")"
+		else
+			ktap_fail "$bad$(ls $CFG)"
+		fi
 	fi
-	# Removed whatever the checks said: test 7 unloads the module.
-	"$CTL" remove sync0 >>"$OUT/sync-add.out" 2>&1 && ! [ -d $CFG/sync0 ] \
-		|| bad+="remove sync0: $(cat "$OUT/sync-add.out"); "
-	# up of a target file with sync_swapin = yes
-	mkdir -p "$OUT/targets"
-	printf '%s\n' "server = $IP:$PORT" "size = 16M" "queues = 1" "client_id = 0x2504" \
-		"sync_swapin = yes" "queue_depth = 32" >"$OUT/targets/sync1.conf"
-	if "$CTL" up sync1 --config-dir "$OUT/targets" >"$OUT/sync-up.out" 2>&1; then
-		sync_check sync1 "up (sync_swapin = yes)"
-		# Another key of the file, as configfs shows it.
-		v=$(cat $CFG/sync1/queue_depth 2>&1)
-		[ "$v" = 32 ] || bad+="up: sync1/queue_depth=$v, not the file's 32; "
-	else
-		bad+="up: exit $?: $(cat "$OUT/sync-up.out"); "
-	fi
-	"$CTL" down sync1 >>"$OUT/sync-up.out" 2>&1 && ! [ -d $CFG/sync1 ] \
-		|| bad+="down sync1: $(cat "$OUT/sync-up.out"); "
-	if [ -z "$bad" ]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "$(grep -e ^NAME -e ^sync0 "$OUT/sync-sync0-list.txt" | tr -s ' ' | tr '\n' '|')" \
-			"$(tr '\n' ' ' <"$OUT/sync-up.out")"
-	else
-		ktap_fail "$(ktap_name)" "$bad$(ls $CFG)"
-	fi
-fi
+}
+ktap_test "rswapctl add --sync-swapin, and up of a target file with sync_swapin = yes: the target's sync_swapin is 1, list shows SYNC yes, list --json and status --json have sync_swapin true; removed and down again" t_sync_swapin
 
-# 6. a target with a poll queue, on a module that has the poll_queues attribute
-if [ $HAS_POLL = 0 ]; then
-	ktap_skip "$(ktap_name)" "rswap.ko has no $CFG/ctl0/poll_queues (a module older than poll queues)"
-else
-	rm -f "$OUT"/poll-*
-	"$CTL" add poll0 --server "$IP:$PORT" --size 16M --queues 1 --poll-queues 1 --client-id 0x2505 \
-		>"$OUT/poll.out" 2>&1
-	rc=$?
-	pq=$(cat $CFG/poll0/poll_queues 2>&1)
-	dev=$(cat $CFG/poll0/device 2>/dev/null)
-	iop=$([ -n "$dev" ] && cat "/sys/block/$dev/queue/io_poll" 2>&1)
-	"$CTL" list --json >"$OUT/poll-list.json" 2>&1
-	"$CTL" status poll0 --json >"$OUT/poll-status.json" 2>&1
-	if [ $rc = 0 ] && [ "$pq" = 1 ] && [ "$iop" = 1 ] \
-		&& python3 - "$OUT/poll-list.json" "$OUT/poll-status.json" >"$OUT/poll-check.out" 2>&1 <<'PY'
+# a target with a poll queue, on a module that has the poll_queues attribute (HAS_POLL)
+t_poll_queues() {
+	if [ $HAS_POLL = 0 ]; then
+		ktap_skip "rswap.ko has no $CFG/ctl0/poll_queues (a module older than poll queues)"
+	else
+		rm -f "$OUT"/poll-*
+		"$CTL" add poll0 --server "$IP:$PORT" --size 16M --queues 1 --poll-queues 1 --client-id 0x2505 \
+			>"$OUT/poll.out" 2>&1
+		rc=$?
+		pq=$(cat $CFG/poll0/poll_queues 2>&1)
+		dev=$(cat $CFG/poll0/device 2>/dev/null)
+		iop=$([ -n "$dev" ] && cat "/sys/block/$dev/queue/io_poll" 2>&1)
+		"$CTL" list --json >"$OUT/poll-list.json" 2>&1
+		"$CTL" status poll0 --json >"$OUT/poll-status.json" 2>&1
+		if [ $rc = 0 ] && [ "$pq" = 1 ] && [ "$iop" = 1 ] \
+			&& python3 - "$OUT/poll-list.json" "$OUT/poll-status.json" >"$OUT/poll-check.out" 2>&1 <<'PY'
 import json, sys
 lst = {t["name"]: t for t in json.load(open(sys.argv[1]))}
 st = json.load(open(sys.argv[2]))
@@ -264,30 +272,36 @@ assert num(st["poll_queues"], 1) and st["state"] == "connected", st
 assert st["attributes"]["poll_queues"] == "1", st["attributes"]
 print("ok", lst["poll0"])
 PY
-	then
-		checked=1
-	else
-		checked=
+		then
+			checked=1
+		else
+			checked=
+		fi
+		# Removed whatever the checks said: t_remove unloads the module.
+		removed=
+		"$CTL" remove poll0 >>"$OUT/poll.out" 2>&1 && ! [ -d $CFG/poll0 ] && removed=1
+		if [ -n "$checked" ] && [ -n "$removed" ]; then
+			ktap_pass
+			ktap_diag "/dev/$dev io_poll $iop" "$(tail -1 "$OUT/poll-check.out")"
+		else
+			ktap_fail "exit $rc, poll_queues=$pq, device '$dev', io_poll '$iop': $(cat "$OUT/poll.out"; tail -3 "$OUT/poll-check.out" 2>/dev/null; ls $CFG)"
+		fi
 	fi
-	# Removed whatever the checks said: test 7 unloads the module.
-	removed=
-	"$CTL" remove poll0 >>"$OUT/poll.out" 2>&1 && ! [ -d $CFG/poll0 ] && removed=1
-	if [ -n "$checked" ] && [ -n "$removed" ]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "/dev/$dev io_poll $iop" "$(tail -1 "$OUT/poll-check.out")"
+}
+ktap_test "rswapctl add --poll-queues 1: the target's poll_queues is 1, its disk polls (io_poll 1) with 2 queues live, list --json and status --json have poll_queues 1; removed again" t_poll_queues
+
+# remove ctl0, the target of the first test
+t_remove() {
+	if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
+		&& rmmod rswap; then
+		ktap_pass
 	else
-		ktap_fail "$(ktap_name)" "exit $rc, poll_queues=$pq, device '$dev', io_poll '$iop': $(cat "$OUT/poll.out"; tail -3 "$OUT/poll-check.out" 2>/dev/null; ls $CFG)"
+		ktap_fail "$(cat "$OUT/remove.out"; cat /proc/swaps; ls $CFG)"
 	fi
-fi
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+}
+ktap_test "rswapctl remove: swapoff, disable, rmdir" t_remove
 
-# 7. remove
-if "$CTL" remove ctl0 >"$OUT/remove.out" 2>&1 && ! grep -q rswap0 /proc/swaps && ! [ -d $CFG/ctl0 ] \
-	&& rmmod rswap; then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "$(cat "$OUT/remove.out"; cat /proc/swaps; ls $CFG)"
-fi
-kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+ktap_test "dmesg: no BUG/WARNING/Oops in the rswapctl tests" ktap_check dmesg_clean
 
-ktap_check "$(ktap_name)" dmesg_clean
-ktap_finish
+ktap_run setup
