@@ -23,20 +23,6 @@ mkdir -p "$OUT"
 MIB=$((1 << 20))
 A_ID=$((0x2601)) B_ID=$((0x2602))
 
-NAMES=(
-	"--version: one line with the wire protocol, exit 0 (server and test client); -V is --version, -h is --help"
-	"--status-socket where it cannot be made: one line naming it, exit 1"
-	"a stale socket left by a killed server is replaced; the socket is mode 0600"
-	"a second server on a socket in use: one line, exit 1, the first server unharmed"
-	"server-status --json: pool, and both clients' ids, regions, lengths, queues and states as they got them"
-	"server-status: a table row per client, live and in grace"
-	"server-status --metrics: every family with HELP and TYPE, pool, clients, queues, per-client values"
-	"a TooLarge reject counts in rswap_server_connect_rejects_total{reason=\"TooLarge\"}"
-	"a silent status client does not hold up others and is dropped; a bad request gets one error line"
-	"SIGTERM: exit 0, the socket removed; then server-status fails naming the socket"
-	"no kernel warnings"
-)
-ktap_plan ${#NAMES[@]}
 
 SPID= HOLD= MADE_DIR=
 cleanup() {
@@ -54,90 +40,106 @@ client() { testclient "$IP:$PORT" "$@"; }
 # metric NAME_AND_LABELS: the value of one sample in $OUT/metrics.txt.
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$OUT/metrics.txt"; }
 
-dmesg_mark 26-server-status
-[ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "no $SRV (run scripts/build-server.sh on the host)"
-[ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
-command -v python3 >/dev/null || ktap_skip_rest "no python3 in the guest"
+setup() {
+	dmesg_mark 26-server-status
+	[ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "no $SRV (run scripts/build-server.sh on the host)"
+	[ -x "$CTL" ] || ktap_skip_rest "rswapctl not built (scripts/build-server.sh)"
+	command -v python3 >/dev/null || ktap_skip_rest "no python3 in the guest"
+}
 
-# 1. --version, -h
-v=$("$SRV" --version 2>&1); rc=$?
-cv=$("$CLI" --version 2>&1); crc=$?
-h=$("$SRV" -h 2>&1); hrc=$?
-sv=$("$SRV" -V 2>&1); svrc=$?
-scv=$("$CLI" -V 2>&1); scvrc=$?
-VER=${v#rswap-server }; VER=${VER%% *}
-if [ $rc -eq 0 ] && [[ $v =~ ^rswap-server\ [0-9][^\ ]*\ \(wire\ protocol\ 2\)$ ]] \
-	&& [ $crc -eq 0 ] && [ "$cv" = "rswap-testclient ${v#rswap-server }" ] \
-	&& [ $hrc -eq 0 ] && [ "$h" = "$("$SRV" --help)" ] && [[ $h == *--status-socket* ]] \
-	&& [ $svrc -eq 0 ] && [ "$sv" = "$v" ] && [ $scvrc -eq 0 ] && [ "$scv" = "$cv" ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$v"
-else
-	ktap_fail "$(ktap_name)" "$v (exit $rc); $cv (exit $crc); -V: $sv (exit $svrc), $scv (exit $scvrc); -h exit $hrc: $(head -2 <<<"$h")"
-fi
-
-if ! why=$(rdma_up 2>&1); then
-	ktap_skip_rest "soft-RoCE unavailable: $why"
-fi
-[ -d "$(dirname "$SOCK")" ] || MADE_DIR=1
-rm -f "$SOCK"
-
-# 2. a socket path that cannot be made
-err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 4M --insecure --status-socket /proc/rswap-none/s.sock 2>&1 >/dev/null); rc=$?
-if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
-	&& [[ $err == "rswap-server: --status-socket /proc/rswap-none/s.sock: "* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$err"
-else
-	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err"
-fi
-
-# 3. a server killed with SIGKILL leaves its socket; the next one replaces it
-stale=no
-if server_start "$OUT/server0.log" --listen "$IP:$P0" --size 4M --insecure --status-socket "$SOCK" >/dev/null; then
-	kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
-	[ -S "$SOCK" ] && stale=yes
-fi
-if server_start "$OUT/server.log" --listen "$IP:$PORT" --size 16M --grace 120 --insecure \
-	--status-socket "$SOCK" >"$OUT/start.out"; then
-	"$CTL" server-status --json >"$OUT/first.json" 2>&1; rc=$?
-	mode=$(stat -c '%a %F' "$SOCK")
-	if [ $stale = yes ] && [ $rc -eq 0 ] && [ "$mode" = "600 socket" ] \
-		&& grep -q "event=listening .*status_socket=$SOCK" "$OUT/server.log"; then
-		ktap_pass "$(ktap_name)"
+# --version, -h
+t_version() {
+	v=$("$SRV" --version 2>&1); rc=$?
+	cv=$("$CLI" --version 2>&1); crc=$?
+	h=$("$SRV" -h 2>&1); hrc=$?
+	sv=$("$SRV" -V 2>&1); svrc=$?
+	scv=$("$CLI" -V 2>&1); scvrc=$?
+	VER=${v#rswap-server }; VER=${VER%% *}
+	if [ $rc -eq 0 ] && [[ $v =~ ^rswap-server\ [0-9][^\ ]*\ \(wire\ protocol\ 2\)$ ]] \
+		&& [ $crc -eq 0 ] && [ "$cv" = "rswap-testclient ${v#rswap-server }" ] \
+		&& [ $hrc -eq 0 ] && [ "$h" = "$("$SRV" --help)" ] && [[ $h == *--status-socket* ]] \
+		&& [ $svrc -eq 0 ] && [ "$sv" = "$v" ] && [ $scvrc -eq 0 ] && [ "$scv" = "$cv" ]; then
+		ktap_pass
+		ktap_diag "$v"
 	else
-		ktap_fail "$(ktap_name)" "stale socket left: $stale; server-status exit $rc; mode: $mode; $(tail -3 "$OUT/first.json")"
+		ktap_fail "$v (exit $rc); $cv (exit $crc); -V: $sv (exit $svrc), $scv (exit $scvrc); -h exit $hrc: $(head -2 <<<"$h")"
 	fi
-else
-	ktap_fail "$(ktap_name)" "$(cat "$OUT/start.out")"
-	ktap_skip_rest "the server did not start"
-fi
+}
+ktap_test "--version: one line with the wire protocol, exit 0 (server and test client); -V is --version, -h is --help" t_version
 
-# 4. a second server on the same socket is refused; the first keeps its socket
-err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 4M --insecure --status-socket "$SOCK" 2>&1 >/dev/null); rc=$?
-if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
-	&& [[ $err == "rswap-server: --status-socket $SOCK: in use"* ]] \
-	&& [ -S "$SOCK" ] && "$CTL" server-status >/dev/null 2>&1; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$err"
-else
-	ktap_fail "$(ktap_name)" "exit $rc, stderr: $err; socket: $(ls -l "$SOCK" 2>&1)"
-fi
+# a socket path that cannot be made; the first test of the RDMA device and the socket
+t_socket_unmakeable() {
+	if ! why=$(rdma_up 2>&1); then
+		ktap_skip_rest "soft-RoCE unavailable: $why"
+	fi
+	[ -d "$(dirname "$SOCK")" ] || MADE_DIR=1
+	rm -f "$SOCK"
 
-# 5. client A holds two queues; client B connects once and goes into its grace period
-timeout 300 "$CLI" --connect "$IP:$PORT" --client-id $A_ID --size 4M --queues 2 --timeout 60 \
-	--print-descriptor --hold 200 >"$OUT/holder.out" 2>&1 &
-HOLD=$!
-wait_log "$OUT/holder.out" '^queue=1 ' 60
-CO=$(cat "$OUT/holder.out")
-A_REGION=$(field region_id) A_LEN=$(field length)
-client --client-id $B_ID --size 2M --print-descriptor
-B_REGION=$(field region_id) B_LEN=$(field length)
-wait_log "$OUT/server.log" "event=client_idle client_id=$B_ID " 30
-"$CTL" server-status --json >"$OUT/status.json" 2>"$OUT/status.err"; rc=$?
-if [ $rc -eq 0 ] && [ -n "$A_REGION" ] && [ -n "$B_REGION" ] \
-	&& python3 - "$OUT/status.json" "$IP" "$PORT" "$VER" "$A_ID" "$A_REGION" "$A_LEN" \
-		"$B_ID" "$B_REGION" "$B_LEN" >"$OUT/check.out" 2>&1 <<'PY'
+	err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 4M --insecure --status-socket /proc/rswap-none/s.sock 2>&1 >/dev/null); rc=$?
+	if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
+		&& [[ $err == "rswap-server: --status-socket /proc/rswap-none/s.sock: "* ]]; then
+		ktap_pass
+		ktap_diag "$err"
+	else
+		ktap_fail "exit $rc, stderr: $err"
+	fi
+}
+ktap_test "--status-socket where it cannot be made: one line naming it, exit 1" t_socket_unmakeable
+
+# a server killed with SIGKILL leaves its socket; the next one replaces it
+t_stale_socket() {
+	stale=no
+	if server_start "$OUT/server0.log" --listen "$IP:$P0" --size 4M --insecure --status-socket "$SOCK" >/dev/null; then
+		kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+		[ -S "$SOCK" ] && stale=yes
+	fi
+	if server_start "$OUT/server.log" --listen "$IP:$PORT" --size 16M --grace 120 --insecure \
+		--status-socket "$SOCK" >"$OUT/start.out"; then
+		"$CTL" server-status --json >"$OUT/first.json" 2>&1; rc=$?
+		mode=$(stat -c '%a %F' "$SOCK")
+		if [ $stale = yes ] && [ $rc -eq 0 ] && [ "$mode" = "600 socket" ] \
+			&& grep -q "event=listening .*status_socket=$SOCK" "$OUT/server.log"; then
+			ktap_pass
+		else
+			ktap_fail "stale socket left: $stale; server-status exit $rc; mode: $mode; $(tail -3 "$OUT/first.json")"
+		fi
+	else
+		ktap_fail "$(cat "$OUT/start.out")"
+		ktap_skip_rest "the server did not start"
+	fi
+}
+ktap_test "a stale socket left by a killed server is replaced; the socket is mode 0600" t_stale_socket
+
+# a second server on the same socket is refused; the first keeps its socket
+t_socket_in_use() {
+	err=$(timeout 20 "$SRV" --listen "$IP:$P2" --size 4M --insecure --status-socket "$SOCK" 2>&1 >/dev/null); rc=$?
+	if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] \
+		&& [[ $err == "rswap-server: --status-socket $SOCK: in use"* ]] \
+		&& [ -S "$SOCK" ] && "$CTL" server-status >/dev/null 2>&1; then
+		ktap_pass
+		ktap_diag "$err"
+	else
+		ktap_fail "exit $rc, stderr: $err; socket: $(ls -l "$SOCK" 2>&1)"
+	fi
+}
+ktap_test "a second server on a socket in use: one line, exit 1, the first server unharmed" t_socket_in_use
+
+# client A holds two queues; client B connects once and goes into its grace period. The
+# tests after this one look at this server ($SPID, of the test before) and these clients.
+t_json() {
+	timeout 300 "$CLI" --connect "$IP:$PORT" --client-id $A_ID --size 4M --queues 2 --timeout 60 \
+		--print-descriptor --hold 200 >"$OUT/holder.out" 2>&1 &
+	HOLD=$!
+	wait_log "$OUT/holder.out" '^queue=1 ' 60
+	CO=$(cat "$OUT/holder.out")
+	A_REGION=$(field region_id) A_LEN=$(field length)
+	client --client-id $B_ID --size 2M --print-descriptor
+	B_REGION=$(field region_id) B_LEN=$(field length)
+	wait_log "$OUT/server.log" "event=client_idle client_id=$B_ID " 30
+	"$CTL" server-status --json >"$OUT/status.json" 2>"$OUT/status.err"; rc=$?
+	if [ $rc -eq 0 ] && [ -n "$A_REGION" ] && [ -n "$B_REGION" ] \
+		&& python3 - "$OUT/status.json" "$IP" "$PORT" "$VER" "$A_ID" "$A_REGION" "$A_LEN" \
+			"$B_ID" "$B_REGION" "$B_LEN" >"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))
 ip, port, version = sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -171,81 +173,93 @@ assert k["connects_accepted"] == 3 and k["regions_allocated"] == 2 and k["region
 assert k["connect_rejects"]["TooLarge"] == 0 and k["challenges"] == 0, k
 print("ok")
 PY
-then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "exit $rc $(cat "$OUT/status.err"); A: $A_REGION/$A_LEN B: $B_REGION/$B_LEN; $(tail -3 "$OUT/check.out")"
-fi
+	then
+		ktap_pass
+	else
+		ktap_fail "exit $rc $(cat "$OUT/status.err"); A: $A_REGION/$A_LEN B: $B_REGION/$B_LEN; $(tail -3 "$OUT/check.out")"
+	fi
+}
+ktap_test "server-status --json: pool, and both clients' ids, regions, lengths, queues and states as they got them" t_json
 
-# 6. the table (default socket)
-"$CTL" server-status >"$OUT/table.txt" 2>&1; rc=$?
-if [ $rc -eq 0 ] && [ "$(head -1 "$OUT/table.txt" | tr -s ' ')" = "CLIENT_ID REGION SIZE QUEUES STATE LAST_SEEN" ] \
-	&& [ "$(wc -l <"$OUT/table.txt")" -eq 3 ] \
-	&& awk -v r="$A_REGION" '$1 == "0x2601" && $2 == r && $3 == "4M" && $4 == "2/2" && $5 == "live" && $6 ~ /^[0-9]+s$/ { f = 1 } END { exit !f }' "$OUT/table.txt" \
-	&& awk -v r="$B_REGION" '$1 == "0x2602" && $2 == r && $3 == "2M" && $4 == "0/1" && $5 ~ /^grace\([0-9]+m?[0-9]*s\)$/ { f = 1 } END { exit !f }' "$OUT/table.txt"; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(tr -s ' ' <"$OUT/table.txt" | tr '\n' '|')"
-else
-	ktap_fail "$(ktap_name)" "exit $rc: $(cat "$OUT/table.txt")"
-fi
+# the table (default socket)
+t_table() {
+	"$CTL" server-status >"$OUT/table.txt" 2>&1; rc=$?
+	if [ $rc -eq 0 ] && [ "$(head -1 "$OUT/table.txt" | tr -s ' ')" = "CLIENT_ID REGION SIZE QUEUES STATE LAST_SEEN" ] \
+		&& [ "$(wc -l <"$OUT/table.txt")" -eq 3 ] \
+		&& awk -v r="$A_REGION" '$1 == "0x2601" && $2 == r && $3 == "4M" && $4 == "2/2" && $5 == "live" && $6 ~ /^[0-9]+s$/ { f = 1 } END { exit !f }' "$OUT/table.txt" \
+		&& awk -v r="$B_REGION" '$1 == "0x2602" && $2 == r && $3 == "2M" && $4 == "0/1" && $5 ~ /^grace\([0-9]+m?[0-9]*s\)$/ { f = 1 } END { exit !f }' "$OUT/table.txt"; then
+		ktap_pass
+		ktap_diag "$(tr -s ' ' <"$OUT/table.txt" | tr '\n' '|')"
+	else
+		ktap_fail "exit $rc: $(cat "$OUT/table.txt")"
+	fi
+}
+ktap_test "server-status: a table row per client, live and in grace" t_table
 
-# 7. the metrics
-"$CTL" server-status --metrics >"$OUT/metrics.txt" 2>&1; rc=$?
-# Every sample's family has its HELP and TYPE lines, before it.
-fam_err=$(awk '
-	/^# HELP / { help[$3] = 1; next }
-	/^# TYPE / { if (!help[$3]) print "TYPE before HELP: " $3; type[$3] = $4; next }
-	/^#/ || NF == 0 { next }
-	{ n = $1; sub(/\{.*/, "", n); if (!type[n]) print "no TYPE: " n; if (n ~ /_total$/ && type[n] != "counter") print "not a counter: " n }
-' "$OUT/metrics.txt")
-miss=
-for want in \
-	"rswap_server_info{version=\"$VER\",wire_protocol=\"2\"} 1" \
-	"rswap_server_pool_size_bytes $((16 * MIB))" \
-	"rswap_server_pool_used_bytes $((6 * MIB))" \
-	"rswap_server_pool_left_bytes $((10 * MIB))" \
-	"rswap_server_clients 2" \
-	"rswap_server_clients_in_grace 1" \
-	"rswap_server_queues 2" \
-	"rswap_server_client_region_bytes{client_id=\"$A_ID\"} $((4 * MIB))" \
-	"rswap_server_client_region_bytes{client_id=\"$B_ID\"} $((2 * MIB))" \
-	"rswap_server_client_queues{client_id=\"$A_ID\"} 2" \
-	"rswap_server_client_queues{client_id=\"$B_ID\"} 0" \
-	"rswap_server_client_epoch{client_id=\"$A_ID\"} 1" \
-	"rswap_server_connects_accepted_total 3" \
-	"rswap_server_connect_rejects_total{reason=\"TooLarge\"} 0" \
-	"rswap_server_challenges_total 0" \
-	"rswap_server_keepalive_closes_total{why=\"keepalive_timeout\"} 0" \
-	"rswap_server_regions_allocated_total 2" \
-	"rswap_server_regions_freed_total 0"; do
-	grep -qxF "$want" "$OUT/metrics.txt" || miss="$miss|$want"
-done
-seen=$(metric "rswap_server_client_last_seen_age_seconds{client_id=\"$A_ID\"}")
-left=$(metric "rswap_server_client_grace_left_seconds{client_id=\"$B_ID\"}")
-if [ $rc -eq 0 ] && [ -z "$fam_err" ] && [ -z "$miss" ] \
-	&& [[ $seen =~ ^[0-9]+\.[0-9]{3}$ ]] && [[ $left =~ ^[0-9]+\.[0-9]{3}$ ]] \
-	&& [ -z "$(metric "rswap_server_client_grace_left_seconds{client_id=\"$A_ID\"}")" ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(grep -c '^# TYPE' "$OUT/metrics.txt") families, $(grep -vc '^#' "$OUT/metrics.txt") samples"
-else
-	ktap_fail "$(ktap_name)" "exit $rc; family errors: $fam_err; missing: $miss; last seen: $seen; grace left: $left"
-fi
+# the metrics
+t_metrics() {
+	"$CTL" server-status --metrics >"$OUT/metrics.txt" 2>&1; rc=$?
+	# Every sample's family has its HELP and TYPE lines, before it.
+	fam_err=$(awk '
+		/^# HELP / { help[$3] = 1; next }
+		/^# TYPE / { if (!help[$3]) print "TYPE before HELP: " $3; type[$3] = $4; next }
+		/^#/ || NF == 0 { next }
+		{ n = $1; sub(/\{.*/, "", n); if (!type[n]) print "no TYPE: " n; if (n ~ /_total$/ && type[n] != "counter") print "not a counter: " n }
+	' "$OUT/metrics.txt")
+	miss=
+	for want in \
+		"rswap_server_info{version=\"$VER\",wire_protocol=\"2\"} 1" \
+		"rswap_server_pool_size_bytes $((16 * MIB))" \
+		"rswap_server_pool_used_bytes $((6 * MIB))" \
+		"rswap_server_pool_left_bytes $((10 * MIB))" \
+		"rswap_server_clients 2" \
+		"rswap_server_clients_in_grace 1" \
+		"rswap_server_queues 2" \
+		"rswap_server_client_region_bytes{client_id=\"$A_ID\"} $((4 * MIB))" \
+		"rswap_server_client_region_bytes{client_id=\"$B_ID\"} $((2 * MIB))" \
+		"rswap_server_client_queues{client_id=\"$A_ID\"} 2" \
+		"rswap_server_client_queues{client_id=\"$B_ID\"} 0" \
+		"rswap_server_client_epoch{client_id=\"$A_ID\"} 1" \
+		"rswap_server_connects_accepted_total 3" \
+		"rswap_server_connect_rejects_total{reason=\"TooLarge\"} 0" \
+		"rswap_server_challenges_total 0" \
+		"rswap_server_keepalive_closes_total{why=\"keepalive_timeout\"} 0" \
+		"rswap_server_regions_allocated_total 2" \
+		"rswap_server_regions_freed_total 0"; do
+		grep -qxF "$want" "$OUT/metrics.txt" || miss="$miss|$want"
+	done
+	seen=$(metric "rswap_server_client_last_seen_age_seconds{client_id=\"$A_ID\"}")
+	left=$(metric "rswap_server_client_grace_left_seconds{client_id=\"$B_ID\"}")
+	if [ $rc -eq 0 ] && [ -z "$fam_err" ] && [ -z "$miss" ] \
+		&& [[ $seen =~ ^[0-9]+\.[0-9]{3}$ ]] && [[ $left =~ ^[0-9]+\.[0-9]{3}$ ]] \
+		&& [ -z "$(metric "rswap_server_client_grace_left_seconds{client_id=\"$A_ID\"}")" ]; then
+		ktap_pass
+		ktap_diag "$(grep -c '^# TYPE' "$OUT/metrics.txt") families, $(grep -vc '^#' "$OUT/metrics.txt") samples"
+	else
+		ktap_fail "exit $rc; family errors: $fam_err; missing: $miss; last seen: $seen; grace left: $left"
+	fi
+}
+ktap_test "server-status --metrics: every family with HELP and TYPE, pool, clients, queues, per-client values" t_metrics
 
-# 8. a reject counts with its reason
-client --client-id $((0x2603)) --size 64M --expect-reject TooLarge
-"$CTL" server-status --metrics >"$OUT/metrics.txt" 2>&1
-if [ $CS -eq 0 ] && [ "$(metric 'rswap_server_connect_rejects_total{reason="TooLarge"}')" = 1 ] \
-	&& [ "$(metric 'rswap_server_connect_rejects_total{reason="BadRequest"}')" = 0 ] \
-	&& [ "$(metric rswap_server_connects_accepted_total)" = 3 ] \
-	&& [ "$(metric rswap_server_clients)" = 2 ]; then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "client exit $CS: $CO; $(grep -E 'rejects_total|accepted_total' "$OUT/metrics.txt")"
-fi
+# a reject counts with its reason
+t_reject_metric() {
+	client --client-id $((0x2603)) --size 64M --expect-reject TooLarge
+	"$CTL" server-status --metrics >"$OUT/metrics.txt" 2>&1
+	if [ $CS -eq 0 ] && [ "$(metric 'rswap_server_connect_rejects_total{reason="TooLarge"}')" = 1 ] \
+		&& [ "$(metric 'rswap_server_connect_rejects_total{reason="BadRequest"}')" = 0 ] \
+		&& [ "$(metric rswap_server_connects_accepted_total)" = 3 ] \
+		&& [ "$(metric rswap_server_clients)" = 2 ]; then
+		ktap_pass
+	else
+		ktap_fail "client exit $CS: $CO; $(grep -E 'rejects_total|accepted_total' "$OUT/metrics.txt")"
+	fi
+}
+ktap_test "a TooLarge reject counts in rswap_server_connect_rejects_total{reason=\"TooLarge\"}" t_reject_metric
 
-# 9. a client that connects and says nothing: the server answers others meanwhile and
+# a client that connects and says nothing: the server answers others meanwhile and
 # drops it after its deadline (1 s), without an answer; a bad request gets one line
-if python3 - "$SOCK" >"$OUT/silent.out" 2>&1 <<'PY'
+t_silent_client() {
+	if python3 - "$SOCK" >"$OUT/silent.out" 2>&1 <<'PY'
 import socket, sys, time
 path = sys.argv[1]
 def ask(req):
@@ -280,31 +294,39 @@ bad = ask(b"hello\n")
 assert bad.startswith(b"error: unknown request") and bad.count(b"\n") == 1, bad
 print(f"answered in {took:.3f} s, silent client dropped after {dropped:.3f} s; {bad!r}")
 PY
-then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(cat "$OUT/silent.out")"
-else
-	ktap_fail "$(ktap_name)" "$(tail -5 "$OUT/silent.out")"
-fi
+	then
+		ktap_pass
+		ktap_diag "$(cat "$OUT/silent.out")"
+	else
+		ktap_fail "$(tail -5 "$OUT/silent.out")"
+	fi
+}
+ktap_test "a silent status client does not hold up others and is dropped; a bad request gets one error line" t_silent_client
 
-# 10. SIGTERM: the socket goes with the server
-kill -TERM "$SPID"
-wait_exit "$SPID" 30; rc=$?; SPID=
-err=$("$CTL" server-status 2>&1 >/dev/null); crc=$?
-if [ $rc -eq 0 ] && [ ! -e "$SOCK" ] && grep -q 'event=stopped' "$OUT/server.log" \
-	&& [ $crc -eq 1 ] && [[ $err == "rswapctl: server-status: cannot connect to $SOCK: "* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$err"
-else
-	ktap_fail "$(ktap_name)" "server exit $rc; socket: $(ls -l "$SOCK" 2>&1); rswapctl exit $crc: $err"
-fi
-kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; HOLD=
-if grep -q 'level=error' "$OUT/server.log"; then
-	ktap_diag "server errors: $(grep 'level=error' "$OUT/server.log" | head -3)"
-fi
+# SIGTERM: the socket goes with the server
+t_sigterm() {
+	kill -TERM "$SPID"
+	wait_exit "$SPID" 30; rc=$?; SPID=
+	err=$("$CTL" server-status 2>&1 >/dev/null); crc=$?
+	if [ $rc -eq 0 ] && [ ! -e "$SOCK" ] && grep -q 'event=stopped' "$OUT/server.log" \
+		&& [ $crc -eq 1 ] && [[ $err == "rswapctl: server-status: cannot connect to $SOCK: "* ]]; then
+		ktap_pass
+		ktap_diag "$err"
+	else
+		ktap_fail "server exit $rc; socket: $(ls -l "$SOCK" 2>&1); rswapctl exit $crc: $err"
+	fi
+	kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; HOLD=
+	if grep -q 'level=error' "$OUT/server.log"; then
+		ktap_diag "server errors: $(grep 'level=error' "$OUT/server.log" | head -3)"
+	fi
+}
+ktap_test "SIGTERM: exit 0, the socket removed; then server-status fails naming the socket" t_sigterm
 
-# 11. the kernel stayed quiet
-if bad=$(dmesg_clean); then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$bad"; fi
+# the kernel stayed quiet
+t_dmesg() {
+	if bad=$(dmesg_clean); then ktap_pass; else ktap_fail "$bad"; fi
+	rdma_down
+}
+ktap_test "no kernel warnings" t_dmesg
 
-rdma_down
-ktap_finish
+ktap_run setup
