@@ -12,30 +12,31 @@ SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
 OUT=$RSWAP_OUT/35-sample
 mkdir -p "$OUT"
-ktap_plan 5
-if [ ! -f "$KO" ] || [ ! -f "$KO_BENCH" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/null; then
-	for n in 1 2 3 4 5; do
-		ktap_skip "sample $n" "needs rswap_rdma_rw.ko, rswap_rdma_bench.ko, rswap-server and rxe"
-	done
-	ktap_finish
-fi
-rdma_modules
-hex=$(printf '0x%02x%02x%02x%02x' ${IP//./ })
-"$SRV" --listen "$IP:18517" --size 8M --insecure >"$OUT/server.log" 2>&1 &
-spid=$!
-for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
-dmesg_mark "sample"
-if insmod "$KO" addr="$hex" port=18517 \
-	&& dmesg | grep -q 'rswap_rdma_rw: wrote [0-9]* bytes with RDMA WRITE and read them back with RDMA READ: identical' \
-	&& rmmod rswap_rdma_rw; then
-	ktap_pass "sample: RDMA WRITE then READ of one buffer through the safe layer round-trips"
-	ktap_diag "$(dmesg | grep 'rswap_rdma_rw:' | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "sample: RDMA WRITE then READ of one buffer through the safe layer round-trips" \
-		"$(dmesg | grep rswap_rdma_rw | tail -5)"
-fi
+setup() {
+	if [ ! -f "$KO" ] || [ ! -f "$KO_BENCH" ] || [ ! -x "$SRV" ] || ! rdma_up >/dev/null; then
+		ktap_skip_rest "needs rswap_rdma_rw.ko, rswap_rdma_bench.ko, rswap-server and rxe"
+	fi
+	rdma_modules
+	hex=$(printf '0x%02x%02x%02x%02x' ${IP//./ })
+	"$SRV" --listen "$IP:18517" --size 8M --insecure >"$OUT/server.log" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do grep -q listening "$OUT/server.log" && break; sleep 0.1; done
+}
+
+t_sample() {
+	dmesg_mark "sample"
+	if insmod "$KO" addr="$hex" port=18517 \
+		&& dmesg | grep -q 'rswap_rdma_rw: wrote [0-9]* bytes with RDMA WRITE and read them back with RDMA READ: identical' \
+		&& rmmod rswap_rdma_rw; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep 'rswap_rdma_rw:' | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "$(dmesg | grep rswap_rdma_rw | tail -5)"
+	fi
+}
+ktap_test "sample: RDMA WRITE then READ of one buffer through the safe layer round-trips" t_sample
+
 # The benchmark: every figure of the four phases must be there and non-zero.
-dmesg_mark "bench"
 bench_ok() {
 	local line n=0 k
 	for line in "read qd=1" "read qd=4" "write qd=1" "write qd=4"; do
@@ -49,32 +50,46 @@ bench_ok() {
 	done
 	[ $n = 4 ]
 }
-if timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 qd=4 size_mb=4 \
-	&& why=$(bench_ok) && timeout 20 rmmod rswap_rdma_bench; then
-	ktap_pass "bench: 4 KiB READ and WRITE at QD1 and QD4 report non-zero figures, then rmmod"
-	ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "bench: 4 KiB READ and WRITE at QD1 and QD4 report non-zero figures, then rmmod" \
-		"${why:-} $(dmesg | grep rswap_rdma_bench | tail -6)"
-	rmmod rswap_rdma_bench 2>/dev/null
-fi
-kill "$spid"; wait "$spid"
-start=$(date +%s)
-if ! insmod "$KO" addr="$hex" port=18517 2>/dev/null && [ $(( $(date +%s) - start )) -lt 20 ] \
-	&& ! grep -q '^rswap_rdma_rw ' /proc/modules; then
-	ktap_pass "sample: with no server the module refuses to load, promptly"
-else
-	ktap_fail "sample: with no server the module refuses to load, promptly"
-	rmmod rswap_rdma_rw 2>/dev/null
-fi
-start=$(date +%s)
-if ! timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 2>/dev/null \
-	&& [ $(( $(date +%s) - start )) -lt 20 ] && ! grep -q '^rswap_rdma_bench ' /proc/modules; then
-	ktap_pass "bench: with no server the module refuses to load, promptly, saying why"
-	ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "bench: with no server the module refuses to load, promptly, saying why"
-	rmmod rswap_rdma_bench 2>/dev/null
-fi
-ktap_check "dmesg: no BUG/WARNING/Oops in the sample test" dmesg_clean
-ktap_finish
+# Stops the server (of the setup) at its end: the tests after it run without one.
+t_bench() {
+	dmesg_mark "bench"
+	if timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 qd=4 size_mb=4 \
+		&& why=$(bench_ok) && timeout 20 rmmod rswap_rdma_bench; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "${why:-} $(dmesg | grep rswap_rdma_bench | tail -6)"
+		rmmod rswap_rdma_bench 2>/dev/null
+	fi
+	kill "$spid"; wait "$spid"
+}
+ktap_test "bench: 4 KiB READ and WRITE at QD1 and QD4 report non-zero figures, then rmmod" t_bench
+
+t_sample_no_server() {
+	start=$(date +%s)
+	if ! insmod "$KO" addr="$hex" port=18517 2>/dev/null && [ $(( $(date +%s) - start )) -lt 20 ] \
+		&& ! grep -q '^rswap_rdma_rw ' /proc/modules; then
+		ktap_pass
+	else
+		ktap_fail
+		rmmod rswap_rdma_rw 2>/dev/null
+	fi
+}
+ktap_test "sample: with no server the module refuses to load, promptly" t_sample_no_server
+
+t_bench_no_server() {
+	start=$(date +%s)
+	if ! timeout 60 insmod "$KO_BENCH" addr="$hex" port=18517 ms=300 2>/dev/null \
+		&& [ $(( $(date +%s) - start )) -lt 20 ] && ! grep -q '^rswap_rdma_bench ' /proc/modules; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep 'rswap_rdma_bench:' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail
+		rmmod rswap_rdma_bench 2>/dev/null
+	fi
+}
+ktap_test "bench: with no server the module refuses to load, promptly, saying why" t_bench_no_server
+
+ktap_test "dmesg: no BUG/WARNING/Oops in the sample test" ktap_check dmesg_clean
+
+ktap_run setup
