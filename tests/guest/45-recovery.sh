@@ -19,22 +19,6 @@ mkdir -p "$OUT"
 SIZE_MB=64
 DEV=/dev/rswap0
 
-NAMES=(
-	"recovery: recovery_ms defaults to 60000 and rejects values past 3600000; keepalive_ms defaults to 5000 and takes 0 or 1000..600000"
-	"recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back"
-	"recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)"
-	"recovery: the server closes every connection under fio verify; fio ends with 0 errors"
-	"recovery: CPU 1 goes offline and comes back under fio verify while the server closes every connection: fio ends with 0 errors and both queues are live again"
-	"recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data"
-	"recovery: with recovery_ms=0 a dropped connection fails the I/O at once"
-	"recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s"
-	"recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work"
-	"recovery: a device that loses flushed completions (rswap.ko fault_lose_flushes=16): the server closes every connection under fio verify; rswap completes the lost work requests itself when their QP goes, fio ends with 0 errors, disable and rmmod work"
-	"dmesg: no BUG/WARNING/Oops in the recovery tests"
-)
-target_suite_start
-dmesg_mark "45-recovery"
-
 start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120 --insecure; }
 # The successful reconnects so far, and the requests issued again (fields of the state).
 recoveries() { state_field $T recoveries; }
@@ -71,241 +55,281 @@ enable_with() { # recovery_ms client_id
 	echo 1 > $T/enable
 }
 
-rswap_load && [ -d $CFG ] || ktap_skip_rest "module not loaded"
-start_server || ktap_skip_rest "rswap-server does not start"
-mkdir $T
+setup() {
+	target_suite_start
+	dmesg_mark "45-recovery"
 
-bad=0
-for v in -1 3600001 1e3 x; do
-	echo "$v" > $T/recovery_ms 2>/dev/null && bad=1
-done
-rec_msg=$(dmesg | tail -1)
-ka_default=$(cat $T/keepalive_ms)
-for v in 1 999 600001 -1 5s; do
-	echo "$v" > $T/keepalive_ms 2>/dev/null && bad=1
-done
-ka_msg=$(dmesg | tail -1)
-echo 0 > $T/keepalive_ms && echo 1000 > $T/keepalive_ms && echo 600000 > $T/keepalive_ms || bad=1
-echo 5000 > $T/keepalive_ms
-if [ "$(cat $T/recovery_ms)" = 60000 ] && [ $bad = 0 ] && echo 0 > $T/recovery_ms \
-	&& [ "$(cat $T/recovery_ms)" = 0 ] && [[ $rec_msg == *"configfs: recovery_ms: "* ]] \
-	&& [ "$ka_default" = 5000 ] && [[ $ka_msg == *"configfs: keepalive_ms: "* ]]; then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "recovery_ms default/now $(cat $T/recovery_ms), keepalive_ms default $ka_default, bad accepted=$bad; $rec_msg; $ka_msg"
-fi
+	rswap_load && [ -d $CFG ] || ktap_skip_rest "module not loaded"
+	start_server || ktap_skip_rest "rswap-server does not start"
+	mkdir $T
+}
 
-enable_with 60000 0x4501 || ktap_skip_rest "enable failed: $(dmesg | grep rswap | tail -3)"
-ktap_diag "state: $(cat $T/state)"
-
-# 1. Idle: the server drops the connections; nothing is in flight. The disconnect itself
-# starts recovery: the queues reconnect with no I/O, and the data written before is there.
-head -c 8M /dev/urandom > /tmp/rec8
-dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
-closed=$(grep -c queue_closed "$OUT/server.log")
-r0=$(recoveries)
-start=$(date +%s)
-kill -USR1 "$SPID"
-wait_closed 2 "$closed"
-for _ in $(seq 100); do
-	[[ $(cat $T/state) == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] && break
-	sleep 0.1
-done
-st_back=$(cat $T/state)
-took=$(( $(date +%s) - start ))
-if [[ $st_back == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] \
-	&& dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none && cmp -s /tmp/rec8 /tmp/rec8b \
-	&& dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: reconnected after'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "reconnected with no I/O within ${took}s of SIGUSR1: $st_back" \
-		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "$(ktap_name)" "state $(cat $T/state) after ${took}s; $(dmesg | grep rswap | tail -6)"
-fi
-
-# 1b. The same with a server whose grace period (5 s) is shorter than the idle time after
-# its maintenance (12 s): the region survives only because the queues reconnect at once.
-G=$CFG/grace
-GLOG=$OUT/server-grace.log
-"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 --insecure >"$GLOG" 2>&1 &
-GPID=$!
-for _ in $(seq 100); do grep -q listening "$GLOG" && break; sleep 0.1; done
-mkdir $G
-echo "$IP" > $G/addr; echo $((PORT + 1)) > $G/port; echo 16M > $G/size; echo 2 > $G/queues
-if echo 1 > $G/enable; then
-	GDEV=/dev/$(cat $G/device)
-	head -c 4M /dev/urandom > /tmp/grace4
-	dd if=/tmp/grace4 of=$GDEV bs=1M oflag=direct status=none
-	kill -USR1 "$GPID"
-	sleep 12
-	if dd if=$GDEV of=/tmp/grace4b bs=1M count=4 iflag=direct status=none && cmp -s /tmp/grace4 /tmp/grace4b \
-		&& ! grep -q region_freed "$GLOG"; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "12 s after the maintenance: $(cat $G/state)"
+t_attributes() {
+	bad=0
+	for v in -1 3600001 1e3 x; do
+		echo "$v" > $T/recovery_ms 2>/dev/null && bad=1
+	done
+	rec_msg=$(dmesg | tail -1)
+	ka_default=$(cat $T/keepalive_ms)
+	for v in 1 999 600001 -1 5s; do
+		echo "$v" > $T/keepalive_ms 2>/dev/null && bad=1
+	done
+	ka_msg=$(dmesg | tail -1)
+	echo 0 > $T/keepalive_ms && echo 1000 > $T/keepalive_ms && echo 600000 > $T/keepalive_ms || bad=1
+	echo 5000 > $T/keepalive_ms
+	if [ "$(cat $T/recovery_ms)" = 60000 ] && [ $bad = 0 ] && echo 0 > $T/recovery_ms \
+		&& [ "$(cat $T/recovery_ms)" = 0 ] && [[ $rec_msg == *"configfs: recovery_ms: "* ]] \
+		&& [ "$ka_default" = 5000 ] && [[ $ka_msg == *"configfs: keepalive_ms: "* ]]; then
+		ktap_pass
 	else
-		ktap_fail "$(ktap_name)" "state $(cat $G/state); $(grep -E 'region_freed|queue_' "$GLOG" | tail -4); $(dmesg | grep rswap | tail -4)"
+		ktap_fail "recovery_ms default/now $(cat $T/recovery_ms), keepalive_ms default $ka_default, bad accepted=$bad; $rec_msg; $ka_msg"
 	fi
-	echo 0 > $G/enable
-else
-	ktap_fail "$(ktap_name)" "enable failed: $(dmesg | grep rswap | tail -3)"
-fi
-rmdir $G
-kill "$GPID"; wait "$GPID" 2>/dev/null
+}
+ktap_test "recovery: recovery_ms defaults to 60000 and rejects values past 3600000; keepalive_ms defaults to 5000 and takes 0 or 1000..600000" t_attributes
 
-# 2. Under load: fio writes with verification on both queues while the server drops every
+# Idle: the server drops the connections; nothing is in flight. The disconnect itself
+# starts recovery: the queues reconnect with no I/O, and the data written before is there.
+# Enables $T, which the tests after use (each enables it anew as it needs).
+t_idle() {
+	enable_with 60000 0x4501 || ktap_skip_rest "enable failed: $(dmesg | grep rswap | tail -3)"
+	ktap_diag "state: $(cat $T/state)"
+
+	head -c 8M /dev/urandom > /tmp/rec8
+	dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
+	closed=$(grep -c queue_closed "$OUT/server.log")
+	r0=$(recoveries)
+	start=$(date +%s)
+	kill -USR1 "$SPID"
+	wait_closed 2 "$closed"
+	for _ in $(seq 100); do
+		[[ $(cat $T/state) == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] && break
+		sleep 0.1
+	done
+	st_back=$(cat $T/state)
+	took=$(( $(date +%s) - start ))
+	if [[ $st_back == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] \
+		&& dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none && cmp -s /tmp/rec8 /tmp/rec8b \
+		&& dmesg | grep -q 'rswap: rswap[0-9]*: queue [0-9]*: reconnected after'; then
+		ktap_pass
+		ktap_diag "reconnected with no I/O within ${took}s of SIGUSR1: $st_back" \
+			"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "state $(cat $T/state) after ${took}s; $(dmesg | grep rswap | tail -6)"
+	fi
+}
+ktap_test "recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back" t_idle
+
+# The same with a server whose grace period (5 s) is shorter than the idle time after
+# its maintenance (12 s): the region survives only because the queues reconnect at once.
+t_idle_grace() {
+	G=$CFG/grace
+	GLOG=$OUT/server-grace.log
+	"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 --insecure >"$GLOG" 2>&1 &
+	GPID=$!
+	for _ in $(seq 100); do grep -q listening "$GLOG" && break; sleep 0.1; done
+	mkdir $G
+	echo "$IP" > $G/addr; echo $((PORT + 1)) > $G/port; echo 16M > $G/size; echo 2 > $G/queues
+	if echo 1 > $G/enable; then
+		GDEV=/dev/$(cat $G/device)
+		head -c 4M /dev/urandom > /tmp/grace4
+		dd if=/tmp/grace4 of=$GDEV bs=1M oflag=direct status=none
+		kill -USR1 "$GPID"
+		sleep 12
+		if dd if=$GDEV of=/tmp/grace4b bs=1M count=4 iflag=direct status=none && cmp -s /tmp/grace4 /tmp/grace4b \
+			&& ! grep -q region_freed "$GLOG"; then
+			ktap_pass
+			ktap_diag "12 s after the maintenance: $(cat $G/state)"
+		else
+			ktap_fail "state $(cat $G/state); $(grep -E 'region_freed|queue_' "$GLOG" | tail -4); $(dmesg | grep rswap | tail -4)"
+		fi
+		echo 0 > $G/enable
+	else
+		ktap_fail "enable failed: $(dmesg | grep rswap | tail -3)"
+	fi
+	rmdir $G
+	kill "$GPID"; wait "$GPID" 2>/dev/null
+}
+ktap_test "recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)" t_idle_grace
+
+# Under load: fio writes with verification on both queues while the server drops every
 # connection. The flushed requests are requeued and issued again after the reconnect.
-r0=$(recoveries); q0=$(retried)
-# Drop the connections while fio has writes in flight (fio may finish in a few seconds).
-fio_verify_start recover
-closed=$(grep -c queue_closed "$OUT/server.log")
-kill -USR1 "$SPID"
-timeout 300 tail --pid=$fpid -f /dev/null
-wait $fpid; frc=$?
-errs=$(fio_errors recover)
-r1=$(recoveries); q1=$(retried)
-if [ $frc = 0 ] && [ "$errs" = 0 ] && [ "$r1" -gt "$r0" ] && [ "$q1" -gt "$q0" ] \
-	&& [ "$(grep -c queue_closed "$OUT/server.log")" -gt "$closed" ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "recoveries $r0 -> $r1, requests issued again $q0 -> $q1; state: $(cat $T/state)"
-else
-	ktap_fail "$(ktap_name)" "fio exit $frc errors $errs recoveries $r0 -> $r1 retried $q0 -> $q1; $(tail -5 "$OUT/fio-recover.log"); $(dmesg | grep rswap | tail -6)"
-fi
+t_under_load() {
+	r0=$(recoveries); q0=$(retried)
+	# Drop the connections while fio has writes in flight (fio may finish in a few seconds).
+	fio_verify_start recover
+	closed=$(grep -c queue_closed "$OUT/server.log")
+	kill -USR1 "$SPID"
+	timeout 300 tail --pid=$fpid -f /dev/null
+	wait $fpid; frc=$?
+	errs=$(fio_errors recover)
+	r1=$(recoveries); q1=$(retried)
+	if [ $frc = 0 ] && [ "$errs" = 0 ] && [ "$r1" -gt "$r0" ] && [ "$q1" -gt "$q0" ] \
+		&& [ "$(grep -c queue_closed "$OUT/server.log")" -gt "$closed" ]; then
+		ktap_pass
+		ktap_diag "recoveries $r0 -> $r1, requests issued again $q0 -> $q1; state: $(cat $T/state)"
+	else
+		ktap_fail "fio exit $frc errors $errs recoveries $r0 -> $r1 retried $q0 -> $q1; $(tail -5 "$OUT/fio-recover.log"); $(dmesg | grep rswap | tail -6)"
+	fi
+}
+ktap_test "recovery: the server closes every connection under fio verify; fio ends with 0 errors" t_under_load
 
-# 2b. CPU hotplug during a recovery: blk-mq drains the hardware queue of a CPU going
+# CPU hotplug during a recovery: blk-mq drains the hardware queue of a CPU going
 # offline (it waits for the requests it holds), while those requests are being flushed,
 # requeued and issued again by the recovery the server's SIGUSR1 starts. Nothing may be
 # lost, fail or hang, and the CPU's queue must serve I/O again once it is back.
-CPU1=/sys/devices/system/cpu/cpu1/online
-if [ -w $CPU1 ]; then
-	r0=$(recoveries)
-	fio_verify_start hotplug
-	kill -USR1 "$SPID"
-	off_rc=1; timeout 120 sh -c "echo 0 > $CPU1" && off_rc=0
-	sleep 1
-	on_rc=1; timeout 120 sh -c "echo 1 > $CPU1" && on_rc=0
-	wait_exit $fpid 300; frc=$?
-	errs=$(fio_errors hotplug)
-	# Both queues serve I/O again: a read from each CPU (blk-mq maps CPU N to queue N).
-	rd_rc=0
-	for cpu in 0 1; do
-		timeout 60 taskset -c $cpu dd if=$DEV of=/dev/null bs=1M count=2 iflag=direct status=none || rd_rc=1
-	done
-	st=$(cat $T/state); r1=$(recoveries)
-	if [ $off_rc = 0 ] && [ $on_rc = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] && [ $rd_rc = 0 ] \
-		&& [[ $st == "connected queues=2/2 "* ]] && [ "$r1" -gt "$r0" ]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "recoveries $r0 -> $r1; state: $st"
+t_cpu_hotplug() {
+	CPU1=/sys/devices/system/cpu/cpu1/online
+	if [ -w $CPU1 ]; then
+		r0=$(recoveries)
+		fio_verify_start hotplug
+		kill -USR1 "$SPID"
+		off_rc=1; timeout 120 sh -c "echo 0 > $CPU1" && off_rc=0
+		sleep 1
+		on_rc=1; timeout 120 sh -c "echo 1 > $CPU1" && on_rc=0
+		wait_exit $fpid 300; frc=$?
+		errs=$(fio_errors hotplug)
+		# Both queues serve I/O again: a read from each CPU (blk-mq maps CPU N to queue N).
+		rd_rc=0
+		for cpu in 0 1; do
+			timeout 60 taskset -c $cpu dd if=$DEV of=/dev/null bs=1M count=2 iflag=direct status=none || rd_rc=1
+		done
+		st=$(cat $T/state); r1=$(recoveries)
+		if [ $off_rc = 0 ] && [ $on_rc = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] && [ $rd_rc = 0 ] \
+			&& [[ $st == "connected queues=2/2 "* ]] && [ "$r1" -gt "$r0" ]; then
+			ktap_pass
+			ktap_diag "recoveries $r0 -> $r1; state: $st"
+		else
+			ktap_fail "offline rc $off_rc online rc $on_rc fio exit $frc errors $errs read rc $rd_rc recoveries $r0 -> $r1 state $st; $(tail -3 "$OUT/fio-hotplug.log"); $(dmesg | grep rswap | tail -4)"
+		fi
+		[ "$(cat $CPU1)" = 1 ] || echo 1 > $CPU1
 	else
-		ktap_fail "$(ktap_name)" "offline rc $off_rc online rc $on_rc fio exit $frc errors $errs read rc $rd_rc recoveries $r0 -> $r1 state $st; $(tail -3 "$OUT/fio-hotplug.log"); $(dmesg | grep rswap | tail -4)"
+		ktap_skip "CPU 1 cannot go offline here (no $CPU1)"
 	fi
-	[ "$(cat $CPU1)" = 1 ] || echo 1 > $CPU1
-else
-	ktap_skip "$(ktap_name)" "CPU 1 cannot go offline here (no $CPU1)"
-fi
+}
+ktap_test "recovery: CPU 1 goes offline and comes back under fio verify while the server closes every connection: fio ends with 0 errors and both queues are live again" t_cpu_hotplug
 
-# 3. The server restarts: its memory (our data) is gone and the new one hands out a new
+# The server restarts: its memory (our data) is gone and the new one hands out a new
 # region. Recovery must notice and fail the I/O rather than read the new, empty region.
-kill -KILL "$SPID"; wait "$SPID" 2>/dev/null
-start_server || ktap_skip_rest "rswap-server does not restart"
-dmesg_mark "45-recovery: restarted server"
-if ! dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none 2>/dev/null \
-	&& dmesg | grep -q 'the server no longer holds this client.s region' \
-	&& [[ $(cat $T/state) == *" dead="[12]" "* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(dmesg | grep 'no longer holds' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "$(ktap_name)" "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
-fi
-echo 0 > $T/enable
+t_restarted_server() {
+	kill -KILL "$SPID"; wait "$SPID" 2>/dev/null
+	start_server || ktap_skip_rest "rswap-server does not restart"
+	dmesg_mark "45-recovery: restarted server"
+	if ! dd if=$DEV of=/tmp/rec8b bs=1M count=8 iflag=direct status=none 2>/dev/null \
+		&& dmesg | grep -q 'the server no longer holds this client.s region' \
+		&& [[ $(cat $T/state) == *" dead="[12]" "* ]]; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep 'no longer holds' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "state $(cat $T/state); $(dmesg | grep rswap | tail -6)"
+	fi
+	echo 0 > $T/enable
+}
+ktap_test "recovery: a restarted server (region lost) is detected; reads fail with EIO instead of returning other data" t_restarted_server
 
-# 4. Recovery off: the first failure kills the queue, the I/O fails with EIO.
-enable_with 0 0x4502 || ktap_skip_rest "enable failed"
-dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
-closed=$(grep -c queue_closed "$OUT/server.log")
-kill -USR1 "$SPID"
-wait_closed 2 "$closed"
-start=$(date +%s)
-timeout 60 dd if=$DEV of=/dev/null bs=1M count=8 iflag=direct status=none 2>/dev/null; rc=$?
-took=$(( $(date +%s) - start ))
-if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 10 ] && [ "$(recoveries)" = 0 ] && [ "$(retried)" = 0 ] \
-	&& dmesg | grep -q 'recovery is off: failing its I/O'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "read failed after ${took}s; state: $(cat $T/state)"
-else
-	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s; state $(cat $T/state)"
-fi
-echo 0 > $T/enable
+# Recovery off: the first failure kills the queue, the I/O fails with EIO.
+t_recovery_off() {
+	enable_with 0 0x4502 || ktap_skip_rest "enable failed"
+	dd if=/tmp/rec8 of=$DEV bs=1M oflag=direct status=none
+	closed=$(grep -c queue_closed "$OUT/server.log")
+	kill -USR1 "$SPID"
+	wait_closed 2 "$closed"
+	start=$(date +%s)
+	timeout 60 dd if=$DEV of=/dev/null bs=1M count=8 iflag=direct status=none 2>/dev/null; rc=$?
+	took=$(( $(date +%s) - start ))
+	if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 10 ] && [ "$(recoveries)" = 0 ] && [ "$(retried)" = 0 ] \
+		&& dmesg | grep -q 'recovery is off: failing its I/O'; then
+		ktap_pass
+		ktap_diag "read failed after ${took}s; state: $(cat $T/state)"
+	else
+		ktap_fail "dd exit $rc after ${took}s; state $(cat $T/state)"
+	fi
+	echo 0 > $T/enable
+}
+ktap_test "recovery: with recovery_ms=0 a dropped connection fails the I/O at once" t_recovery_off
 
-# 5. The server dies under writes and stays away: the queues see it at once (the dead
+# The server dies under writes and stays away: the queues see it at once (the dead
 # process's connections are torn down) or from the keep-alive, try to reconnect for
 # recovery_ms, then the writes fail.
-echo 2000 > $T/keepalive_ms
-enable_with 4000 0x4504 || ktap_skip_rest "enable failed"
-fio --name=kill --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
-	--time_based --runtime=120 --continue_on_error=none >"$OUT/fio-kill.log" 2>&1 &
-fpid=$!
-sleep 3
-kill -KILL "$SPID"; killed=$(date +%s%N); wait "$SPID" 2>/dev/null; SPID=
-wait_exit $fpid 60; rc=$?
-ms=$(( ($(date +%s%N) - killed) / 1000000 ))
-limit=$((4000 + 2000 + 2000))
-if [ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le $limit ] && dmesg | grep -q 'not reconnected within 4000 ms'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "fio failed ${ms} ms after the kill (limit ${limit}): $(dmesg | grep -E 'rswap: rswap[0-9]*: queue 0: ' | tail -2 | sed 's/^\[[^]]*\] //' | tr '\n' ' ')"
-else
-	ktap_fail "$(ktap_name)" "fio exit $rc ${ms} ms after the kill (limit ${limit}); $(tail -3 "$OUT/fio-kill.log"); $(dmesg | grep rswap | tail -4)"
-fi
-echo 0 > $T/enable
-echo 5000 > $T/keepalive_ms
-start_server || ktap_skip_rest "rswap-server does not restart"
+t_server_dies() {
+	echo 2000 > $T/keepalive_ms
+	enable_with 4000 0x4504 || ktap_skip_rest "enable failed"
+	fio --name=kill --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
+		--time_based --runtime=120 --continue_on_error=none >"$OUT/fio-kill.log" 2>&1 &
+	fpid=$!
+	sleep 3
+	kill -KILL "$SPID"; killed=$(date +%s%N); wait "$SPID" 2>/dev/null; SPID=
+	wait_exit $fpid 60; rc=$?
+	ms=$(( ($(date +%s%N) - killed) / 1000000 ))
+	limit=$((4000 + 2000 + 2000))
+	if [ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le $limit ] && dmesg | grep -q 'not reconnected within 4000 ms'; then
+		ktap_pass
+		ktap_diag "fio failed ${ms} ms after the kill (limit ${limit}): $(dmesg | grep -E 'rswap: rswap[0-9]*: queue 0: ' | tail -2 | sed 's/^\[[^]]*\] //' | tr '\n' ' ')"
+	else
+		ktap_fail "fio exit $rc ${ms} ms after the kill (limit ${limit}); $(tail -3 "$OUT/fio-kill.log"); $(dmesg | grep rswap | tail -4)"
+	fi
+	echo 0 > $T/enable
+	echo 5000 > $T/keepalive_ms
+	start_server || ktap_skip_rest "rswap-server does not restart"
+}
+ktap_test "recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s" t_server_dies
 
-# 6. The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
-enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
-kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
-start=$(date +%s)
-timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
-took=$(( $(date +%s) - start ))
-st=$(cat $T/state)
-d_rc=1; echo 0 > $T/enable && d_rc=0
-rmdir $T
-m_rc=1; rmmod rswap && m_rc=0
-if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -ge 2 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
-	&& dmesg | grep -q 'not reconnected within 3000 ms'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "read failed after ${took}s; state was: $st"
-else
-	ktap_fail "$(ktap_name)" "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
-fi
-
-# 7. A device that loses completions: soft-iWARP loses those of the READs in flight when
-# its device is removed. rswap.ko's fault_lose_flushes drops the first 16 flushed
-# completions on arrival, on any device; their requests must still come back (completed
-# as flushed once their QP and CQ are destroyed) and be issued again on the new
-# connection, or fio would wait for them for ever.
-lost_lines() { dmesg | grep -o 'the device never completed [0-9]*' | awk '{ s += $5 } END { print s + 0 }'; }
-lost0=$(lost_lines)
-if rswap_load fault_lose_flushes=16 && start_server && mkdir $T && enable_with 60000 0x4507; then
-	fio_verify_start lose
-	kill -USR1 "$SPID"
-	wait_exit $fpid 300; frc=$?
-	errs=$(fio_errors lose)
-	lost=$(( $(lost_lines) - lost0 ))
+# The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
+t_server_exits() {
+	enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
+	kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+	start=$(date +%s)
+	timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
+	took=$(( $(date +%s) - start ))
 	st=$(cat $T/state)
 	d_rc=1; echo 0 > $T/enable && d_rc=0
 	rmdir $T
 	m_rc=1; rmmod rswap && m_rc=0
-	if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $lost -ge 1 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "work requests whose completion was dropped and that rswap completed itself: $lost; state was: $st"
+	if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -ge 2 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
+		&& dmesg | grep -q 'not reconnected within 3000 ms'; then
+		ktap_pass
+		ktap_diag "read failed after ${took}s; state was: $st"
 	else
-		ktap_fail "$(ktap_name)" "fio exit $frc errors $errs, completed by rswap $lost, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-lose.log"); $(dmesg | grep rswap | tail -4)"
+		ktap_fail "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
 	fi
-else
-	ktap_fail "$(ktap_name)" "could not set up: $(dmesg | grep rswap | tail -3)"
-	rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
-fi
-kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+}
+ktap_test "recovery: a server gone longer than recovery_ms fails the I/O after that window; disable and rmmod work" t_server_exits
 
-dmesg_note_rxe_races
-ktap_check "$(ktap_name)" dmesg_clean
-ktap_finish
+# A device that loses completions: soft-iWARP loses those of the READs in flight when
+# its device is removed. rswap.ko's fault_lose_flushes drops the first 16 flushed
+# completions on arrival, on any device; their requests must still come back (completed
+# as flushed once their QP and CQ are destroyed) and be issued again on the new
+# connection, or fio would wait for them for ever.
+t_lost_completions() {
+	lost_lines() { dmesg | grep -o 'the device never completed [0-9]*' | awk '{ s += $5 } END { print s + 0 }'; }
+	lost0=$(lost_lines)
+	if rswap_load fault_lose_flushes=16 && start_server && mkdir $T && enable_with 60000 0x4507; then
+		fio_verify_start lose
+		kill -USR1 "$SPID"
+		wait_exit $fpid 300; frc=$?
+		errs=$(fio_errors lose)
+		lost=$(( $(lost_lines) - lost0 ))
+		st=$(cat $T/state)
+		d_rc=1; echo 0 > $T/enable && d_rc=0
+		rmdir $T
+		m_rc=1; rmmod rswap && m_rc=0
+		if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $lost -ge 1 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
+			ktap_pass
+			ktap_diag "work requests whose completion was dropped and that rswap completed itself: $lost; state was: $st"
+		else
+			ktap_fail "fio exit $frc errors $errs, completed by rswap $lost, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-lose.log"); $(dmesg | grep rswap | tail -4)"
+		fi
+	else
+		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
+		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
+	fi
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+}
+ktap_test "recovery: a device that loses flushed completions (rswap.ko fault_lose_flushes=16): the server closes every connection under fio verify; rswap completes the lost work requests itself when their QP goes, fio ends with 0 errors, disable and rmmod work" t_lost_completions
+
+t_dmesg() {
+	dmesg_note_rxe_races
+	ktap_check dmesg_clean
+}
+ktap_test "dmesg: no BUG/WARNING/Oops in the recovery tests" t_dmesg
+
+ktap_run setup

@@ -21,14 +21,6 @@ WORK_MB=64
 LIMIT_MB=24
 mkdir -p "$OUT"
 
-NAMES=(
-	"restart: /dev/rswap0 swaps to a server that keeps its regions in a state directory"
-	"restart: the server is SIGKILLed and restarted on its state directory under the swap load; the queues reconnect to the same region; state shows the new epoch"
-	"restart: the swap workload ends with 0 bad pages and no process killed"
-	"restart: swapoff, disable and rmmod work"
-	"dmesg: no BUG/WARNING/Oops in the restart tests"
-)
-ktap_plan ${#NAMES[@]}
 SPID= MOUNTED=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
@@ -39,81 +31,104 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-[ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
-dmesg_mark "48-restart-swap"
+setup() {
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+	[ -x "$LOAD" ] || ktap_skip_rest "no swapload binary at $LOAD"
+	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+	dmesg_mark "48-restart-swap"
 
-mkdir -p $SD
-mount -t tmpfs -o size=$((WORK_MB + 64))M rswap-48 $SD && MOUNTED=1
-start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 48))M --grace 60 --state-dir $SD --insecure; }
-start_server || ktap_skip_rest "rswap-server --state-dir does not start: $(tail -3 "$OUT/server.log")"
-grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
-swapoff -a 2>/dev/null
-mkdir $T
-echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size; echo 2 > $T/queues
-if echo 1 > $T/enable && mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(cat $T/state); $(ls $SD | tr '\n' ' ')"
-else
-	ktap_fail "$(ktap_name)" "$(dmesg | grep rswap | tail -3)"; ktap_skip_rest "no swap"
-fi
+	mkdir -p $SD
+	mount -t tmpfs -o size=$((WORK_MB + 64))M rswap-48 $SD && MOUNTED=1
+	start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 48))M --grace 60 --state-dir $SD --insecure; }
+	start_server || ktap_skip_rest "rswap-server --state-dir does not start: $(tail -3 "$OUT/server.log")"
+	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+	swapoff -a 2>/dev/null
+}
 
-echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-mkdir -p $CG
-echo $((LIMIT_MB << 20)) > $CG/memory.max
-echo max > $CG/memory.swap.max 2>/dev/null
-region0=$(state_field $T region)
-epoch0=$(state_field $T epoch)
-rec0=$(state_field $T recoveries)
-out0=$(vm pswpout)
-sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
-LPID=$!
-# Kill the server once the workload really swaps (pages went out), so that swap-ins and
-# swap-outs are in flight or about to be.
-swapping=$(wait_swapping $LPID $out0)
-killed_at=$(date +%s)
-kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
-sleep 1
-start_server || ktap_diag "restart failed: $(tail -3 "$OUT/server.log")"
-timeout 900 tail --pid=$LPID -f /dev/null
-wait $LPID; lrc=$?
-took=$(( $(date +%s) - killed_at ))
-rec1=$(state_field $T recoveries)
-st=$(cat $T/state)
-# The state line shows the live link's descriptor: the restarted server's epoch.
-epoch1=$(state_field $T epoch)
-srv_epoch=$(grep 'event=descriptor_posted' "$OUT/server.log" | tail -1 | sed -n 's/.* epoch=\([0-9]*\).*/\1/p')
-if [ "$swapping" -ge 2000 ] && grep -q 'event=region_restored' "$OUT/server.log" \
-	&& [[ $st == connected* ]] && [ "$rec1" -gt "$rec0" ] && [ "$(state_field $T region)" = "$region0" ] \
-	&& [ "$epoch1" -gt "$epoch0" ] && [ "$epoch1" = "$srv_epoch" ] \
-	&& ! dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p' | grep -q 'no longer holds this client'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "killed after $swapping pages went out; workload done ${took}s later; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1; $st" \
-		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "$(ktap_name)" "pages out before the kill $swapping; state $st; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1 (server $srv_epoch); $(grep -E 'region_(restored|discarded|freed)' "$OUT/server.log" | tail -3); $(dmesg | grep rswap | tail -5)"
-fi
-since_mark() { dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p'; }
-if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json" && ! since_mark | grep -q 'Killed process'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "swapload: $(cat "$OUT/swapload.json")"
-else
-	ktap_fail "$(ktap_name)" "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3); $(dmesg | grep -E 'Killed process|rswap' | tail -4)"
-fi
+t_swapon() {
+	mkdir $T
+	echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size; echo 2 > $T/queues
+	if echo 1 > $T/enable && mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0; then
+		ktap_pass
+		ktap_diag "$(cat $T/state); $(ls $SD | tr '\n' ' ')"
+	else
+		ktap_fail "$(dmesg | grep rswap | tail -3)"; ktap_skip_rest "no swap"
+	fi
+}
+ktap_test "restart: /dev/rswap0 swaps to a server that keeps its regions in a state directory" t_swapon
 
-rmdir $CG 2>/dev/null
-ok=1
-swapoff /dev/rswap0 || ok=0
-echo 0 > $T/enable || ok=0
-rmdir $T || ok=0
-rmmod rswap || ok=0
-if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
-[ -z "$SPID" ] || { kill "$SPID"; wait "$SPID" 2>/dev/null; SPID=; }
+# Starts the swap load ($LPID) on the swap of the test before, which t_workload waits
+# for; kills the server under it and restarts it.
+t_server_killed() {
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+	mkdir -p $CG
+	echo $((LIMIT_MB << 20)) > $CG/memory.max
+	echo max > $CG/memory.swap.max 2>/dev/null
+	region0=$(state_field $T region)
+	epoch0=$(state_field $T epoch)
+	rec0=$(state_field $T recoveries)
+	out0=$(vm pswpout)
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+	LPID=$!
+	# Kill the server once the workload really swaps (pages went out), so that swap-ins and
+	# swap-outs are in flight or about to be.
+	swapping=$(wait_swapping $LPID $out0)
+	killed_at=$(date +%s)
+	kill -KILL "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+	sleep 1
+	start_server || ktap_diag "restart failed: $(tail -3 "$OUT/server.log")"
+	timeout 900 tail --pid=$LPID -f /dev/null
+	wait $LPID; lrc=$?
+	took=$(( $(date +%s) - killed_at ))
+	rec1=$(state_field $T recoveries)
+	st=$(cat $T/state)
+	# The state line shows the live link's descriptor: the restarted server's epoch.
+	epoch1=$(state_field $T epoch)
+	srv_epoch=$(grep 'event=descriptor_posted' "$OUT/server.log" | tail -1 | sed -n 's/.* epoch=\([0-9]*\).*/\1/p')
+	if [ "$swapping" -ge 2000 ] && grep -q 'event=region_restored' "$OUT/server.log" \
+		&& [[ $st == connected* ]] && [ "$rec1" -gt "$rec0" ] && [ "$(state_field $T region)" = "$region0" ] \
+		&& [ "$epoch1" -gt "$epoch0" ] && [ "$epoch1" = "$srv_epoch" ] \
+		&& ! dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p' | grep -q 'no longer holds this client'; then
+		ktap_pass
+		ktap_diag "killed after $swapping pages went out; workload done ${took}s later; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1; $st" \
+			"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "pages out before the kill $swapping; state $st; recoveries $rec0 -> $rec1; epoch $epoch0 -> $epoch1 (server $srv_epoch); $(grep -E 'region_(restored|discarded|freed)' "$OUT/server.log" | tail -3); $(dmesg | grep rswap | tail -5)"
+	fi
+}
+ktap_test "restart: the server is SIGKILLed and restarted on its state directory under the swap load; the queues reconnect to the same region; state shows the new epoch" t_server_killed
 
-n=$(dmesg_alloc_failures)
-[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
-dmesg_note_rxe_races
-ktap_check "$(ktap_name)" dmesg_clean
-ktap_finish
+# The swap load that t_server_killed started and waited for.
+t_workload() {
+	since_mark() { dmesg | sed -n '/rswap-test-mark: 48-restart-swap/,$p'; }
+	if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json" && ! since_mark | grep -q 'Killed process'; then
+		ktap_pass
+		ktap_diag "swapload: $(cat "$OUT/swapload.json")"
+	else
+		ktap_fail "exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3); $(dmesg | grep -E 'Killed process|rswap' | tail -4)"
+	fi
+}
+ktap_test "restart: the swap workload ends with 0 bad pages and no process killed" t_workload
+
+t_teardown() {
+	rmdir $CG 2>/dev/null
+	ok=1
+	swapoff /dev/rswap0 || ok=0
+	echo 0 > $T/enable || ok=0
+	rmdir $T || ok=0
+	rmmod rswap || ok=0
+	if [ $ok = 1 ]; then ktap_pass; else ktap_fail "$(cat /proc/swaps; dmesg | tail -5)"; fi
+	[ -z "$SPID" ] || { kill "$SPID"; wait "$SPID" 2>/dev/null; SPID=; }
+}
+ktap_test "restart: swapoff, disable and rmmod work" t_teardown
+
+t_dmesg() {
+	n=$(dmesg_alloc_failures)
+	[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
+	dmesg_note_rxe_races
+	ktap_check dmesg_clean
+}
+ktap_test "dmesg: no BUG/WARNING/Oops in the restart tests" t_dmesg
+
+ktap_run setup
