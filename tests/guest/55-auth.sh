@@ -32,21 +32,6 @@ ALLOW=/tmp/rswap-55-allow
 WORK_MB=48
 LIMIT_MB=20
 
-NAMES=(
-	"auth: the server refuses to start without --allow-list (or --insecure), and with an allow-list others can read"
-	"auth: the target's secret is write-only (reads say only (set) or (unset)); a malformed secret is refused with its reason"
-	"auth: a target with its secret connects (hello, challenge, proof; the server's proof checked) and the server logs no secret"
-	"auth: impostors with the owner's id and a wrong or no secret are rejected (AuthFailed, AuthRequired) while the owner runs fio verify: 0 errors, no reconnect"
-	"auth: the server drops every connection (SIGUSR1): the owner's queues authenticate again, get the same region back, and the data reads back"
-	"auth: a replayed proof is rejected with AuthFailed"
-	"auth: a target whose secret the server does not have fails enable; last_error and the log give the reason"
-	"auth: a server that cannot prove the secret (a wrong MAC in its descriptor) is refused by the target: enable fails, the log says why"
-	"auth: a cloned target (same id and secret, another instance) is refused with InUse; the owner is untouched"
-	"auth: connect floods during a swap run (random ids; the owner's id from another address, while the owner reconnects): every bogus attempt refused, the owner reconnected, 0 bad pages, no process killed"
-	"auth: swapoff, disable, rmdir and rmmod work"
-	"dmesg: no BUG/WARNING/Oops in the auth tests"
-)
-ktap_plan ${#NAMES[@]}
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
@@ -62,235 +47,275 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
-[ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
-rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
-dmesg_mark "55-auth"
+setup() {
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	[ -x "$SRV" ] && [ -x "$CLI" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+	dmesg_mark "55-auth"
+}
 
 # client ARGS...: runs the test client against the server (testclient: output in $CO,
 # status in $CS), within 120 s.
 client() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$PORT" "$@"; }
 
-# 1. Safe defaults.
-printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW
-chmod 644 $ALLOW
-no_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M 2>&1); no_list_rc=$?
-open_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M --allow-list $ALLOW 2>&1); open_list_rc=$?
-chmod 600 $ALLOW
-if [ $no_list_rc != 0 ] && [ $no_list_rc != 124 ] && [[ $no_list == *--allow-list* ]] \
-	&& [ $open_list_rc != 0 ] && [ $open_list_rc != 124 ] && [[ $open_list == *"$ALLOW"* ]] \
-	&& [[ $open_list != *"$SECRET"* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "no allow-list ($no_list_rc): $no_list" "mode 644 ($open_list_rc): $open_list"
-else
-	ktap_fail "$(ktap_name)" "no allow-list: exit $no_list_rc: $no_list; mode 644: exit $open_list_rc: $open_list"
-fi
-
-server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 96))M --grace 60 \
-	--allow-list $ALLOW >/dev/null || ktap_skip_rest "rswap-server does not start: $(tail -3 "$OUT/server.log")"
-MAIN_SPID=$SPID
-grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
-
-# 2. The secret attribute.
-mkdir $T
-unset_read=$(cat $T/secret)
-bad=0
-for v in 0123 "$SECRET"0 xyz"${SECRET:3}" "${SECRET:0:30}" "$(printf 'ab%.0s' $(seq 65))"; do
-	echo "$v" > $T/secret 2>/dev/null && bad=1
-done
-bad_msg=$(cat $T/last_error)
-echo "$SECRET" > $T/secret || bad=1
-set_read=$(cat $T/secret)
-if [ "$unset_read" = "(unset)" ] && [ "$set_read" = "(set)" ] && [ $bad = 0 ] \
-	&& [[ $bad_msg == "secret: "* ]] && ! dmesg | grep -qi "$SECRET"; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "reads: $unset_read then $set_read; last refusal: $bad_msg"
-else
-	ktap_fail "$(ktap_name)" "reads $unset_read / $set_read, a bad value accepted=$bad, last_error: $bad_msg"
-fi
-
-# 3. The owner connects.
-echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size; echo 2 > $T/queues
-echo $ID > $T/client_id
-if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
-	challenges=$(grep -c 'auth_challenge' "$OUT/server.log")
-	if [ "$challenges" -ge 2 ] && ! grep -qi "$SECRET" "$OUT/server.log"; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "$(cat $T/state); $challenges challenges in the server log"
+# Safe defaults.
+t_safe_defaults() {
+	printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW
+	chmod 644 $ALLOW
+	no_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M 2>&1); no_list_rc=$?
+	open_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M --allow-list $ALLOW 2>&1); open_list_rc=$?
+	chmod 600 $ALLOW
+	if [ $no_list_rc != 0 ] && [ $no_list_rc != 124 ] && [[ $no_list == *--allow-list* ]] \
+		&& [ $open_list_rc != 0 ] && [ $open_list_rc != 124 ] && [[ $open_list == *"$ALLOW"* ]] \
+		&& [[ $open_list != *"$SECRET"* ]]; then
+		ktap_pass
+		ktap_diag "no allow-list ($no_list_rc): $no_list" "mode 644 ($open_list_rc): $open_list"
 	else
-		ktap_fail "$(ktap_name)" "challenges logged: $challenges; secret in the log: $(grep -ci "$SECRET" "$OUT/server.log")"
+		ktap_fail "no allow-list: exit $no_list_rc: $no_list; mode 644: exit $open_list_rc: $open_list"
 	fi
-else
-	ktap_fail "$(ktap_name)" "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
-	ktap_skip_rest "the owner does not connect"
-fi
-DEV=/dev/$(cat $T/device)
+}
+ktap_test "auth: the server refuses to start without --allow-list (or --insecure), and with an allow-list others can read" t_safe_defaults
 
-# 4. Impostors while the owner runs fio verify.
-rec0=$(state_field $T recoveries)
-closed0=$(grep -c queue_closed "$OUT/server.log")
-fio --name=owner --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k \
-	--iodepth=16 --numjobs=2 --size=16M --offset_increment=16M --verify=crc32c \
-	--verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
-	--output-format=json --output="$OUT/fio-owner.json" >"$OUT/fio-owner.log" 2>&1 &
-fpid=$!
-client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --secret "$OTHER" --expect-reject AuthFailed
-wrong_cs=$CS wrong_co=$CO
-client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --expect-reject AuthRequired
-none_cs=$CS none_co=$CO
-timeout 300 tail --pid=$fpid -f /dev/null
-wait $fpid; frc=$?
-errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-owner.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
-rec1=$(state_field $T recoveries)
-closed1=$(grep -c queue_closed "$OUT/server.log")
-if [ $wrong_cs = 0 ] && [ $none_cs = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] \
-	&& [ "$rec1" = "$rec0" ] && [ "$closed1" = "$closed0" ] && [[ $(cat $T/state) == connected* ]]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "wrong secret: $(grep -m1 reason= <<<"$wrong_co"); no secret: $(grep -m1 reason= <<<"$none_co"); owner: fio 0 errors, recoveries $rec0 -> $rec1"
-else
-	ktap_fail "$(ktap_name)" "wrong secret exit $wrong_cs ($wrong_co); no secret exit $none_cs ($none_co); fio exit $frc errors $errs; recoveries $rec0 -> $rec1; queues closed $closed0 -> $closed1; $(cat $T/state)"
-fi
+# The secret attribute. Starts the server ($SPID, $MAIN_SPID) with the allow-list of the
+# test before, and makes the owner's target $T: the tests after use both.
+t_secret_attribute() {
+	server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 96))M --grace 60 \
+		--allow-list $ALLOW >/dev/null || ktap_skip_rest "rswap-server does not start: $(tail -3 "$OUT/server.log")"
+	MAIN_SPID=$SPID
+	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 
-# 5. Recovery authenticates too: each reconnect is a hello and a proof of the same
-# instance, and the server hands the region back.
-head -c 8M /dev/urandom > /tmp/auth8
-dd if=/tmp/auth8 of=$DEV bs=1M seek=40 oflag=direct status=none
-rec0=$(state_field $T recoveries)
-ch0=$(grep -c 'auth_challenge' "$OUT/server.log")
-region0=$(state_field $T region)
-kill -USR1 "$SPID"
-for _ in $(seq 200); do
-	[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
-	sleep 0.1
-done
-ch1=$(grep -c 'auth_challenge' "$OUT/server.log")
-if [[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] \
-	&& [ "$(state_field $T region)" = "$region0" ] && [ "$ch1" -ge $((ch0 + 2)) ] \
-	&& dd if=$DEV of=/tmp/auth8b bs=1M skip=40 count=8 iflag=direct status=none && cmp -s /tmp/auth8 /tmp/auth8b; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "challenges $ch0 -> $ch1; $(cat $T/state)" \
-		"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "$(ktap_name)" "state $(cat $T/state); challenges $ch0 -> $ch1; $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
-fi
+	mkdir $T
+	unset_read=$(cat $T/secret)
+	bad=0
+	for v in 0123 "$SECRET"0 xyz"${SECRET:3}" "${SECRET:0:30}" "$(printf 'ab%.0s' $(seq 65))"; do
+		echo "$v" > $T/secret 2>/dev/null && bad=1
+	done
+	bad_msg=$(cat $T/last_error)
+	echo "$SECRET" > $T/secret || bad=1
+	set_read=$(cat $T/secret)
+	if [ "$unset_read" = "(unset)" ] && [ "$set_read" = "(set)" ] && [ $bad = 0 ] \
+		&& [[ $bad_msg == "secret: "* ]] && ! dmesg | grep -qi "$SECRET"; then
+		ktap_pass
+		ktap_diag "reads: $unset_read then $set_read; last refusal: $bad_msg"
+	else
+		ktap_fail "reads $unset_read / $set_read, a bad value accepted=$bad, last_error: $bad_msg"
+	fi
+}
+ktap_test "auth: the target's secret is write-only (reads say only (set) or (unset)); a malformed secret is refused with its reason" t_secret_attribute
 
-# 6. Replay: a proof seen on the wire, sent again.
-client --client-id $ID2 --size 4M --secret "$SECRET2" --replay
-if [ $CS = 0 ] && grep -q 'replay=rejected reason=AuthFailed' <<<"$CO"; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(grep -m1 replay= <<<"$CO")"
-else
-	ktap_fail "$(ktap_name)" "exit $CS: $CO"
-fi
+# The owner connects.
+t_owner_connects() {
+	echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((WORK_MB + 32))M > $T/size; echo 2 > $T/queues
+	echo $ID > $T/client_id
+	if echo 1 > $T/enable && [[ $(cat $T/state) == connected* ]]; then
+		challenges=$(grep -c 'auth_challenge' "$OUT/server.log")
+		if [ "$challenges" -ge 2 ] && ! grep -qi "$SECRET" "$OUT/server.log"; then
+			ktap_pass
+			ktap_diag "$(cat $T/state); $challenges challenges in the server log"
+		else
+			ktap_fail "challenges logged: $challenges; secret in the log: $(grep -ci "$SECRET" "$OUT/server.log")"
+		fi
+	else
+		ktap_fail "enable: $(cat $T/last_error); $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
+		ktap_skip_rest "the owner does not connect"
+	fi
+	DEV=/dev/$(cat $T/device)
+}
+ktap_test "auth: a target with its secret connects (hello, challenge, proof; the server's proof checked) and the server logs no secret" t_owner_connects
 
-# 7. A target with a secret the server does not have for its id.
-mkdir $W
-echo "$IP" > $W/addr; echo $PORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
-echo $ID > $W/client_id; echo "$OTHER" > $W/secret
-dmesg_mark "55-auth wrong secret"
-if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
-	&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server rejected the connection: AuthFailed" ]] \
-	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong secret/,$p' \
-		| grep -q 'rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "last_error: $(cat $W/last_error)" "$(dmesg | grep 'AuthFailed' | tail -1 | sed 's/^\[[^]]*\] //')"
-else
-	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3)"
-fi
-rmdir $W
-
-# 7b. A server that answers at the address but cannot prove the secret: the target must
-# not use what it says.
-WPORT=$((PORT + 1))
-server_start "$OUT/server-wrong.log" --listen "$IP:$WPORT" --size 64M --allow-list $ALLOW \
-	--test-wrong-server-proof >/dev/null
-WSPID=$SPID SPID=$MAIN_SPID
-mkdir $W
-echo "$IP" > $W/addr; echo $WPORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
-echo $ID2 > $W/client_id; echo "$SECRET2" > $W/secret
-dmesg_mark "55-auth wrong server proof"
-if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
-	&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server's proof is wrong"* ]] \
-	&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong server proof/,$p' \
-		| grep -q "rswap: rswap[0-9]*: queue 0: the server's proof is wrong" \
-	&& grep -q 'proof_key=wrong' "$OUT/server-wrong.log"; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(dmesg | grep "proof is wrong" | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $W/last_error)"
-else
-	ktap_fail "$(ktap_name)" "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-wrong.log")"
-fi
-rmdir $W
-kill "$WSPID"; wait "$WSPID" 2>/dev/null
-
-# 8. A cloned target: same id, same secret, another directory (instance).
-mkdir $C
-echo "$IP" > $C/addr; echo $PORT > $C/port; echo $((WORK_MB + 32))M > $C/size; echo 2 > $C/queues
-echo $ID > $C/client_id; echo "$SECRET" > $C/secret
-rec0=$(state_field $T recoveries)
-if ! echo 1 > $C/enable 2>/dev/null && dmesg | tail -20 | grep -q 'rejected the connection: InUse' \
-	&& grep -q 'reason=InUse' "$OUT/server.log" && [[ $(cat $T/state) == connected* ]] \
-	&& [ "$(state_field $T recoveries)" = "$rec0" ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(dmesg | grep 'InUse' | tail -1 | sed 's/^\[[^]]*\] //')" "$(grep 'reason=InUse' "$OUT/server.log" | tail -1)"
-else
-	ktap_fail "$(ktap_name)" "clone enable=$(cat $C/enable); owner $(cat $T/state); $(dmesg | grep rswap | tail -3); $(grep -E 'connect_rejected' "$OUT/server.log" | tail -2)"
-fi
-rmdir $C
-
-# 9. A flood of bogus connects while the owner swaps.
-if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && { swapoff -a 2>/dev/null; swapon -p 100 $DEV; }; then
-	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-	mkdir -p $CG
-	echo $((LIMIT_MB << 20)) > $CG/memory.max
-	echo max > $CG/memory.swap.max 2>/dev/null
-	out0=$(vm pswpout)
-	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 55" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
-	LPID=$!
-	swapping=$(wait_swapping $LPID $out0)
-	# Hellos for random client ids, as fast as one process makes them. Then hellos and
-	# wrong proofs for the owner's id from a second address of this host, while the
-	# server drops every connection: the owner's queues authenticate again meanwhile.
-	client --client-id $ID --size 4M --flood 400
-	flood_cs=$CS flood_co=$CO
-	ip addr add $IP2/24 dev eth0
+# Impostors while the owner runs fio verify.
+t_impostors() {
 	rec0=$(state_field $T recoveries)
-	( sleep 2; kill -USR1 "$SPID" ) &
-	client --client-id $ID --size 4M --flood 300 --flood-id --source $IP2
-	flood2_cs=$CS flood2_co=$CO
-	for _ in $(seq 300); do
+	closed0=$(grep -c queue_closed "$OUT/server.log")
+	fio --name=owner --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite --bs=4k \
+		--iodepth=16 --numjobs=2 --size=16M --offset_increment=16M --verify=crc32c \
+		--verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
+		--output-format=json --output="$OUT/fio-owner.json" >"$OUT/fio-owner.log" 2>&1 &
+	fpid=$!
+	client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --secret "$OTHER" --expect-reject AuthFailed
+	wrong_cs=$CS wrong_co=$CO
+	client --client-id $ID --size $((WORK_MB + 32))M --queues 2 --expect-reject AuthRequired
+	none_cs=$CS none_co=$CO
+	timeout 300 tail --pid=$fpid -f /dev/null
+	wait $fpid; frc=$?
+	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-owner.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	rec1=$(state_field $T recoveries)
+	closed1=$(grep -c queue_closed "$OUT/server.log")
+	if [ $wrong_cs = 0 ] && [ $none_cs = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] \
+		&& [ "$rec1" = "$rec0" ] && [ "$closed1" = "$closed0" ] && [[ $(cat $T/state) == connected* ]]; then
+		ktap_pass
+		ktap_diag "wrong secret: $(grep -m1 reason= <<<"$wrong_co"); no secret: $(grep -m1 reason= <<<"$none_co"); owner: fio 0 errors, recoveries $rec0 -> $rec1"
+	else
+		ktap_fail "wrong secret exit $wrong_cs ($wrong_co); no secret exit $none_cs ($none_co); fio exit $frc errors $errs; recoveries $rec0 -> $rec1; queues closed $closed0 -> $closed1; $(cat $T/state)"
+	fi
+}
+ktap_test "auth: impostors with the owner's id and a wrong or no secret are rejected (AuthFailed, AuthRequired) while the owner runs fio verify: 0 errors, no reconnect" t_impostors
+
+# Recovery authenticates too: each reconnect is a hello and a proof of the same
+# instance, and the server hands the region back.
+t_recovery_authenticates() {
+	head -c 8M /dev/urandom > /tmp/auth8
+	dd if=/tmp/auth8 of=$DEV bs=1M seek=40 oflag=direct status=none
+	rec0=$(state_field $T recoveries)
+	ch0=$(grep -c 'auth_challenge' "$OUT/server.log")
+	region0=$(state_field $T region)
+	kill -USR1 "$SPID"
+	for _ in $(seq 200); do
 		[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
 		sleep 0.1
 	done
-	rec1=$(state_field $T recoveries)
-	[ "$rec1" -ge $((rec0 + 2)) ] || flood2_cs="owner not reconnected (recoveries $rec0 -> $rec1)"
-	timeout 900 tail --pid=$LPID -f /dev/null
-	wait $LPID; lrc=$?
-	challenged=$(grep -o 'challenged=[0-9]*' <<<"$flood2_co" | cut -d= -f2)
-	if [ "$swapping" -ge 2000 ] && [ "$flood_cs" = 0 ] && [ "$flood2_cs" = 0 ] && [ "${challenged:-0}" -gt 0 ] \
-		&& [ $lrc = 0 ] \
-		&& grep -q '"bad_pages": *0' "$OUT/swapload.json" \
-		&& ! dmesg | sed -n '/rswap-test-mark: 55-auth/,$p' | grep -q 'Killed process'; then
-		ktap_pass "$(ktap_name)"
-		ktap_diag "$(grep -m1 flood <<<"$flood_co")" "owner's id from $IP2: $(grep -m1 flood <<<"$flood2_co"); owner recoveries $rec0 -> $rec1; $swapping pages out when the floods began" \
-			"swapload: $(cat "$OUT/swapload.json")"
+	ch1=$(grep -c 'auth_challenge' "$OUT/server.log")
+	if [[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] \
+		&& [ "$(state_field $T region)" = "$region0" ] && [ "$ch1" -ge $((ch0 + 2)) ] \
+		&& dd if=$DEV of=/tmp/auth8b bs=1M skip=40 count=8 iflag=direct status=none && cmp -s /tmp/auth8 /tmp/auth8b; then
+		ktap_pass
+		ktap_diag "challenges $ch0 -> $ch1; $(cat $T/state)" \
+			"$(dmesg | grep 'rswap: rswap[0-9]*: queue [0-9]*: reconnected' | tail -1 | sed 's/^\[[^]]*\] //')"
 	else
-		ktap_fail "$(ktap_name)" "pages out $swapping; flood exit $flood_cs ($flood_co) / $flood2_cs ($flood2_co); swapload exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3)"
+		ktap_fail "state $(cat $T/state); challenges $ch0 -> $ch1; $(dmesg | grep rswap | tail -4); $(tail -4 "$OUT/server.log")"
 	fi
-	rmdir $CG 2>/dev/null
-else
-	ktap_fail "$(ktap_name)" "no swap on $DEV (swapload at $LOAD)"
-fi
+}
+ktap_test "auth: the server drops every connection (SIGUSR1): the owner's queues authenticate again, get the same region back, and the data reads back" t_recovery_authenticates
 
-ok=1
-swapoff $DEV 2>/dev/null
-echo 0 > $T/enable || ok=0
-rmdir $T || ok=0
-rmmod rswap || ok=0
-if [ $ok = 1 ]; then ktap_pass "$(ktap_name)"; else ktap_fail "$(ktap_name)" "$(cat /proc/swaps; dmesg | tail -5)"; fi
-kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+# Replay: a proof seen on the wire, sent again.
+t_replay() {
+	client --client-id $ID2 --size 4M --secret "$SECRET2" --replay
+	if [ $CS = 0 ] && grep -q 'replay=rejected reason=AuthFailed' <<<"$CO"; then
+		ktap_pass
+		ktap_diag "$(grep -m1 replay= <<<"$CO")"
+	else
+		ktap_fail "exit $CS: $CO"
+	fi
+}
+ktap_test "auth: a replayed proof is rejected with AuthFailed" t_replay
 
-n=$(dmesg_alloc_failures)
-[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
-dmesg_note_rxe_races
-ktap_check "$(ktap_name)" dmesg_clean
-ktap_finish
+# A target with a secret the server does not have for its id.
+t_server_lacks_secret() {
+	mkdir $W
+	echo "$IP" > $W/addr; echo $PORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
+	echo $ID > $W/client_id; echo "$OTHER" > $W/secret
+	dmesg_mark "55-auth wrong secret"
+	if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
+		&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server rejected the connection: AuthFailed" ]] \
+		&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong secret/,$p' \
+			| grep -q 'rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; then
+		ktap_pass
+		ktap_diag "last_error: $(cat $W/last_error)" "$(dmesg | grep 'AuthFailed' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3)"
+	fi
+	rmdir $W
+}
+ktap_test "auth: a target whose secret the server does not have fails enable; last_error and the log give the reason" t_server_lacks_secret
+
+# A server that answers at the address but cannot prove the secret: the target must
+# not use what it says.
+t_server_cannot_prove() {
+	WPORT=$((PORT + 1))
+	server_start "$OUT/server-wrong.log" --listen "$IP:$WPORT" --size 64M --allow-list $ALLOW \
+		--test-wrong-server-proof >/dev/null
+	WSPID=$SPID SPID=$MAIN_SPID
+	mkdir $W
+	echo "$IP" > $W/addr; echo $WPORT > $W/port; echo 16M > $W/size; echo 1 > $W/queues
+	echo $ID2 > $W/client_id; echo "$SECRET2" > $W/secret
+	dmesg_mark "55-auth wrong server proof"
+	if ! echo 1 > $W/enable 2>/dev/null && [ "$(cat $W/enable)" = 0 ] \
+		&& [[ $(cat $W/last_error) == "enable failed: "*": queue 0: the server's proof is wrong"* ]] \
+		&& dmesg | sed -n '/rswap-test-mark: 55-auth wrong server proof/,$p' \
+			| grep -q "rswap: rswap[0-9]*: queue 0: the server's proof is wrong" \
+		&& grep -q 'proof_key=wrong' "$OUT/server-wrong.log"; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep "proof is wrong" | tail -1 | sed 's/^\[[^]]*\] //'); last_error: $(cat $W/last_error)"
+	else
+		ktap_fail "enable=$(cat $W/enable); last_error: $(cat $W/last_error); $(dmesg | grep rswap | tail -3); $(tail -3 "$OUT/server-wrong.log")"
+	fi
+	rmdir $W
+	kill "$WSPID"; wait "$WSPID" 2>/dev/null
+}
+ktap_test "auth: a server that cannot prove the secret (a wrong MAC in its descriptor) is refused by the target: enable fails, the log says why" t_server_cannot_prove
+
+# A cloned target: same id, same secret, another directory (instance).
+t_clone() {
+	mkdir $C
+	echo "$IP" > $C/addr; echo $PORT > $C/port; echo $((WORK_MB + 32))M > $C/size; echo 2 > $C/queues
+	echo $ID > $C/client_id; echo "$SECRET" > $C/secret
+	rec0=$(state_field $T recoveries)
+	if ! echo 1 > $C/enable 2>/dev/null && dmesg | tail -20 | grep -q 'rejected the connection: InUse' \
+		&& grep -q 'reason=InUse' "$OUT/server.log" && [[ $(cat $T/state) == connected* ]] \
+		&& [ "$(state_field $T recoveries)" = "$rec0" ]; then
+		ktap_pass
+		ktap_diag "$(dmesg | grep 'InUse' | tail -1 | sed 's/^\[[^]]*\] //')" "$(grep 'reason=InUse' "$OUT/server.log" | tail -1)"
+	else
+		ktap_fail "clone enable=$(cat $C/enable); owner $(cat $T/state); $(dmesg | grep rswap | tail -3); $(grep -E 'connect_rejected' "$OUT/server.log" | tail -2)"
+	fi
+	rmdir $C
+}
+ktap_test "auth: a cloned target (same id and secret, another instance) is refused with InUse; the owner is untouched" t_clone
+
+# A flood of bogus connects while the owner swaps.
+t_flood() {
+	if [ -x "$LOAD" ] && mkswap $DEV >/dev/null && { swapoff -a 2>/dev/null; swapon -p 100 $DEV; }; then
+		echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+		mkdir -p $CG
+		echo $((LIMIT_MB << 20)) > $CG/memory.max
+		echo max > $CG/memory.swap.max 2>/dev/null
+		out0=$(vm pswpout)
+		sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 55" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+		LPID=$!
+		swapping=$(wait_swapping $LPID $out0)
+		# Hellos for random client ids, as fast as one process makes them. Then hellos and
+		# wrong proofs for the owner's id from a second address of this host, while the
+		# server drops every connection: the owner's queues authenticate again meanwhile.
+		client --client-id $ID --size 4M --flood 400
+		flood_cs=$CS flood_co=$CO
+		ip addr add $IP2/24 dev eth0
+		rec0=$(state_field $T recoveries)
+		( sleep 2; kill -USR1 "$SPID" ) &
+		client --client-id $ID --size 4M --flood 300 --flood-id --source $IP2
+		flood2_cs=$CS flood2_co=$CO
+		for _ in $(seq 300); do
+			[[ $(cat $T/state) == connected* ]] && [ "$(state_field $T recoveries)" -ge $((rec0 + 2)) ] && break
+			sleep 0.1
+		done
+		rec1=$(state_field $T recoveries)
+		[ "$rec1" -ge $((rec0 + 2)) ] || flood2_cs="owner not reconnected (recoveries $rec0 -> $rec1)"
+		timeout 900 tail --pid=$LPID -f /dev/null
+		wait $LPID; lrc=$?
+		challenged=$(grep -o 'challenged=[0-9]*' <<<"$flood2_co" | cut -d= -f2)
+		if [ "$swapping" -ge 2000 ] && [ "$flood_cs" = 0 ] && [ "$flood2_cs" = 0 ] && [ "${challenged:-0}" -gt 0 ] \
+			&& [ $lrc = 0 ] \
+			&& grep -q '"bad_pages": *0' "$OUT/swapload.json" \
+			&& ! dmesg | sed -n '/rswap-test-mark: 55-auth/,$p' | grep -q 'Killed process'; then
+			ktap_pass
+			ktap_diag "$(grep -m1 flood <<<"$flood_co")" "owner's id from $IP2: $(grep -m1 flood <<<"$flood2_co"); owner recoveries $rec0 -> $rec1; $swapping pages out when the floods began" \
+				"swapload: $(cat "$OUT/swapload.json")"
+		else
+			ktap_fail "pages out $swapping; flood exit $flood_cs ($flood_co) / $flood2_cs ($flood2_co); swapload exit $lrc: $(cat "$OUT/swapload.err" "$OUT/swapload.json" | tail -3)"
+		fi
+		rmdir $CG 2>/dev/null
+	else
+		ktap_fail "no swap on $DEV (swapload at $LOAD)"
+	fi
+}
+ktap_test "auth: connect floods during a swap run (random ids; the owner's id from another address, while the owner reconnects): every bogus attempt refused, the owner reconnected, 0 bad pages, no process killed" t_flood
+
+t_teardown() {
+	ok=1
+	swapoff $DEV 2>/dev/null
+	echo 0 > $T/enable || ok=0
+	rmdir $T || ok=0
+	rmmod rswap || ok=0
+	if [ $ok = 1 ]; then ktap_pass; else ktap_fail "$(cat /proc/swaps; dmesg | tail -5)"; fi
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+}
+ktap_test "auth: swapoff, disable, rmdir and rmmod work" t_teardown
+
+t_dmesg() {
+	n=$(dmesg_alloc_failures)
+	[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
+	dmesg_note_rxe_races
+	ktap_check dmesg_clean
+}
+ktap_test "dmesg: no BUG/WARNING/Oops in the auth tests" t_dmesg
+
+ktap_run setup
