@@ -95,12 +95,15 @@ t_args() {
 		eq() { [ "$1" = "a b" ] && [ "$2" = "\$x;" ] && [ $# = 2 ] && ktap_pass; }
 		ktap_test "arguments" eq "a b" "\$x;"
 		ktap_test "arguments as given" ktap_check [ "x y" = "x y" ]
+		none() { [ $# = 0 ] && ktap_pass; }
+		ktap_test "no arguments" none
 		ktap_run'
 	expect 0 "KTAP version 1
-1..2
+1..3
 ok 1 arguments
 ok 2 arguments as given
-# totals: pass:2 fail:0 skip:0"
+ok 3 no arguments
+# totals: pass:3 fail:0 skip:0"
 }
 ktap_test "a test's arguments reach its function unchanged" t_args
 
@@ -146,6 +149,24 @@ ok 4 four # SKIP the server did not start
 }
 ktap_test "ktap_skip_rest skips the running test (unless it reported) and every later one" t_skip_rest
 
+t_skip_rest_unreported() {
+	sample '
+		a() { ktap_pass; }
+		c() { ktap_diag "no device here"; ktap_skip_rest "no device"; }
+		ktap_test "one" a
+		ktap_test "two" c
+		ktap_test "three" a
+		ktap_run'
+	expect 0 "KTAP version 1
+1..3
+ok 1 one
+# no device here
+ok 2 two # SKIP no device
+ok 3 three # SKIP no device
+# totals: pass:1 fail:0 skip:2"
+}
+ktap_test "ktap_skip_rest in a test that has not reported skips that test too" t_skip_rest_unreported
+
 t_skip_setup() {
 	sample '
 		a() { ktap_pass; }
@@ -163,6 +184,7 @@ ktap_test "ktap_skip_rest in the SETUP of ktap_run skips every test" t_skip_setu
 
 t_list() {
 	OUT=$(KTAP_LIST=1 bash -c ". \"$KTAP_SH\"
+		trap 'echo cleanup ran' EXIT
 		a() { echo ran; ktap_pass; }
 		ktap_test \"one\" a
 		ktap_test \"two\" a
@@ -171,7 +193,33 @@ t_list() {
 	expect 0 "one
 two"
 }
-ktap_test "KTAP_LIST=1 lists the registered names and runs nothing" t_list
+ktap_test "KTAP_LIST=1 lists the registered names and runs nothing, not even the EXIT trap" t_list
+
+t_strict() {
+	sample '
+		set -euo pipefail
+		a() { ktap_pass; }
+		b() { ktap_diag "note"; ktap_fail "why"; }
+		c() { ktap_skip "reason"; }
+		r() { ktap_relay "ok 1 x" x; }
+		ktap_test "passes" a
+		ktap_test "fails" b
+		ktap_test "skips" c
+		ktap_test "relays" r
+		ktap_test "checks" ktap_check true
+		ktap_run'
+	expect 1 "KTAP version 1
+1..5
+ok 1 passes
+# note
+# why
+not ok 2 fails
+ok 3 skips # SKIP reason
+ok 4 relays
+ok 5 checks
+# totals: pass:3 fail:1 skip:1"
+}
+ktap_test "the library works under set -euo pipefail (as the host suites run)" t_strict
 
 t_relay() {
 	local text="KTAP version 1

@@ -43,10 +43,15 @@ KTAP_CUR='' KTAP_RES='' KTAP_WHY='' KTAP_MORE=''
 ktap_test() {
 	local name=$1 fn=$2
 	shift 2
-	KTAP_NAMES+=("$name") KTAP_FNS+=("$fn") KTAP_ARGS+=("$(printf ' %q' "$@")")
+	KTAP_NAMES+=("$name") KTAP_FNS+=("$fn") KTAP_ARGS+=("$([ $# = 0 ] || printf ' %q' "$@")")
 }
 ktap_plan() { KTAP_PLAN=$1; echo "KTAP version 1"; echo "1..$1"; }
-ktap_list() { [ ${#KTAP_NAMES[@]} = 0 ] || printf '%s\n' "${KTAP_NAMES[@]}"; exit 0; }
+# ktap_list: the names, and an exit that runs no EXIT trap (that would clean up after tests).
+ktap_list() {
+	trap - EXIT
+	[ ${#KTAP_NAMES[@]} = 0 ] || printf '%s\n' "${KTAP_NAMES[@]}"
+	exit 0
+}
 ktap_run() {
 	[ -z "${KTAP_LIST:-}" ] || ktap_list
 	ktap_plan ${#KTAP_NAMES[@]}
