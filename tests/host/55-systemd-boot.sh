@@ -14,125 +14,142 @@ set +e +o pipefail
 out=$RSWAP_TOP/results/systemd-boot
 [ "${1:-}" != --out ] || out=$2
 rm -rf "$out"; mkdir -p "$out"
-NAMES=(
-	"systemd boot: the client guest has /dev/rswap0 in /proc/swaps after boot (rswap@swap0, server in the other guest)"
-	"systemd boot: rswap@swap0.service is active (exited) with result success"
-	"systemd boot: rswap@swap0 started after the network (network-online.target) and was up before swap.target"
-	"systemd boot: rswap-server.service (Type=notify) is active (running): READY=1 and its STATUS= reached systemd"
-	"systemd boot: the server's status socket lists the client's region, live"
-	"systemd boot: no ordering cycle in either guest's journal, and systemd-analyze verify passes the units"
-	"systemd boot: rswap@bad (no listener at its port) fails within TimeoutStartSec, the boot still reaches multi-user.target, and no configfs target is left"
-	"systemd boot: at poweroff, rswap@swap0 stops (swapoff, target removed) before the network goes down, and the guest powers off"
-)
-ktap_plan ${#NAMES[@]}
-if [ "${KERNEL:-stock}" != stock ]; then
-	ktap_skip_rest "the systemd guests boot the stock kernel only (KERNEL=${KERNEL})"
-fi
-bash "$RSWAP_TOP/scripts/build-server.sh" >/dev/null 2>"$out/build.log" \
-	|| { cat "$out/build.log"; ktap_skip_rest "the tools do not build"; }
-[ -f "$RSWAP_TOP/rswap.ko" ] || make -s -C "$RSWAP_TOP" >"$out/build-module.log" 2>&1 \
-	|| ktap_skip_rest "rswap.ko does not build"
-rc=0
-start=$(date +%s)
-RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --systemd --kernel stock --out "$out" \
-	--timeout 1200 --grace 1 tests/systemd/server-prepare.sh tests/systemd/client-prepare.sh \
-	>"$out/run-pair.log" 2>&1 || rc=$?
-ktap_diag "guests ran $(( $(date +%s) - start )) s; client guest exit $rc (results in $out)"
-C=$out/client S=$out/server
+setup() {
+	if [ "${KERNEL:-stock}" != stock ]; then
+		ktap_skip_rest "the systemd guests boot the stock kernel only (KERNEL=${KERNEL})"
+	fi
+	bash "$RSWAP_TOP/scripts/build-server.sh" >/dev/null 2>"$out/build.log" \
+		|| { cat "$out/build.log"; ktap_skip_rest "the tools do not build"; }
+	[ -f "$RSWAP_TOP/rswap.ko" ] || make -s -C "$RSWAP_TOP" >"$out/build-module.log" 2>&1 \
+		|| ktap_skip_rest "rswap.ko does not build"
+	rc=0
+	start=$(date +%s)
+	RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --systemd --kernel stock --out "$out" \
+		--timeout 1200 --grace 1 tests/systemd/server-prepare.sh tests/systemd/client-prepare.sh \
+		>"$out/run-pair.log" 2>&1 || rc=$?
+	ktap_diag "guests ran $(( $(date +%s) - start )) s; client guest exit $rc (results in $out)"
+	C=$out/client S=$out/server
+}
+
 # prop FILE KEY: a property of `systemctl show` output.
 prop() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -1; }
 secs() { awk -v us="${1:-0}" 'BEGIN { printf "%.1f", us / 1e6 }'; }
 
-# 1. swap active after boot.
-if grep -q '^/dev/rswap0 ' "$C/swaps" 2>/dev/null; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "$(grep '^/dev/rswap0 ' "$C/swaps")"
-	s0=$C/show/rswap@swap0.service
-	up_end=$(prop "$s0" ExecMainExitTimestampMonotonic) up_begin=$(prop "$s0" ExecMainStartTimestampMonotonic)
-	ktap_diag "swap on /dev/rswap0 $(secs "$(prop "$s0" ActiveEnterTimestampMonotonic)") s after the kernel started; rswapctl up took $(secs $(( ${up_end:-0} - ${up_begin:-0} ))) s; multi-user.target at $(secs "$(prop "$C/show/multi-user.target" ActiveEnterTimestampMonotonic)") s"
-else
-	ktap_fail "$(ktap_name)" "swaps: $(cat "$C/swaps" 2>&1); $(tail -5 "$C/status" 2>&1); $(tail -5 "$C/serial.log")"
-fi
+# swap active after boot.
+t_swap_after_boot() {
+	if grep -q '^/dev/rswap0 ' "$C/swaps" 2>/dev/null; then
+		ktap_pass
+		ktap_diag "$(grep '^/dev/rswap0 ' "$C/swaps")"
+		s0=$C/show/rswap@swap0.service
+		up_end=$(prop "$s0" ExecMainExitTimestampMonotonic) up_begin=$(prop "$s0" ExecMainStartTimestampMonotonic)
+		ktap_diag "swap on /dev/rswap0 $(secs "$(prop "$s0" ActiveEnterTimestampMonotonic)") s after the kernel started; rswapctl up took $(secs $(( ${up_end:-0} - ${up_begin:-0} ))) s; multi-user.target at $(secs "$(prop "$C/show/multi-user.target" ActiveEnterTimestampMonotonic)") s"
+	else
+		ktap_fail "swaps: $(cat "$C/swaps" 2>&1); $(tail -5 "$C/status" 2>&1); $(tail -5 "$C/serial.log")"
+	fi
+}
+ktap_test "systemd boot: the client guest has /dev/rswap0 in /proc/swaps after boot (rswap@swap0, server in the other guest)" t_swap_after_boot
 
-# 2. the unit's state.
-u=$C/show/rswap@swap0.service
-st="$(prop "$u" ActiveState) $(prop "$u" SubState) $(prop "$u" Result)"
-if [ "$st" = "active exited success" ]; then ktap_pass "$(ktap_name)"
-else ktap_fail "$(ktap_name)" "ActiveState SubState Result: $st; $(head -20 "$C/status" 2>&1)"; fi
+# the unit's state ($u: its properties, which the next test reads too).
+t_unit_state() {
+	u=$C/show/rswap@swap0.service
+	st="$(prop "$u" ActiveState) $(prop "$u" SubState) $(prop "$u" Result)"
+	if [ "$st" = "active exited success" ]; then ktap_pass
+	else ktap_fail "ActiveState SubState Result: $st; $(head -20 "$C/status" 2>&1)"; fi
+}
+ktap_test "systemd boot: rswap@swap0.service is active (exited) with result success" t_unit_state
 
-# 3. ordering at boot: up started after network-online.target and the test network were
+# ordering at boot: up started after network-online.target and the test network were
 # active, and was done before swap.target was reached.
-net_on=$(prop "$C/show/network-online.target" ActiveEnterTimestampMonotonic)
-net_up=$(prop "$C/show/rswap-test-net.service" ActiveEnterTimestampMonotonic)
-up_start=$(prop "$u" ExecMainStartTimestampMonotonic)
-up_done=$(prop "$u" ActiveEnterTimestampMonotonic)
-swap_t=$(prop "$C/show/swap.target" ActiveEnterTimestampMonotonic)
-order="network up $(secs "$net_up") s, network-online.target $(secs "$net_on") s, rswapctl up started $(secs "$up_start") s, rswap@swap0 active $(secs "$up_done") s, swap.target $(secs "$swap_t") s"
-if [ "${net_up:-0}" -gt 0 ] && [ "${net_on:-0}" -ge "$net_up" ] && [ "${up_start:-0}" -ge "$net_on" ] \
-	&& [ "${up_done:-0}" -ge "$up_start" ] && [ "${swap_t:-0}" -ge "$up_done" ]; then
-	ktap_pass "$(ktap_name)"; ktap_diag "$order"
-else
-	ktap_fail "$(ktap_name)" "$order"
-fi
+t_boot_order() {
+	net_on=$(prop "$C/show/network-online.target" ActiveEnterTimestampMonotonic)
+	net_up=$(prop "$C/show/rswap-test-net.service" ActiveEnterTimestampMonotonic)
+	up_start=$(prop "$u" ExecMainStartTimestampMonotonic)
+	up_done=$(prop "$u" ActiveEnterTimestampMonotonic)
+	swap_t=$(prop "$C/show/swap.target" ActiveEnterTimestampMonotonic)
+	order="network up $(secs "$net_up") s, network-online.target $(secs "$net_on") s, rswapctl up started $(secs "$up_start") s, rswap@swap0 active $(secs "$up_done") s, swap.target $(secs "$swap_t") s"
+	if [ "${net_up:-0}" -gt 0 ] && [ "${net_on:-0}" -ge "$net_up" ] && [ "${up_start:-0}" -ge "$net_on" ] \
+		&& [ "${up_done:-0}" -ge "$up_start" ] && [ "${swap_t:-0}" -ge "$up_done" ]; then
+		ktap_pass; ktap_diag "$order"
+	else
+		ktap_fail "$order"
+	fi
+}
+ktap_test "systemd boot: rswap@swap0 started after the network (network-online.target) and was up before swap.target" t_boot_order
 
-# 4. the server unit, Type=notify.
-v=$S/show/rswap-server.service
-st="$(prop "$v" Type) $(prop "$v" ActiveState) $(prop "$v" SubState)"
-if [ "$st" = "notify active running" ] && [[ $(prop "$v" StatusText) == "listening on "* ]] \
-	&& [ "$(prop "$v" NRestarts)" = 0 ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "StatusText=$(prop "$v" StatusText); ready $(secs "$(prop "$v" ActiveEnterTimestampMonotonic)") s after the server guest's kernel started"
-else
-	ktap_fail "$(ktap_name)" "Type ActiveState SubState: $st; StatusText=$(prop "$v" StatusText); NRestarts=$(prop "$v" NRestarts); $(grep rswap-server "$S/journal" 2>/dev/null | tail -5)"
-fi
+# the server unit, Type=notify.
+t_server_unit() {
+	v=$S/show/rswap-server.service
+	st="$(prop "$v" Type) $(prop "$v" ActiveState) $(prop "$v" SubState)"
+	if [ "$st" = "notify active running" ] && [[ $(prop "$v" StatusText) == "listening on "* ]] \
+		&& [ "$(prop "$v" NRestarts)" = 0 ]; then
+		ktap_pass
+		ktap_diag "StatusText=$(prop "$v" StatusText); ready $(secs "$(prop "$v" ActiveEnterTimestampMonotonic)") s after the server guest's kernel started"
+	else
+		ktap_fail "Type ActiveState SubState: $st; StatusText=$(prop "$v" StatusText); NRestarts=$(prop "$v" NRestarts); $(grep rswap-server "$S/journal" 2>/dev/null | tail -5)"
+	fi
+}
+ktap_test "systemd boot: rswap-server.service (Type=notify) is active (running): READY=1 and its STATUS= reached systemd" t_server_unit
 
-# 5. the client's region at the server (the report's first view of it live; later ones
+# the client's region at the server (the report's first view of it live; later ones
 # may show it in its grace period, after the client guest powered off).
-if grep -qE '^0x5301 .* live ' "$S/server-status-live" 2>/dev/null; then
-	ktap_pass "$(ktap_name)"; ktap_diag "$(grep -E '^0x5301 ' "$S/server-status-live")"
-else
-	ktap_fail "$(ktap_name)" "$(cat "$S/server-status" 2>&1)"
-fi
+t_region_live() {
+	if grep -qE '^0x5301 .* live ' "$S/server-status-live" 2>/dev/null; then
+		ktap_pass; ktap_diag "$(grep -E '^0x5301 ' "$S/server-status-live")"
+	else
+		ktap_fail "$(cat "$S/server-status" 2>&1)"
+	fi
+}
+ktap_test "systemd boot: the server's status socket lists the client's region, live" t_region_live
 
-# 6. ordering cycles, unit files.
-cyc=$(grep -hiE 'ordering cycle|break(ing)? ordering cycle|deleted to break' "$C/journal" "$S/journal" 2>/dev/null || true)
-ver=$(cat "$C/verify" "$S/verify" 2>/dev/null)
-if [ -s "$C/journal" ] && [ -s "$S/journal" ] && [ -z "$cyc" ] \
-	&& [ "$(grep -c '^exit 0$' <<<"$ver")" = 2 ] && [ "$(grep -vc '^exit 0$' <<<"$ver")" = 0 ]; then
-	ktap_pass "$(ktap_name)"
-else
-	ktap_fail "$(ktap_name)" "cycles: ${cyc:-none}; verify: $ver; journals: $(wc -l "$C/journal" "$S/journal" 2>&1 | tr '\n' ' ')"
-fi
+# ordering cycles, unit files.
+t_no_cycles() {
+	cyc=$(grep -hiE 'ordering cycle|break(ing)? ordering cycle|deleted to break' "$C/journal" "$S/journal" 2>/dev/null || true)
+	ver=$(cat "$C/verify" "$S/verify" 2>/dev/null)
+	if [ -s "$C/journal" ] && [ -s "$S/journal" ] && [ -z "$cyc" ] \
+		&& [ "$(grep -c '^exit 0$' <<<"$ver")" = 2 ] && [ "$(grep -vc '^exit 0$' <<<"$ver")" = 0 ]; then
+		ktap_pass
+	else
+		ktap_fail "cycles: ${cyc:-none}; verify: $ver; journals: $(wc -l "$C/journal" "$S/journal" 2>&1 | tr '\n' ' ')"
+	fi
+}
+ktap_test "systemd boot: no ordering cycle in either guest's journal, and systemd-analyze verify passes the units" t_no_cycles
 
-# 7. the target whose server does not answer.
-b=$C/show/rswap@bad.service
-b_end=$(prop "$b" ExecMainExitTimestampMonotonic) b_start=$(prop "$b" ExecMainStartTimestampMonotonic)
-took=$(( ${b_end:-0} - ${b_start:-0} ))
-limit=$(prop "$b" TimeoutStartUSec)   # e.g. 2min
-st="$(prop "$b" ActiveState) $(prop "$b" Result)"
-mu=$(prop "$C/show/multi-user.target" ActiveState)
-if [ "$st" = "failed exit-code" ] && [ "$took" -gt 0 ] && [ "$took" -lt 120000000 ] && [ "$mu" = active ] \
-	&& [ "$(cat "$C/configfs" 2>/dev/null)" = swap0 ]; then
-	ktap_pass "$(ktap_name)"
-	ktap_diag "rswap@bad failed after $(secs "$took") s (TimeoutStartSec $limit); $(grep -m1 'rswapctl: up bad: ' "$C/status" | sed 's/.*rswapctl: /rswapctl: /')"
-	ktap_diag "system state after boot: $(cat "$C/system-state"); failed units: $(awk '{print $1}' "$C/failed-units" | tr '\n' ' ')"
-else
-	ktap_fail "$(ktap_name)" "ActiveState Result: $st; took $(secs "$took") s (limit $limit); multi-user.target $mu; configfs: $(cat "$C/configfs" 2>&1)"
-fi
+# the target whose server does not answer.
+t_bad_target() {
+	b=$C/show/rswap@bad.service
+	b_end=$(prop "$b" ExecMainExitTimestampMonotonic) b_start=$(prop "$b" ExecMainStartTimestampMonotonic)
+	took=$(( ${b_end:-0} - ${b_start:-0} ))
+	limit=$(prop "$b" TimeoutStartUSec)   # e.g. 2min
+	st="$(prop "$b" ActiveState) $(prop "$b" Result)"
+	mu=$(prop "$C/show/multi-user.target" ActiveState)
+	if [ "$st" = "failed exit-code" ] && [ "$took" -gt 0 ] && [ "$took" -lt 120000000 ] && [ "$mu" = active ] \
+		&& [ "$(cat "$C/configfs" 2>/dev/null)" = swap0 ]; then
+		ktap_pass
+		ktap_diag "rswap@bad failed after $(secs "$took") s (TimeoutStartSec $limit); $(grep -m1 'rswapctl: up bad: ' "$C/status" | sed 's/.*rswapctl: /rswapctl: /')"
+		ktap_diag "system state after boot: $(cat "$C/system-state"); failed units: $(awk '{print $1}' "$C/failed-units" | tr '\n' ' ')"
+	else
+		ktap_fail "ActiveState Result: $st; took $(secs "$took") s (limit $limit); multi-user.target $mu; configfs: $(cat "$C/configfs" 2>&1)"
+	fi
+}
+ktap_test "systemd boot: rswap@bad (no listener at its port) fails within TimeoutStartSec, the boot still reaches multi-user.target, and no configfs target is left" t_bad_target
 
-# 8. shutdown, from the client's console: systemd's "Stopped rswap@swap0..." and the
+# shutdown, from the client's console: systemd's "Stopped rswap@swap0..." and the
 # network unit's note come in this order, the note says no rswap swap or target is
 # left, and the kernel powered off.
-con=$out/client-console.txt
-sed 's/\x1b\[[0-9;]*m//g; s/\r$//' "$C/serial.log" > "$con"   # without colours and CRs
-stopped=$(grep -n 'Stopped rswap@swap0' "$con" | head -1 | cut -d: -f1)
-netdown=$(grep -n 'rswap-test: network going down' "$con" | head -1 | cut -d: -f1)
-note=$(grep -m1 -o 'rswap-test: network going down.*' "$con")
-if [ -n "$stopped" ] && [ -n "$netdown" ] && [ "$stopped" -lt "$netdown" ] \
-	&& [[ $note == *"rswap swap areas active: 0; rswap targets: none" ]] \
-	&& grep -q 'reboot: Power down' "$con"; then
-	ktap_pass "$(ktap_name)"; ktap_diag "$note"
-else
-	ktap_fail "$(ktap_name)" "stopped at line ${stopped:-none}, network down at line ${netdown:-none}: ${note:-no note}; $(grep -E 'rswap|Power down' "$con" | tail -8)"
-fi
-ktap_finish
+t_poweroff() {
+	con=$out/client-console.txt
+	sed 's/\x1b\[[0-9;]*m//g; s/\r$//' "$C/serial.log" > "$con"   # without colours and CRs
+	stopped=$(grep -n 'Stopped rswap@swap0' "$con" | head -1 | cut -d: -f1)
+	netdown=$(grep -n 'rswap-test: network going down' "$con" | head -1 | cut -d: -f1)
+	note=$(grep -m1 -o 'rswap-test: network going down.*' "$con")
+	if [ -n "$stopped" ] && [ -n "$netdown" ] && [ "$stopped" -lt "$netdown" ] \
+		&& [[ $note == *"rswap swap areas active: 0; rswap targets: none" ]] \
+		&& grep -q 'reboot: Power down' "$con"; then
+		ktap_pass; ktap_diag "$note"
+	else
+		ktap_fail "stopped at line ${stopped:-none}, network down at line ${netdown:-none}: ${note:-no note}; $(grep -E 'rswap|Power down' "$con" | tail -8)"
+	fi
+}
+ktap_test "systemd boot: at poweroff, rswap@swap0 stops (swapoff, target removed) before the network goes down, and the guest powers off" t_poweroff
+
+ktap_run setup

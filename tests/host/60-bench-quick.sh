@@ -4,16 +4,23 @@
 # (it asserts the harness works, not how fast anything is). Prints KTAP for check.sh.
 #   tests/host/60-bench-quick.sh [--out DIR]
 . "$(dirname "$0")/../../scripts/common.sh"
+. "$RSWAP_TOP/tests/lib/ktap.sh"
 out=$RSWAP_TOP/results/bench-quick
 [ "${1:-}" != --out ] || out=$2
 rm -rf "$out"
-echo "1..5"
-if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out.log"; then
-	echo "ok 1 bench --quick: every baseline figure measured (in-kernel RDMA, perftest, nvme-rdma, local RAM disk)"
-else
-	echo "not ok 1 bench --quick: every baseline figure measured"; tail -20 "$out.log" | sed 's/^/# /'
-fi
-if python3 - "$out/results.json" <<'PY' 2>/dev/null
+
+# Runs the benchmark: the tests after check what it wrote ($out/results.json, $out.table).
+t_baselines() {
+	if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out.log"; then
+		ktap_pass
+	else
+		ktap_fail "$(tail -20 "$out.log")"
+	fi
+}
+ktap_test "bench --quick: every baseline figure measured (in-kernel RDMA, perftest, nvme-rdma, local RAM disk)" t_baselines
+
+t_rswap_row() {
+	if python3 - "$out/results.json" <<'PY' 2>/dev/null
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["backends"]["rswap"]
@@ -21,13 +28,16 @@ ok = r["status"] == "ok" and all(r["fio"][j]["iops"] > 0 and r["fio"][j]["errors
                                  for j in ("rr_qd1", "rw_qd1"))
 sys.exit(0 if ok else 1)
 PY
-then
-	echo "ok 2 bench --quick: the rswap row is filled and the JSON has the raw figures"
-else
-	echo "not ok 2 bench --quick: the rswap row is filled and the JSON has the raw figures"
-	head -5 "$out.table" | sed 's/^/# /'
-fi
-if python3 - "$out/results.json" <<'PY' 2>/dev/null
+	then
+		ktap_pass
+	else
+		ktap_fail "$(head -5 "$out.table")"
+	fi
+}
+ktap_test "bench --quick: the rswap row is filled and the JSON has the raw figures" t_rswap_row
+
+t_json_figures() {
+	if python3 - "$out/results.json" <<'PY' 2>/dev/null
 import json, sys
 d = json.load(open(sys.argv[1]))
 k = d["raw_kernel"]
@@ -36,7 +46,7 @@ ok = all(k[p][f] > 0 for p in ("read_qd1", "write_qd1")
          for f in ("ops", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "wc_mean_ns"))
 ok = ok and all(k["%s_qd%d" % (op, qd)]["ops_per_s"] > 0 for op in ("read", "write"))
 # The three targets (four ratios) are computed, each with its goal and verdict, and the
-# fio ones again for polled I/O (rswap-poll; no ratio when it is n/a, see test 5).
+# fio ones again for polled I/O (rswap-poll; no ratio when it is n/a, see the polled I/O test).
 t = {x["key"]: x for x in d["targets"]}
 poll = ("poll_qd1_read_latency", "poll_qd32_read_iops_vs_kernel", "poll_qd32_read_iops_vs_nvme")
 ok = ok and set(t) == {"qd1_read_latency", "qd32_read_iops_vs_kernel", "qd32_read_iops_vs_nvme",
@@ -54,13 +64,16 @@ ok = ok and runs >= 2 and all(len(b["swap"]["runs"]) == runs for n, b in d["back
 ok = ok and not any("swap" in d["backends"][n] for n in fio_only)
 sys.exit(0 if ok else 1)
 PY
-then
-	echo "ok 3 bench --quick: in-kernel RDMA figures, the target ratios and every swap run are in the JSON"
-else
-	echo "not ok 3 bench --quick: in-kernel RDMA figures, the target ratios and every swap run are in the JSON"
-	grep -i 'in-kernel\|target' "$out.table" | head -8 | sed 's/^/# /'
-fi
-if o4=$(python3 - "$out/results.json" 2>&1 <<'PY'
+	then
+		ktap_pass
+	else
+		ktap_fail "$(grep -i 'in-kernel\|target' "$out.table" | head -8)"
+	fi
+}
+ktap_test "bench --quick: in-kernel RDMA figures, the target ratios and every swap run are in the JSON" t_json_figures
+
+t_rounds() {
+	if o4=$(python3 - "$out/results.json" 2>&1 <<'PY'
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
 n = d["env"]["repeats"]
@@ -93,7 +106,7 @@ if sorted(rounds) != list(range(1, n + 1)):
 for r in range(1, n):
     if r + 1 in rounds and max(rounds[r]) > min(rounds[r + 1]):
         bad.append("round %d ran after round %d began" % (r, r + 1))
-# The table shows the medians, and each target's ratio (of those test 3 asks for, and any
+# The table shows the medians, and each target's ratio (of those the JSON test asks for, and any
 # other the run has) lies between its extreme pairings.
 row = {x["metric"]: x for x in d["table"]}["4K rand read QD1, mean latency (us)"]
 if row["values"]["rswap"] != d["backends"]["rswap"]["fio"]["rr_qd1"]["lat_mean_us"]:
@@ -104,17 +117,20 @@ for t in d["targets"]:
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
-); then
-	echo "ok 4 bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians"
-else
-	echo "not ok 4 bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians"
-	tail -20 <<<"$o4" | sed 's/^/# /'
-fi
+	); then
+		ktap_pass
+	else
+		ktap_fail "$(tail -20 <<<"$o4")"
+	fi
+}
+ktap_test "bench --quick: every fio job and in-kernel phase ran in each interleaved round; the tables show the medians" t_rounds
+
 # Polled I/O: rswap-uring (rswap's target, fio on io_uring) and rswap-poll (poll queues,
 # one per client vCPU, fio on io_uring --hipri) ran every fio job with that engine, and
 # rswap-poll's requests reached its poll queues. rswap-poll may be n/a only because the
 # rswap.ko under test has no poll_queues attribute.
-if o5=$(python3 - "$out/results.json" 2>&1 <<'PY'
+t_polled() {
+	if o5=$(python3 - "$out/results.json" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 bad, notes = [], []
@@ -150,10 +166,13 @@ else:
 print("\n".join(bad or notes))
 sys.exit(1 if bad else 0)
 PY
-); then
-	echo "ok 5 bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)"
-	sed 's/^/# /' <<<"$o5"
-else
-	echo "not ok 5 bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)"
-	tail -20 <<<"$o5" | sed 's/^/# /'
-fi
+	); then
+		ktap_pass
+		ktap_diag "$o5"
+	else
+		ktap_fail "$(tail -20 <<<"$o5")"
+	fi
+}
+ktap_test "bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)" t_polled
+
+ktap_run
