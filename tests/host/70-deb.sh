@@ -4,7 +4,7 @@
 # (mmdebstrap) where apt resolves the packages' Depends and DKMS builds rswap.ko for the
 # stock kernel, a purge, and a boot of the stock guest that loads that DKMS-built
 # rswap.ko and drives it with the packaged rswap-server and rswapctl
-# (tests/guest-deb/load.sh). Prints KTAP for scripts/check.sh; the plan comes last.
+# (tests/guest-deb/load.sh). Prints KTAP for scripts/check.sh.
 #   tests/host/70-deb.sh [--out DIR]
 # Downloaded packages are kept in $RSWAP_CACHE/deb-test-apt-trixie/; the root is made
 # anew every run and removed at the end.
@@ -13,7 +13,6 @@
 out=$RSWAP_TOP/results/deb-test
 [ "${1:-}" != --out ] || out=$(realpath -m "$2")
 rm -rf "$out"; mkdir -p "$out"
-echo "KTAP version 1"
 start=$(date +%s)
 
 kver=$(bash "$RSWAP_TOP/scripts/buildroot.sh" --kver 2>/dev/null) || {
@@ -26,59 +25,45 @@ root=
 cleanup() { [ -z "$root" ] || rm -rf --one-file-system "$root"; }
 trap cleanup EXIT
 
-# The rest of the plan, skipped with a reason.
-skip_rest() {
-	local n
-	for n in "${REST[@]}"; do ktap_skip "$n" "$1"; done
-	echo "1..$KTAP_N"; ktap_finish
+t_make_deb() {
+	log "make deb"
+	debs=()
+	if make -s -C "$RSWAP_TOP" deb > "$out/make-deb.log" 2>&1; then
+		mapfile -t debs < <(grep -E '/rswap-(dkms|tools)_.*\.deb$' "$out/make-deb.log")
+	fi
+	if [ "${#debs[@]}" = 2 ] && [ -f "${debs[0]}" ] && [ -f "${debs[1]}" ]; then
+		ktap_pass
+		ktap_diag "${debs[@]##*/}"
+	else
+		ktap_fail "$(tail -20 "$out/make-deb.log")"
+		ktap_skip_rest "make deb failed"
+	fi
+	dkms_deb=$(printf '%s\n' "${debs[@]}" | grep /rswap-dkms_)
+	tools_deb=$(printf '%s\n' "${debs[@]}" | grep /rswap-tools_)
+	ver=$(dpkg-deb -f "$dkms_deb" Version)
+	cp "$dkms_deb" "$tools_deb" "$out/"
 }
-REST=("lintian: rswap-dkms has no errors" "lintian: rswap-tools has no errors"
-	"clean $RSWAP_SUITE root: apt installs linux-headers-$kver, rswap-dkms and rswap-tools with their Depends"
-	"dkms status: rswap installed for $kver; the prepared tree kept the kernel's configuration"
-	"the DKMS-built rswap.ko has vermagic $kver"
-	"rswap-tools: rswap-server and rswapctl run, man pages, shell completions, units and conffiles in place"
-	"purge: rswap-dkms leaves no module, source or prepared kernel tree"
-	"guest: boots and runs tests/guest-deb/load.sh to the end")
-advance() { REST=("${REST[@]:1}"); }
+ktap_test "make deb builds rswap-dkms and rswap-tools" t_make_deb
 
-# 1. make deb
-log "make deb"
-debs=()
-if make -s -C "$RSWAP_TOP" deb > "$out/make-deb.log" 2>&1; then
-	mapfile -t debs < <(grep -E '/rswap-(dkms|tools)_.*\.deb$' "$out/make-deb.log")
-fi
-if [ "${#debs[@]}" = 2 ] && [ -f "${debs[0]}" ] && [ -f "${debs[1]}" ]; then
-	ktap_pass "make deb builds rswap-dkms and rswap-tools"
-	ktap_diag "${debs[@]##*/}"
-else
-	ktap_fail "make deb builds rswap-dkms and rswap-tools" "$(tail -20 "$out/make-deb.log")"
-	skip_rest "make deb failed"
-fi
-dkms_deb=$(printf '%s\n' "${debs[@]}" | grep /rswap-dkms_)
-tools_deb=$(printf '%s\n' "${debs[@]}" | grep /rswap-tools_)
-ver=$(dpkg-deb -f "$dkms_deb" Version)
-cp "$dkms_deb" "$tools_deb" "$out/"
-
-# 2., 3. lintian (in the build root: trixie's lintian)
-for d in "$dkms_deb" "$tools_deb"; do
+# lintian PACKAGE (in the build root: trixie's lintian), of the debs the test before made
+t_lintian() {
+	local d name lrc e w
+	if [ "$1" = rswap-dkms ]; then d=$dkms_deb; else d=$tools_deb; fi
 	name=$(dpkg-deb -f "$d" Package)
 	lrc=0
 	bash "$RSWAP_TOP/scripts/inroot.sh" lintian "$d" > "$out/lintian-$name.txt" 2>&1 || lrc=$?
 	e=$(grep -c '^E: ' "$out/lintian-$name.txt" || true)
 	w=$(grep -c '^W: ' "$out/lintian-$name.txt" || true)
 	if [ "$e" = 0 ] && [ $lrc = 0 ]; then
-		ktap_pass "${REST[0]}"; ktap_diag "lintian $name: $e errors, $w warnings"
+		ktap_pass; ktap_diag "lintian $name: $e errors, $w warnings"
 		[ "$w" = 0 ] || ktap_diag "$(grep '^W: ' "$out/lintian-$name.txt")"
 	else
-		ktap_fail "${REST[0]}" "lintian exit $lrc: $(grep -v '^running with' "$out/lintian-$name.txt" | head -20)"
+		ktap_fail "lintian exit $lrc: $(grep -v '^running with' "$out/lintian-$name.txt" | head -20)"
 	fi
-	advance
-done
+}
+ktap_test "lintian: rswap-dkms has no errors" t_lintian rswap-dkms
+ktap_test "lintian: rswap-tools has no errors" t_lintian rswap-tools
 
-# 4. a fresh trixie root, then apt installs the kernel's headers and both packages
-root=$(mktemp -d /var/tmp/rswap-deb-root.XXXXXX)
-log "creating a clean $RSWAP_SUITE root in $root"
-t0=$(date +%s)
 # inchroot CMD...: CMD in the root with /proc, /dev and the package cache mounted, in a
 # mount namespace of its own (the mounts vanish with it).
 inchroot() {
@@ -92,140 +77,167 @@ inchroot() {
 			DEBIAN_FRONTEND=noninteractive "$@"
 	' bash "$root" "$cache/install" "$@"
 }
-ok=0
-if mmdebstrap --variant=apt --components=main --skip=essential/unlink \
-	--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
-	--setup-hook="sync-in $cache/base /var/cache/apt/archives/" \
-	--customize-hook="sync-out /var/cache/apt/archives $cache/base" \
-	"$RSWAP_SUITE" "$root" \
-	"deb $RSWAP_MIRROR $RSWAP_SUITE main" \
-	"deb $RSWAP_MIRROR $RSWAP_SUITE-backports main" > "$out/mmdebstrap.log" 2>&1; then
-	cp /etc/resolv.conf "$root/etc/resolv.conf"
-	cp "$dkms_deb" "$tools_deb" "$root/tmp/"
-	log "installing linux-headers-$kver, rswap-dkms and rswap-tools (DKMS prepares a kernel tree: minutes)"
-	t1=$(date +%s)
-	if inchroot apt-get update -q > "$out/apt-install.log" 2>&1 \
-		&& inchroot apt-get install -y -q --no-install-recommends "linux-headers-$kver" \
-			"/tmp/${dkms_deb##*/}" "/tmp/${tools_deb##*/}" >> "$out/apt-install.log" 2>&1; then
-		ok=1
+
+# A fresh trixie root ($root, which the tests after use up to the purge), then apt
+# installs the kernel's headers and both packages.
+t_install() {
+	root=$(mktemp -d /var/tmp/rswap-deb-root.XXXXXX)
+	log "creating a clean $RSWAP_SUITE root in $root"
+	t0=$(date +%s)
+	ok=0
+	if mmdebstrap --variant=apt --components=main --skip=essential/unlink \
+		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+		--setup-hook="sync-in $cache/base /var/cache/apt/archives/" \
+		--customize-hook="sync-out /var/cache/apt/archives $cache/base" \
+		"$RSWAP_SUITE" "$root" \
+		"deb $RSWAP_MIRROR $RSWAP_SUITE main" \
+		"deb $RSWAP_MIRROR $RSWAP_SUITE-backports main" > "$out/mmdebstrap.log" 2>&1; then
+		cp /etc/resolv.conf "$root/etc/resolv.conf"
+		cp "$dkms_deb" "$tools_deb" "$root/tmp/"
+		log "installing linux-headers-$kver, rswap-dkms and rswap-tools (DKMS prepares a kernel tree: minutes)"
+		t1=$(date +%s)
+		if inchroot apt-get update -q > "$out/apt-install.log" 2>&1 \
+			&& inchroot apt-get install -y -q --no-install-recommends "linux-headers-$kver" \
+				"/tmp/${dkms_deb##*/}" "/tmp/${tools_deb##*/}" >> "$out/apt-install.log" 2>&1; then
+			ok=1
+		fi
+		t2=$(date +%s)
 	fi
-	t2=$(date +%s)
-fi
-if [ $ok = 1 ] && [ "$(inchroot dpkg-query -W -f='${Status}' rswap-dkms rswap-tools 2>&1)" \
-	= "install ok installedinstall ok installed" ]; then
-	ktap_pass "${REST[0]}"
-	ktap_diag "root $((t1 - t0)) s; apt-get install with DKMS $((t2 - t1)) s"
-else
-	ktap_fail "${REST[0]}" "$(tail -30 "$out/apt-install.log" 2>/dev/null || tail -20 "$out/mmdebstrap.log")"
-	cp -a "$root/var/lib/dkms/rswap" "$out/dkms-tree" 2>/dev/null || true
-	advance; skip_rest "the packages did not install"
-fi
-advance
-# DKMS keeps the build's log with the built module.
-mk=$(find "$root/var/lib/dkms/rswap/$ver" -name make.log 2>/dev/null | head -1)
-[ -z "$mk" ] || cp "$mk" "$out/dkms-make.log"
+	if [ $ok = 1 ] && [ "$(inchroot dpkg-query -W -f='${Status}' rswap-dkms rswap-tools 2>&1)" \
+		= "install ok installedinstall ok installed" ]; then
+		ktap_pass
+		ktap_diag "root $((t1 - t0)) s; apt-get install with DKMS $((t2 - t1)) s"
+	else
+		ktap_fail "$(tail -30 "$out/apt-install.log" 2>/dev/null || tail -20 "$out/mmdebstrap.log")"
+		cp -a "$root/var/lib/dkms/rswap" "$out/dkms-tree" 2>/dev/null || true
+		ktap_skip_rest "the packages did not install"
+	fi
+}
+ktap_test "clean $RSWAP_SUITE root: apt installs linux-headers-$kver, rswap-dkms and rswap-tools with their Depends" t_install
 
-# 5. dkms status
-st=$(inchroot dkms status -m rswap -v "$ver" -k "$kver" 2>&1 || true)
-ktap_diag "dkms status: $st"
-warn=$(grep 'prepare-kernel: warning' "$out/dkms-make.log" 2>/dev/null || true)
-if grep -qxF "rswap/$ver, $kver, x86_64: installed" <<<"$st" && [ -s "$out/dkms-make.log" ] && [ -z "$warn" ]; then
-	ktap_pass "${REST[0]}"
-else
-	ktap_fail "${REST[0]}" "$warn $(tail -20 "$out/dkms-make.log" 2>/dev/null)"
-fi
-advance
+t_dkms_status() {
+	# DKMS keeps the build's log with the built module.
+	mk=$(find "$root/var/lib/dkms/rswap/$ver" -name make.log 2>/dev/null | head -1)
+	[ -z "$mk" ] || cp "$mk" "$out/dkms-make.log"
+	st=$(inchroot dkms status -m rswap -v "$ver" -k "$kver" 2>&1 || true)
+	ktap_diag "dkms status: $st"
+	warn=$(grep 'prepare-kernel: warning' "$out/dkms-make.log" 2>/dev/null || true)
+	if grep -qxF "rswap/$ver, $kver, x86_64: installed" <<<"$st" && [ -s "$out/dkms-make.log" ] && [ -z "$warn" ]; then
+		ktap_pass
+	else
+		ktap_fail "$warn $(tail -20 "$out/dkms-make.log" 2>/dev/null)"
+	fi
+}
+ktap_test "dkms status: rswap installed for $kver; the prepared tree kept the kernel's configuration" t_dkms_status
 
-# 6. the module DKMS installed (compressed like the kernel's own, if it is)
-mkdir -p "$out/vm"
-ko=$(find "$root/lib/modules/$kver/updates" -name 'rswap.ko*' 2>/dev/null | head -1)
-case $ko in
-*.ko.xz) xz -dc "$ko" > "$out/vm/rswap.ko" ;;
-*.ko.zst) zstd -qdc "$ko" > "$out/vm/rswap.ko" ;;
-*.ko) cp "$ko" "$out/vm/rswap.ko" ;;
-esac
-vm=$(modinfo -F vermagic "$out/vm/rswap.ko" 2>&1 || true)
-if [[ $vm == "$kver "* ]]; then
-	ktap_pass "${REST[0]}"; ktap_diag "${ko#"$root"}: $vm"
-else
-	ktap_fail "${REST[0]}" "module '${ko#"$root"}': $vm"
-fi
-advance
-
-# 7. the tools package's files
-bad=
-tv=$(dpkg-deb -f "$tools_deb" Version); tv=${tv%%+*}
-[[ $(inchroot rswap-server --version 2>&1) == "rswap-server $tv "* ]] || bad+="rswap-server --version: $(inchroot rswap-server --version 2>&1); "
-[ "$(inchroot rswapctl --version 2>&1)" = "rswapctl $tv" ] || bad+="rswapctl --version: $(inchroot rswapctl --version 2>&1); "
-for m in man8/rswap-server.8.gz man8/rswapctl.8.gz man8/rswapctl-add.8.gz; do
-	zcat "$root/usr/share/man/$m" 2>/dev/null | grep -q '^\.TH ' || bad+="no manual page $m; "
-done
-# rswapctl's completions know the flags of its settings table.
-for c in bash-completion/completions/rswapctl zsh/vendor-completions/_rswapctl \
-	fish/vendor_completions.d/rswapctl.fish; do
-	grep -q 'poll-queues' "$root/usr/share/$c" 2>/dev/null || bad+="no shell completion $c; "
-done
-zcat "$root/usr/share/man/man8/rswap-server.8.gz" 2>/dev/null | grep -q 'listen' || bad+="rswap-server.8 lacks --listen; "
-for c in bash-completion/completions/rswap-server zsh/vendor-completions/_rswap-server \
-	fish/vendor_completions.d/rswap-server.fish; do
-	grep -q 'status-socket' "$root/usr/share/$c" 2>/dev/null || bad+="no completion $c; "
-done
-for u in "$RSWAP_TOP"/packaging/systemd/*.service; do
-	[ -f "$u" ] || continue
-	cmp -s "$u" "$root/usr/lib/systemd/system/${u##*/}" || bad+="unit ${u##*/} not installed; "
-done
-conffiles=$(inchroot dpkg-query --control-show rswap-tools conffiles 2>/dev/null || true)
-while IFS= read -r c; do
-	grep -qxF "/etc/$c" <<<"$conffiles" || bad+="/etc/$c is not a conffile; "
-done < <(cd "$RSWAP_TOP/packaging/etc" 2>/dev/null && find rswap -type f)
-if [ -z "$bad" ]; then
-	ktap_pass "${REST[0]}"
-	ktap_diag "units: $(cd "$root/usr/lib/systemd/system" 2>/dev/null && ls rswap* 2>/dev/null | tr '\n' ' ' || true)" \
-		"conffiles: $(awk '{ print $1 }' <<<"$conffiles" | tr '\n' ' ')"
-else
-	ktap_fail "${REST[0]}" "$bad"
-fi
-advance
-
-# 8. purge
-inchroot apt-get purge -y -q rswap-dkms > "$out/apt-purge.log" 2>&1 || true
-left=$( { find "$root/lib/modules/$kver" -name 'rswap.ko*'; ls -d "$root/usr/src/rswap-$ver" \
-	"$root/var/lib/rswap-dkms" "$root/var/lib/dkms/rswap"; } 2>/dev/null || true)
-# A purged package is unknown to dpkg or "not-installed".
-pst=$(inchroot dpkg-query -W -f='${db:Status-Abbrev}' rswap-dkms 2>/dev/null || true)
-dst=$(inchroot dkms status -m rswap 2>&1 || true)
-if [ -z "$left" ] && [[ -z $pst || $pst == [up]n* ]] && [ -z "$dst" ]; then
-	ktap_pass "${REST[0]}"
-else
-	ktap_fail "${REST[0]}" "left: ${left//$root/}; dpkg: '$pst'; dkms status: $dst; $(grep -v 'Reading database' "$out/apt-purge.log" | tail -5)"
-fi
-advance
-rm -rf --one-file-system "$root"; root=
-
-# 9. the guest: the DKMS-built module with the packaged tools
-dpkg-deb -x "$tools_deb" "$out/vm/pkg"
-echo "$tv" > "$out/vm/tools-version"
-log "booting the stock guest with the DKMS-built rswap.ko"
-grc=0
-RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel stock --out "$out/vm" --timeout 600 \
-	tests/guest-deb/load.sh > "$out/vm/run.log" 2>&1 || grc=$?
-body=$(sed -n '/^KTAP version/,$p' "$out/vm/console.log" 2>/dev/null || true)
-plan=$(grep -Eo '^1\.\.[0-9]+' <<<"$body" | head -1 | cut -d. -f3 || true)
-ran=0
-while IFS= read -r line; do
-	case $line in
-	"ok "*"# SKIP"*) ran=$((ran + 1)); d=$(sed -E 's/^ok [0-9]+ //' <<<"$line"); ktap_skip "guest: ${d%% # SKIP*}" "${d##*# SKIP }" ;;
-	"ok "*) ran=$((ran + 1)); ktap_pass "guest: $(sed -E 's/^ok [0-9]+ //' <<<"$line")" ;;
-	"not ok "*) ran=$((ran + 1)); ktap_fail "guest: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
-	"# totals:"*) ;;
-	"# "*) echo "$line" ;;
+# the module DKMS installed (compressed like the kernel's own, if it is), kept for the
+# guest tests in $out/vm
+t_vermagic() {
+	mkdir -p "$out/vm"
+	ko=$(find "$root/lib/modules/$kver/updates" -name 'rswap.ko*' 2>/dev/null | head -1)
+	case $ko in
+	*.ko.xz) xz -dc "$ko" > "$out/vm/rswap.ko" ;;
+	*.ko.zst) zstd -qdc "$ko" > "$out/vm/rswap.ko" ;;
+	*.ko) cp "$ko" "$out/vm/rswap.ko" ;;
 	esac
-done <<<"$body"
-if [ -n "$plan" ] && [ "$ran" = "$plan" ] && [ $grc -le 1 ]; then
-	ktap_pass "${REST[0]} ($ran of $plan)"
-else
-	ktap_fail "${REST[0]}" "guest exit $grc, ran $ran of ${plan:-?}; $(tail -5 "$out/vm/serial.log" 2>/dev/null)"
-fi
-ktap_diag "70-deb: $(( $(date +%s) - start )) s"
-echo "1..$KTAP_N"
-ktap_finish
+	vm=$(modinfo -F vermagic "$out/vm/rswap.ko" 2>&1 || true)
+	if [[ $vm == "$kver "* ]]; then
+		ktap_pass; ktap_diag "${ko#"$root"}: $vm"
+	else
+		ktap_fail "module '${ko#"$root"}': $vm"
+	fi
+}
+ktap_test "the DKMS-built rswap.ko has vermagic $kver" t_vermagic
+
+# the tools package's files; sets $tv, the version the guest tests expect
+t_tools() {
+	bad=
+	tv=$(dpkg-deb -f "$tools_deb" Version); tv=${tv%%+*}
+	[[ $(inchroot rswap-server --version 2>&1) == "rswap-server $tv "* ]] || bad+="rswap-server --version: $(inchroot rswap-server --version 2>&1); "
+	[ "$(inchroot rswapctl --version 2>&1)" = "rswapctl $tv" ] || bad+="rswapctl --version: $(inchroot rswapctl --version 2>&1); "
+	for m in man8/rswap-server.8.gz man8/rswapctl.8.gz man8/rswapctl-add.8.gz; do
+		zcat "$root/usr/share/man/$m" 2>/dev/null | grep -q '^\.TH ' || bad+="no manual page $m; "
+	done
+	# rswapctl's completions know the flags of its settings table.
+	for c in bash-completion/completions/rswapctl zsh/vendor-completions/_rswapctl \
+		fish/vendor_completions.d/rswapctl.fish; do
+		grep -q 'poll-queues' "$root/usr/share/$c" 2>/dev/null || bad+="no shell completion $c; "
+	done
+	zcat "$root/usr/share/man/man8/rswap-server.8.gz" 2>/dev/null | grep -q 'listen' || bad+="rswap-server.8 lacks --listen; "
+	for c in bash-completion/completions/rswap-server zsh/vendor-completions/_rswap-server \
+		fish/vendor_completions.d/rswap-server.fish; do
+		grep -q 'status-socket' "$root/usr/share/$c" 2>/dev/null || bad+="no completion $c; "
+	done
+	for u in "$RSWAP_TOP"/packaging/systemd/*.service; do
+		[ -f "$u" ] || continue
+		cmp -s "$u" "$root/usr/lib/systemd/system/${u##*/}" || bad+="unit ${u##*/} not installed; "
+	done
+	conffiles=$(inchroot dpkg-query --control-show rswap-tools conffiles 2>/dev/null || true)
+	while IFS= read -r c; do
+		grep -qxF "/etc/$c" <<<"$conffiles" || bad+="/etc/$c is not a conffile; "
+	done < <(cd "$RSWAP_TOP/packaging/etc" 2>/dev/null && find rswap -type f)
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "units: $(cd "$root/usr/lib/systemd/system" 2>/dev/null && ls rswap* 2>/dev/null | tr '\n' ' ' || true)" \
+			"conffiles: $(awk '{ print $1 }' <<<"$conffiles" | tr '\n' ' ')"
+	else
+		ktap_fail "$bad"
+	fi
+}
+ktap_test "rswap-tools: rswap-server and rswapctl run, man pages, shell completions, units and conffiles in place" t_tools
+
+# the purge, and the root's removal
+t_purge() {
+	inchroot apt-get purge -y -q rswap-dkms > "$out/apt-purge.log" 2>&1 || true
+	left=$( { find "$root/lib/modules/$kver" -name 'rswap.ko*'; ls -d "$root/usr/src/rswap-$ver" \
+		"$root/var/lib/rswap-dkms" "$root/var/lib/dkms/rswap"; } 2>/dev/null || true)
+	# A purged package is unknown to dpkg or "not-installed".
+	pst=$(inchroot dpkg-query -W -f='${db:Status-Abbrev}' rswap-dkms 2>/dev/null || true)
+	dst=$(inchroot dkms status -m rswap 2>&1 || true)
+	if [ -z "$left" ] && [[ -z $pst || $pst == [up]n* ]] && [ -z "$dst" ]; then
+		ktap_pass
+	else
+		ktap_fail "left: ${left//$root/}; dpkg: '$pst'; dkms status: $dst; $(grep -v 'Reading database' "$out/apt-purge.log" | tail -5)"
+	fi
+	rm -rf --one-file-system "$root"; root=
+}
+ktap_test "purge: rswap-dkms leaves no module, source or prepared kernel tree" t_purge
+
+# The guest: the DKMS-built module ($out/vm/rswap.ko) with the packaged tools (the
+# package of t_make_deb, the version of t_tools). The first guest test boots it once;
+# every test of tests/guest-deb/load.sh is one here, named "guest: NAME", and reports
+# what the guest printed for it ($GUEST_KTAP), with its diagnostics.
+GUEST_KTAP='' GUEST_RC=''
+guest_boot() {
+	dpkg-deb -x "$tools_deb" "$out/vm/pkg"
+	echo "$tv" > "$out/vm/tools-version"
+	log "booting the stock guest with the DKMS-built rswap.ko"
+	GUEST_RC=0
+	RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel stock --out "$out/vm" --timeout 600 \
+		tests/guest-deb/load.sh > "$out/vm/run.log" 2>&1 || GUEST_RC=$?
+	GUEST_KTAP=$(sed -n '/^KTAP version/,$p' "$out/vm/console.log" 2>/dev/null || true)
+}
+t_guest() {
+	[ -n "$GUEST_RC" ] || guest_boot
+	ktap_relay "$GUEST_KTAP" "$1"
+}
+mkdir -p "$out/list"
+mapfile -t guest_tests < <(export RSWAP_TOP; RSWAP_OUT=$out/list KTAP_LIST=1 bash "$RSWAP_TOP/tests/guest-deb/load.sh")
+for n in "${guest_tests[@]}"; do ktap_test "guest: $n" t_guest "$n"; done
+
+# The guest ran its whole plan, ${#guest_tests[@]} tests.
+t_guest_end() {
+	local plan ran
+	[ -n "$GUEST_RC" ] || guest_boot
+	plan=$(grep -Eo '^1\.\.[0-9]+' <<<"$GUEST_KTAP" | head -1 | cut -d. -f3 || true)
+	ran=$(grep -cE '^(ok|not ok) ' <<<"$GUEST_KTAP" || true)
+	if [ -n "$plan" ] && [ "$ran" = "$plan" ] && [ "$GUEST_RC" -le 1 ]; then
+		ktap_pass
+	else
+		ktap_fail "guest exit $GUEST_RC, ran $ran of ${plan:-?}; $(tail -5 "$out/vm/serial.log" 2>/dev/null)"
+	fi
+	ktap_diag "70-deb: $(( $(date +%s) - start )) s"
+}
+ktap_test "guest: boots and runs tests/guest-deb/load.sh to the end (${#guest_tests[@]} of ${#guest_tests[@]})" t_guest_end
+
+ktap_run
