@@ -14,37 +14,41 @@ GHOST_ID=$((0x5a5a))
 KEEPALIVE_MS=5000
 GRACE_S=30
 LOG=$RSWAP_OUT/server.log
-rdma_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
-# The grace period outlasts the client's 20 s network blackout test, so its region
-# survives that (the keep-alive closes its queues within about two periods).
-"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
-	--listen "$RSWAP_GUEST_IP:7471" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
-	>"$LOG" 2>&1 &
-SPID=$!
-name="two guests: server keep-alive: the client guest powers off with its disk enabled; the server closes its queues (why=keepalive_*) and frees its region after the grace period"
-# The whole client run comes first: wait for the ghost's region, then for its end.
 ts() { sed -n 's/^ts=\([0-9.]*\) .*/\1/p' <<<"$1"; }
-for _ in $(seq 3000); do
-	grep -q "event=descriptor_posted client_id=$GHOST_ID " "$LOG" && break
-	kill -0 $SPID 2>/dev/null || break
-	sleep 0.5
-done
-freed=
-for _ in $(seq 240); do
-	freed=$(grep -m1 "event=region_freed client_id=$GHOST_ID " "$LOG") && break
-	sleep 0.5
-done
-closed=$(grep "event=queue_closed client_id=$GHOST_ID " "$LOG" | tail -1)
-echo "KTAP version 1"
-echo "1..1"
-if [ -n "$freed" ] && [[ $closed == *why=keepalive_* ]]; then
-	echo "ok 1 $name"
-	echo "# last queue closed: ${closed#* level=info }"
-	echo "# region freed $(awk -v a="$(ts "$closed")" -v b="$(ts "$freed")" 'BEGIN { printf "%.1f", b - a }') s after (grace ${GRACE_S} s): ${freed#* level=info }"
-else
-	echo "not ok 1 $name"
-	echo "# $(grep "client_id=$GHOST_ID " "$LOG" | tail -4 | tr '\n' ' ')"
-fi
-kill $SPID 2>/dev/null
-wait $SPID 2>/dev/null
-exit 0
+
+setup() {
+	rdma_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
+	# The grace period outlasts the client's 20 s network blackout test, so its region
+	# survives that (the keep-alive closes its queues within about two periods).
+	"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
+		--listen "$RSWAP_GUEST_IP:7471" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
+		>"$LOG" 2>&1 &
+	SPID=$!
+}
+
+# The whole client run comes first: wait for the ghost's region, then for its end.
+t_ghost() {
+	for _ in $(seq 3000); do
+		grep -q "event=descriptor_posted client_id=$GHOST_ID " "$LOG" && break
+		kill -0 $SPID 2>/dev/null || break
+		sleep 0.5
+	done
+	freed=
+	for _ in $(seq 240); do
+		freed=$(grep -m1 "event=region_freed client_id=$GHOST_ID " "$LOG") && break
+		sleep 0.5
+	done
+	closed=$(grep "event=queue_closed client_id=$GHOST_ID " "$LOG" | tail -1)
+	if [ -n "$freed" ] && [[ $closed == *why=keepalive_* ]]; then
+		ktap_pass
+		ktap_diag "last queue closed: ${closed#* level=info }"
+		ktap_diag "region freed $(awk -v a="$(ts "$closed")" -v b="$(ts "$freed")" 'BEGIN { printf "%.1f", b - a }') s after (grace ${GRACE_S} s): ${freed#* level=info }"
+	else
+		ktap_fail "$(grep "client_id=$GHOST_ID " "$LOG" | tail -4 | tr '\n' ' ')"
+	fi
+	kill $SPID 2>/dev/null
+	wait $SPID 2>/dev/null
+}
+ktap_test "two guests: server keep-alive: the client guest powers off with its disk enabled; the server closes its queues (why=keepalive_*) and frees its region after the grace period" t_ghost
+
+ktap_run setup
