@@ -68,10 +68,7 @@ ktap_run() {
 	done
 	ktap_finish
 }
-ktap_name() {
-	[ ${#KTAP_NAMES[@]} != 0 ] || { echo "${NAMES[$KTAP_N]}"; return; }
-	echo "${KTAP_NAMES[${KTAP_CUR:-$KTAP_N}]}"
-}
+ktap_name() { echo "${KTAP_NAMES[${KTAP_CUR:-$KTAP_N}]}"; }
 ktap_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 
 # ktap_report ok|fail|skip [reason]: the running test's result; a second one is noted.
@@ -85,22 +82,14 @@ ktap_report() {
 		KTAP_RES=$1 KTAP_WHY=${2:-}
 	fi
 }
-ktap_pass() {
-	[ -n "$KTAP_CUR" ] || [ $# = 0 ] || { ktap_legacy ok "$@"; return; }
-	ktap_report ok
-}
+ktap_pass() { ktap_report ok; }
 ktap_fail() {
-	[ -n "$KTAP_CUR" ] || [ $# = 0 ] || { ktap_legacy fail "$@"; return; }
 	[ -z "${1:-}" ] || ktap_diag "$1"
 	ktap_report fail
 }
-ktap_skip() {
-	[ -n "$KTAP_CUR" ] || [ $# -lt 2 ] || { ktap_legacy skip "$@"; return; }
-	ktap_report skip "$1"
-}
+ktap_skip() { ktap_report skip "$1"; }
 ktap_check() {
 	local out
-	[ -n "$KTAP_CUR" ] || [ $# -lt 2 ] || { ktap_legacy check "$@"; return; }
 	if out=$("$@" 2>&1); then ktap_pass; else ktap_fail "$out"; fi
 }
 
@@ -125,7 +114,6 @@ ktap_emit() {
 
 ktap_skip_rest() {
 	[ -z "${KTAP_LIST:-}" ] || ktap_list
-	[ ${#KTAP_NAMES[@]} != 0 ] || { ktap_legacy skip_rest "$@"; return; }
 	[ -n "$KTAP_PLAN" ] || ktap_plan ${#KTAP_NAMES[@]}
 	if [ -n "$KTAP_CUR" ]; then
 		[ -n "$KTAP_RES" ] || KTAP_RES=skip KTAP_WHY=$1
@@ -167,26 +155,6 @@ ktap_relay() {
 		esac
 	done <<<"$1"
 	ktap_fail "no result for it in: $(tail -n 5 <<<"$1")"
-}
-
-# The named results of the scripts not converted yet: removed once every suite registers
-# its tests.
-ktap_legacy() {
-	local what=$1 name=$2 out
-	shift 2
-	case $what in
-	ok) KTAP_N=$((KTAP_N + 1)) KTAP_PASS=$((KTAP_PASS + 1)); echo "ok $KTAP_N $name" ;;
-	fail)
-		KTAP_N=$((KTAP_N + 1)) KTAP_FAIL=$((KTAP_FAIL + 1))
-		[ -z "${1:-}" ] || ktap_diag "$1"
-		echo "not ok $KTAP_N $name" ;;
-	skip) KTAP_N=$((KTAP_N + 1)) KTAP_SKIP=$((KTAP_SKIP + 1)); echo "ok $KTAP_N $name # SKIP $1" ;;
-	check)
-		if out=$("$@" 2>&1); then ktap_legacy ok "$name"; else ktap_legacy fail "$name" "$out"; fi ;;
-	skip_rest)
-		while [ "$KTAP_N" -lt "${#NAMES[@]}" ]; do ktap_legacy skip "$(ktap_name)" "$name"; done
-		ktap_finish ;;
-	esac
 }
 
 ktap_finish() {
