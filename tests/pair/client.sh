@@ -241,13 +241,13 @@ t_timeout() {
 ktap_test "two guests: with recovery off and the link dropping every packet, a read times out, its queue is torn down, the read fails" t_timeout
 
 # The swap suite, with the server in the other guest (it starts none of its own): each of
-# its tests is one here, named "two guests: NAME". The first runs the suite ($SWAP_KTAP),
-# the others report what it printed for them.
+# its tests is one here, named "two guests: NAME". The first runs the suite ($SWAP_KTAP;
+# as it goes, also in $OUT/40-swap.ktap), the others report what it printed for them.
 SWAP_ENV=(RSWAP_SWAP_PORT=7471 RSWAP_SWAP_WORK_MB=128 RSWAP_SWAP_LIMIT_MB=64)
 SWAP_KTAP='' SWAP_RAN=''
 t_swap() {
 	if [ -z "$SWAP_RAN" ]; then
-		SWAP_KTAP=$(env "${SWAP_ENV[@]}" bash "$RSWAP_TOP/tests/guest/40-swap.sh")
+		SWAP_KTAP=$(env "${SWAP_ENV[@]}" bash "$RSWAP_TOP/tests/guest/40-swap.sh" | tee "$OUT/40-swap.ktap")
 		SWAP_RAN=1
 	fi
 	ktap_relay "$SWAP_KTAP" "$1"
