@@ -72,7 +72,7 @@ t_skip() {
 ok 1 needs a device # SKIP no device
 # totals: pass:0 fail:0 skip:1"
 }
-ktap_test "a skipped test prints ok with # SKIP and its reason" t_skip
+ktap_test "a skipped test prints ok with the SKIP directive and its reason" t_skip
 
 t_check() {
 	sample '
