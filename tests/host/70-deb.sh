@@ -222,8 +222,15 @@ t_guest() {
 	ktap_relay "$GUEST_KTAP" "$1"
 }
 mkdir -p "$out/list"
-mapfile -t guest_tests < <(export RSWAP_TOP; RSWAP_OUT=$out/list KTAP_LIST=1 bash "$RSWAP_TOP/tests/guest-deb/load.sh")
-for n in "${guest_tests[@]}"; do ktap_test "guest: $n" t_guest "$n"; done
+guest_tests=()
+# A guest script that cannot list its tests is one failing test here, not none.
+if names=$(export RSWAP_TOP; RSWAP_OUT=$out/list KTAP_LIST=1 bash "$RSWAP_TOP/tests/guest-deb/load.sh") \
+	&& [ -n "$names" ]; then
+	mapfile -t guest_tests <<<"$names"
+	for n in "${guest_tests[@]}"; do ktap_test "guest: $n" t_guest "$n"; done
+else
+	ktap_test "guest: tests/guest-deb/load.sh lists its tests" ktap_fail "KTAP_LIST=1 printed: $names"
+fi
 
 # The guest ran its whole plan, ${#guest_tests[@]} tests.
 t_guest_end() {
