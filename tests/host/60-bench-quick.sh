@@ -7,14 +7,16 @@
 . "$RSWAP_TOP/tests/lib/ktap.sh"
 out=$RSWAP_TOP/results/bench-quick
 [ "${1:-}" != --out ] || out=$2
-rm -rf "$out"
+rm -rf "$out"; mkdir -p "$out"
 
 # Runs the benchmark: the tests after check what it wrote ($out/results.json, $out.table).
+# bench.sh's progress (each step's time) goes to OUT/progress.log: check.sh keeps this
+# suite's own output in OUT.log.
 t_baselines() {
-	if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out.log"; then
+	if bash "$RSWAP_TOP/scripts/bench.sh" --quick --out "$out" > "$out.table" 2> "$out/progress.log"; then
 		ktap_pass
 	else
-		ktap_fail "$(tail -20 "$out.log")"
+		ktap_fail "$(tail -20 "$out/progress.log")"
 	fi
 }
 ktap_test "bench --quick: every baseline figure measured (in-kernel RDMA, perftest, nvme-rdma, local RAM disk)" t_baselines
