@@ -9,10 +9,10 @@
 #     --loopback   one guest runs both sides (rxe loops back inside the guest: ~10x lower
 #                  latency than two guests; for functional checks, not for numbers)
 #     --out DIR    results folder (default results/bench-<timestamp>/)
-#     --time SECS  run time of each fio job in each repeat (default 5, --quick 1)
+#     --time SECS  run time of each fio job in each repeat (default 5, --quick 0.3 s)
 #     --repeats N  rounds of the fio jobs and the in-kernel RDMA benchmark, backends
 #                  interleaved; the tables show the median (default 3, --quick 2)
-#     --swap-mb M  working set of the swap workload (default 96, --quick 16); the cgroup
+#     --swap-mb M  working set of the swap workload (default 96, --quick 8); the cgroup
 #                  limit is half of it. It runs 3 times per backend (--quick: 2)
 #
 # Environment:

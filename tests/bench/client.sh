@@ -44,15 +44,20 @@ while [ $# -gt 0 ]; do
 	*) echo "client.sh: unknown argument $1"; exit 2 ;;
 	esac
 done
-# Each fio job runs T seconds (after RAMP seconds not counted) in each of REPEATS rounds,
-# each in-kernel benchmark phase KB_MS in each round: REPEATS x T measures about as long
-# as one job of 20 s (and one phase of 10 s) did before the rounds.
+# Each fio job runs FIO_MS (T seconds unless --quick) after RAMP seconds not counted, in
+# each of REPEATS rounds, each in-kernel benchmark phase KB_MS in each round: REPEATS x T
+# measures about as long as one job of 20 s (and one phase of 10 s) did before the rounds.
+# --quick proves the harness, not the figures: the fewest rounds and swap runs its checks
+# take (2), 0.3 s per fio job (without --time) and in-kernel phase, 8 MiB of fio region
+# and of swap working set (in a 4 MiB cgroup). The swap runs were most of its time: a
+# page swapped in over nvme-rdma or rswap takes about 5 ms under TCG.
+FIO_MS=${T:+$((T * 1000))}
 if [ $quick = 1 ]; then
-	: "${T:=1}" "${REPEATS:=2}" "${SWAP_MB:=16}"; RAMP=0 LAT_N=100 BW_N=500 REGION_MB=16 DEV_MB=64
-	SWAP_TIMEOUT=180 KB_MS=1000 SWAP_RUNS=2
+	: "${FIO_MS:=300}" "${T:=1}" "${REPEATS:=2}" "${SWAP_MB:=8}"; RAMP=0 LAT_N=100 BW_N=500
+	REGION_MB=8 DEV_MB=24 SWAP_TIMEOUT=180 KB_MS=300 SWAP_RUNS=2
 else
 	: "${T:=5}" "${REPEATS:=3}" "${SWAP_MB:=96}"; RAMP=1 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256
-	SWAP_TIMEOUT=600 KB_MS=4000 SWAP_RUNS=3
+	SWAP_TIMEOUT=600 KB_MS=4000 SWAP_RUNS=3 FIO_MS=$((T * 1000))
 fi
 # selected NAME...: whether any of NAME (an id, a label, perftest, kernel) is to run.
 selected() {
@@ -174,7 +179,8 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 		"$(json_str "$(nvme version 2>/dev/null | head -1)")" \
 		"$(cat /proc/sys/vm/page-cluster)" \
 		"$(json_str "$(cat /sys/module/zswap/parameters/enabled 2>/dev/null || echo absent)")"
-	printf ' "fio_time_s": %s, "fio_ramp_s": %s, "fio_region_mb": %s, "device_mb": %s,\n' "$T" "$RAMP" "$REGION_MB" "$DEV_MB"
+	printf ' "fio_time_s": %s, "fio_ramp_s": %s, "fio_region_mb": %s, "device_mb": %s,\n' \
+		"$(awk -v ms="$FIO_MS" 'BEGIN { print ms / 1000 }')" "$RAMP" "$REGION_MB" "$DEV_MB"
 	printf ' "perftest_lat_iters": %s, "perftest_bw_iters": %s, "swap_mb": %s, "swap_limit_mb": %s,\n' \
 		"$LAT_N" "$BW_N" "$SWAP_MB" "$SWAP_LIMIT_MB"
 	printf ' "repeats": %s, "swap_runs": %s, "kbench_ms_per_phase": %s, "kbench_qd": %s, "kbench_region_mb": %s,\n' \
@@ -188,7 +194,7 @@ ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 
-echo "bench client: $(uname -r), $(nproc) vCPU, peer $PEER, fio ${T}s per job, $REPEATS rounds"
+echo "bench client: $(uname -r), $(nproc) vCPU, peer $PEER, fio ${FIO_MS} ms per job, $REPEATS rounds"
 rdma_up || { echo "bench client: rxe0 is not usable"; exit 1; }
 if [ $loopback = 1 ]; then
 	bash "$BENCH/server.sh" > "$RSWAP_OUT/bench-server.console" 2>&1 &
@@ -268,7 +274,7 @@ fio_job() { # DEV OUTFILE JOB
 	seqread) spec=(--rw=read --bs=64k --iodepth=16 --numjobs=1) ;;
 	esac
 	timeout $((T + RAMP + 90)) fio --name="$3" --filename="$dev" --direct=1 "${BK_FIO[@]}" \
-		--size="${REGION_MB}M" --time_based --runtime="$T" --ramp_time="$RAMP" \
+		--size="${REGION_MB}M" --time_based --runtime="${FIO_MS}ms" --ramp_time="$RAMP" \
 		--norandommap --randrepeat=0 --lat_percentiles=1 --group_reporting \
 		"${spec[@]}" --output-format=json --output="$outf" > "$outf.log" 2>&1
 }
