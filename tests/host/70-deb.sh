@@ -6,8 +6,9 @@
 # rswap.ko and drives it with the packaged rswap-server and rswapctl
 # (tests/guest-deb/load.sh). Prints KTAP for scripts/check.sh.
 #   tests/host/70-deb.sh [--out DIR]
-# Downloaded packages are kept in $RSWAP_CACHE/deb-test-apt-trixie/; the root is made
-# anew every run and removed at the end.
+# Downloaded packages and the clean root (a tarball, made once a week) are kept in
+# $RSWAP_CACHE/deb-test-apt-trixie/; the root is unpacked anew every run and removed at
+# the end.
 . "$(dirname "$0")/../../scripts/common.sh"
 . "$RSWAP_TOP/tests/lib/ktap.sh"
 out=$RSWAP_TOP/results/deb-test
@@ -85,14 +86,27 @@ t_install() {
 	root=$(mktemp -d /var/tmp/rswap-deb-root.XXXXXX)
 	log "creating a clean $RSWAP_SUITE root in $root"
 	t0=$(date +%s)
-	ok=0
-	if mmdebstrap --variant=apt --components=main --skip=essential/unlink \
+	# The clean root is mmdebstrap's (variant apt), kept for a week as a tarball in the
+	# cache: a run unpacks it into the new directory instead, the same root without a
+	# minute of dpkg (apt-get update then brings its package lists up to date).
+	local base
+	base=$cache/root-$(printf '%s\n' "$RSWAP_SUITE" "$RSWAP_MIRROR" v1 | sha256sum | cut -c1-12)-$(date -u +%G-w%V).tar
+	ok=0 made=0
+	if [ -f "$base" ]; then
+		echo "the root unpacked from $base" > "$out/mmdebstrap.log"
+		tar -xf "$base" -C "$root" >> "$out/mmdebstrap.log" 2>&1 && made=1
+	elif mmdebstrap --variant=apt --components=main --skip=essential/unlink \
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
 		--setup-hook="sync-in $cache/base /var/cache/apt/archives/" \
 		--customize-hook="sync-out /var/cache/apt/archives $cache/base" \
 		"$RSWAP_SUITE" "$root" \
 		"deb $RSWAP_MIRROR $RSWAP_SUITE main" \
 		"deb $RSWAP_MIRROR $RSWAP_SUITE-backports main" > "$out/mmdebstrap.log" 2>&1; then
+		made=1
+		for f in "$cache"/root-*.tar; do [ "$f" = "$base" ] || rm -f "$f"; done
+		tar -cf "$base.$$.tmp" -C "$root" . && mv -f "$base.$$.tmp" "$base" || rm -f "$base.$$.tmp"
+	fi
+	if [ $made = 1 ]; then
 		cp /etc/resolv.conf "$root/etc/resolv.conf"
 		cp "$dkms_deb" "$tools_deb" "$root/tmp/"
 		log "installing linux-headers-$kver, rswap-dkms and rswap-tools (DKMS prepares a kernel tree: minutes)"
