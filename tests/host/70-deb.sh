@@ -66,18 +66,33 @@ t_lintian() {
 ktap_test "lintian: rswap-dkms has no errors" t_lintian rswap-dkms
 ktap_test "lintian: rswap-tools has no errors" t_lintian rswap-tools
 
-# inchroot CMD...: CMD in the root with /proc, /dev and the package cache mounted, in a
-# mount namespace of its own (the mounts vanish with it).
+# inchroot CMD...: CMD in the root with /proc and /dev mounted, in a mount namespace of
+# its own (the mounts vanish with it).
 inchroot() {
 	unshare --mount --propagation private -- bash -c '
 		set -e
-		root=$1 cache=$2; shift 2
+		root=$1; shift
 		mount -t proc proc "$root/proc"
 		mount --rbind /dev "$root/dev"
-		mount --bind "$cache" "$root/var/cache/apt/archives"
 		exec chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
 			DEBIAN_FRONTEND=noninteractive "$@"
-	' bash "$root" "$cache/install" "$@"
+	' bash "$root" "$@"
+}
+# The downloaded packages: copied (hard links where they can be) into the root's own
+# archive before the install and the new ones back after it, not the cache mounted as
+# the root's archive, whose lock made a second run at the same time (another work tree
+# on this host, the same cache) fail its install ("Could not get lock
+# /var/cache/apt/archives/lock").
+debs_in() {
+	find "$cache/install" -maxdepth 1 -name '*.deb' -exec cp -l -t "$root/var/cache/apt/archives/" {} + \
+		2>/dev/null || find "$cache/install" -maxdepth 1 -name '*.deb' -exec cp -t "$root/var/cache/apt/archives/" {} +
+}
+debs_out() {
+	local f
+	for f in "$root"/var/cache/apt/archives/*.deb; do
+		[ -f "$f" ] && [ ! -e "$cache/install/${f##*/}" ] || continue
+		cp "$f" "$cache/install/.${f##*/}.tmp" && mv "$cache/install/.${f##*/}.tmp" "$cache/install/${f##*/}"
+	done
 }
 
 # A fresh trixie root ($root, which the tests after use up to the purge), then apt
@@ -111,11 +126,13 @@ t_install() {
 		cp "$dkms_deb" "$tools_deb" "$root/tmp/"
 		log "installing linux-headers-$kver, rswap-dkms and rswap-tools (DKMS prepares a kernel tree: minutes)"
 		t1=$(date +%s)
+		debs_in
 		if inchroot apt-get update -q > "$out/apt-install.log" 2>&1 \
 			&& inchroot apt-get install -y -q --no-install-recommends "linux-headers-$kver" \
 				"/tmp/${dkms_deb##*/}" "/tmp/${tools_deb##*/}" >> "$out/apt-install.log" 2>&1; then
 			ok=1
 		fi
+		debs_out
 		t2=$(date +%s)
 	fi
 	if [ $ok = 1 ] && [ "$(inchroot dpkg-query -W -f='${Status}' rswap-dkms rswap-tools 2>&1)" \
