@@ -20,15 +20,9 @@
 //! message (of any refusal, a failed `enable` too) is also in the read-only `last_error`,
 //! so that a tool can show the reason without reading the kernel log.
 
-use core::{
-    fmt::Write,
-    ptr::NonNull,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use core::fmt::Write;
 use kernel::{
-    bindings, c_str,
-    configfs::{self, HasGroup},
-    configfs_attrs, new_mutex,
+    c_str, configfs, configfs_attrs, new_mutex,
     page::PAGE_SIZE,
     prelude::*,
     str::{CString, Formatter},
@@ -39,7 +33,7 @@ use crate::{
     config_parse::{self as parse, Invalid},
     disk::{ConnectNote, DiskConfig, RemoteDisk},
     ib::Devices,
-    kernel_ext::{self, BadAddr, ItemDependency, SockAddr, TextBuf},
+    kernel_ext::{self, BadAddr, DependableSubsystem, ItemDependency, SockAddr, TextBuf},
 };
 
 /// What the module hands to every target it configures.
@@ -75,12 +69,8 @@ const DEFAULT_SYNC_SWAPIN: bool = false;
 /// limit of queues per client.
 const MAX_CONNECTIONS: u32 = 64;
 
-/// The registered subsystem, for [`ItemDependency`]: set once it is registered, and it stays
-/// registered as long as a target directory exists (each pins the module).
-static SUBSYSTEM: AtomicPtr<bindings::configfs_subsystem> = AtomicPtr::new(core::ptr::null_mut());
-
 /// The configfs subsystem `/sys/kernel/config/rswap`, whose targets get `context`.
-pub(crate) fn subsystem(context: ModuleContext) -> impl PinInit<configfs::Subsystem<Root>, Error> {
+pub(crate) fn subsystem(context: ModuleContext) -> impl PinInit<DependableSubsystem<Root>, Error> {
     let item_type = configfs_attrs! {
         container: configfs::Subsystem<Root>,
         data: Root,
@@ -89,18 +79,7 @@ pub(crate) fn subsystem(context: ModuleContext) -> impl PinInit<configfs::Subsys
             version: 0,
         ],
     };
-    configfs::Subsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root { context })).pin_chain(
-        |subsys| {
-            // SAFETY: `subsys` is a registered `Subsystem`, so its group is the `su_group`
-            // of a `configfs_subsystem`.
-            let raw = unsafe {
-                let group = <configfs::Subsystem<Root> as HasGroup<Root>>::group(&*subsys);
-                kernel::container_of!(group, bindings::configfs_subsystem, su_group)
-            };
-            SUBSYSTEM.store(raw.cast_mut(), Ordering::Release);
-            Ok(())
-        },
-    )
+    DependableSubsystem::new(c_str!("rswap"), item_type, try_pin_init!(Root { context }))
 }
 
 /// The subsystem's own data.
@@ -360,14 +339,7 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         }
         e
     };
-    let subsys = NonNull::new(SUBSYSTEM.load(Ordering::Acquire))
-        .ok_or(ENODEV)
-        .map_err(failed)?;
-    // SAFETY: the subsystem stays registered while this target exists; this runs in the
-    // target's `enable` attribute write; the dependency goes into the target's own data,
-    // so it is dropped before the item, and only from `enable=0` (`rmdir` cannot remove an
-    // enabled target, and its data is dropped after the directory is gone).
-    let dependency = unsafe { ItemDependency::take(subsys, &this.name) }.map_err(failed)?;
+    let dependency = ItemDependency::take(&this.name).map_err(failed)?;
     let disk = RemoteDisk::create(&config).map_err(failed)?;
     s.enabled = Some(Enabled {
         disk,

@@ -73,7 +73,7 @@ module! {
 #[pin_data(PinnedDrop)]
 struct RswapModule {
     #[pin]
-    configfs: kernel::configfs::Subsystem<configfs::Root>,
+    configfs: kernel_ext::DependableSubsystem<configfs::Root>,
     #[pin]
     client: ib::Registration<rdma_client::RswapClient>,
 }

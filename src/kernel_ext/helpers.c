@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/unaligned.h>
 #include <linux/in.h>
+#include <linux/mutex.h>
 #include <linux/inet.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -189,4 +190,16 @@ unsigned int rswap_memalloc_noio_save(void)
 void rswap_memalloc_noio_restore(unsigned int flags)
 {
 	memalloc_noio_restore(flags);
+}
+
+static DEFINE_MUTEX(configfs_root_lock);
+
+void rswap_configfs_root_lock(void)
+{
+	mutex_lock(&configfs_root_lock);
+}
+
+void rswap_configfs_root_unlock(void)
+{
+	mutex_unlock(&configfs_root_lock);
 }

@@ -73,4 +73,11 @@ int rswap_inet_print(const struct sockaddr_storage *addr, bool port, char *buf, 
 unsigned int rswap_memalloc_noio_save(void);
 void rswap_memalloc_noio_restore(unsigned int flags);
 
+/*
+ * The lock under which the configfs subsystem that takes item dependencies is recorded
+ * and used (configfs.rs): statically initialised, so usable before any init code runs.
+ */
+void rswap_configfs_root_lock(void);
+void rswap_configfs_root_unlock(void);
+
 #endif

@@ -15,7 +15,7 @@ mod text;
 mod workqueue;
 
 pub(crate) use aead::{AesGcm, OpenError, PageCipher, Tag as AeadTag};
-pub(crate) use configfs::ItemDependency;
+pub(crate) use configfs::{DependableSubsystem, ItemDependency};
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use io_page::{IoSink, IoSource};
