@@ -32,42 +32,14 @@ use kernel::{
 use crate::{
     config_parse::{self as parse, Invalid},
     disk::{ConnectNote, DiskConfig, RemoteDisk},
-    ib::Devices,
-    kernel_ext::{self, BadAddr, DependableSubsystem, ItemDependency, SockAddr, TextBuf},
+    kernel_ext::{self, DependableSubsystem, ItemDependency, TextBuf},
+    settings::{
+        for_each_setting, nonzero_random, row::MAX_CONNECTIONS, ModuleContext, TargetSettings,
+    },
 };
 
-/// What the module hands to every target it configures.
-#[derive(Clone, Copy)]
-pub(crate) struct ModuleContext {
-    /// Where a target's connections find their RDMA device's object (the IB client).
-    pub(crate) devices: &'static dyn Devices,
-    /// Whether encrypted targets open their reads in a workqueue (the `crypt_workqueue`
-    /// module parameter).
-    pub(crate) crypt_workqueue: bool,
-}
-
-/// Default port of `rswap-server`.
-const DEFAULT_PORT: u16 = 7471;
-/// Default work requests in flight per queue.
-const DEFAULT_DEPTH: u32 = 128;
-/// Default time each connection step may take.
-const DEFAULT_TIMEOUT_MS: u32 = 5000;
-/// Default reconnect window of a failed queue: the memory server's default grace period
-/// (it keeps a client's region that long after its last queue went away).
-const DEFAULT_RECOVERY_MS: u32 = 60_000;
 /// Bytes of the last refusal's message kept for `last_error`.
 const LAST_ERROR_LEN: usize = 200;
-/// Default keep-alive period: a silent server is noticed within about twice that.
-const DEFAULT_KEEPALIVE_MS: u32 = 5000;
-/// Whether a new target seals its pages (Documentation/security.md).
-const DEFAULT_ENCRYPT: bool = false;
-/// Whether a new target's disk is synchronous (swap-in without readahead): off, since
-/// `make bench` measured the swap workload 2.4 times slower with it
-/// (Documentation/benchmarks.md, "Synchronous swap-in").
-const DEFAULT_SYNC_SWAPIN: bool = false;
-/// Most connections (queues and poll queues) one target opens: the server's default
-/// limit of queues per client.
-const MAX_CONNECTIONS: u32 = 64;
 
 /// The configfs subsystem `/sys/kernel/config/rswap`, whose targets get `context`.
 pub(crate) fn subsystem(context: ModuleContext) -> impl PinInit<DependableSubsystem<Root>, Error> {
@@ -107,71 +79,22 @@ impl configfs::GroupOperations for Root {
         &self,
         name: &CStr,
     ) -> Result<impl PinInit<configfs::Group<TargetConfig>, Error>> {
-        let item_type = configfs_attrs! {
-            container: configfs::Group<TargetConfig>,
-            data: TargetConfig,
-            attributes: [
-                addr: 0,
-                port: 1,
-                size: 2,
-                queues: 3,
-                queue_depth: 4,
-                client_id: 5,
-                timeout_ms: 6,
-                enable: 7,
-                state: 8,
-                device: 9,
-                recovery_ms: 10,
-                keepalive_ms: 11,
-                last_error: 12,
-                secret: 13,
-                stats: 14,
-                src_addr: 15,
-                encrypt: 16,
-                sync_swapin: 17,
-                poll_queues: 18,
-            ],
-        };
         let target = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
         let name = CString::try_from_fmt(fmt!("{}", name.to_str()?))?;
-        let queues = kernel_ext::nr_cpus().clamp(1, 64) as u16;
         Ok(configfs::Group::new(
             name,
-            item_type,
+            target_type(),
             try_pin_init!(TargetConfig {
                 name: target,
                 context: self.context,
-                inner <- new_mutex!(Settings {
-                    addr: None,
-                    src_addr: None,
-                    port: DEFAULT_PORT,
-                    size: None,
-                    queues,
-                    depth: DEFAULT_DEPTH,
-                    client_id: nonzero_random(),
-                    timeout_ms: DEFAULT_TIMEOUT_MS,
-                    recovery_ms: DEFAULT_RECOVERY_MS,
-                    keepalive_ms: DEFAULT_KEEPALIVE_MS,
-                    secret: None,
-                    encrypt: DEFAULT_ENCRYPT,
-                    sync_swapin: DEFAULT_SYNC_SWAPIN,
-                    poll_queues: 0,
+                inner <- new_mutex!(Target {
+                    settings: TargetSettings::new(),
                     instance: nonzero_random(),
                     enabled: None,
                 }),
                 last_error <- new_mutex!(TextBuf::new()),
             }),
         ))
-    }
-}
-
-/// A random number other than 0.
-fn nonzero_random() -> u64 {
-    loop {
-        let v = kernel_ext::random_u64();
-        if v != 0 {
-            return v;
-        }
     }
 }
 
@@ -184,7 +107,7 @@ pub(crate) struct TargetConfig {
     context: ModuleContext,
     /// Serialises configuration changes, enable and disable.
     #[pin]
-    inner: Mutex<Settings>,
+    inner: Mutex<Target>,
     /// The last refusal's message, for `last_error` (cut to [`LAST_ERROR_LEN`] bytes).
     #[pin]
     last_error: Mutex<TextBuf<LAST_ERROR_LEN>>,
@@ -199,28 +122,10 @@ fn refuse(this: &TargetConfig, msg: core::fmt::Arguments<'_>) {
     let _ = last.write_fmt(msg);
 }
 
-struct Settings {
-    /// The server's address (its port is `port`).
-    addr: Option<SockAddr>,
-    /// The address to connect from; `None`: whichever the routing picks.
-    src_addr: Option<SockAddr>,
-    port: u16,
-    size: Option<u64>,
-    queues: u16,
-    depth: u32,
-    client_id: u64,
-    timeout_ms: u32,
-    recovery_ms: u32,
-    keepalive_ms: u32,
-    /// The secret the target authenticates with, if it has one.
-    secret: Option<parse::Secret>,
-    /// Whether the disk seals every page before it leaves the host.
-    encrypt: bool,
-    /// Whether the disk declares itself synchronous (`BLK_FEAT_SYNCHRONOUS`): swap then
-    /// reads pages back one at a time, without readahead.
-    sync_swapin: bool,
-    /// Hardware queues for polled I/O, each a connection of its own, after `queues`.
-    poll_queues: u16,
+/// A target's configuration and, while enabled, its disk.
+struct Target {
+    /// What its attributes hold.
+    settings: TargetSettings,
     /// Which instance of its client id this target is, towards the server: random for
     /// each directory, kept across `enable` cycles (a region has one owner instance).
     instance: u64,
@@ -235,24 +140,25 @@ struct Enabled {
     _dependency: ItemDependency,
 }
 
-/// The address of one host, as nvme-rdma takes `traddr`: a dotted quad, or IPv6 with an
-/// optional `%scope` (an interface name or number).
-fn host_addr(text: &str) -> core::result::Result<SockAddr, Invalid> {
-    SockAddr::parse(text).map_err(|e| match e {
-        BadAddr::Syntax => Invalid("not an IPv4 or IPv6 address"),
-        BadAddr::NotAHost => Invalid("not the address of one host (any, broadcast or multicast)"),
-    })
-}
-
 fn invalid(this: &TargetConfig, what: &str, e: Invalid) -> Error {
     refuse(this, format_args!("{}: {}", what, e.0));
     EINVAL
 }
 
-/// Stores `value` into the settings unless the target is enabled.
-fn store_setting(this: &TargetConfig, what: &str, f: impl FnOnce(&mut Settings)) -> Result {
-    let mut s = this.inner.lock();
-    if s.enabled.is_some() {
+/// Parses `page` with `parse` and stores the value with `store`, unless the target is
+/// enabled and the setting is not `live`.
+fn store_setting<T>(
+    this: &TargetConfig,
+    what: &str,
+    live: bool,
+    page: &[u8],
+    parse: fn(&str) -> core::result::Result<T, Invalid>,
+    store: impl FnOnce(&mut TargetSettings, T),
+) -> Result {
+    let text = parse::text(page).map_err(|e| invalid(this, what, e))?;
+    let value = parse(text).map_err(|e| invalid(this, what, e))?;
+    let mut t = this.inner.lock();
+    if t.enabled.is_some() && !live {
         refuse(
             this,
             format_args!(
@@ -262,7 +168,7 @@ fn store_setting(this: &TargetConfig, what: &str, f: impl FnOnce(&mut Settings))
         );
         return Err(EBUSY);
     }
-    f(&mut s);
+    store(&mut t.settings, value);
     Ok(())
 }
 
@@ -275,29 +181,30 @@ fn show_with(
     Ok(w.bytes_written())
 }
 
-fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
-    let Some(addr) = s.addr else {
+fn enable(this: &TargetConfig, t: &mut Target) -> Result {
+    let mut settings = t.settings.clone();
+    if settings.addr.is_none() {
         refuse(this, format_args!("enable: set addr first"));
         return Err(EINVAL);
-    };
-    let Some(size) = s.size else {
+    }
+    if settings.size.is_none() {
         refuse(this, format_args!("enable: set size first"));
         return Err(EINVAL);
-    };
+    }
     // More poll queues than CPUs would have no CPU mapped to them (as nvme-rdma, which
     // caps its own at the CPUs online).
     let cpus = u16::try_from(kernel_ext::nr_cpus()).unwrap_or(u16::MAX);
-    let poll_queues = s.poll_queues.min(cpus);
-    if poll_queues < s.poll_queues {
+    if settings.poll_queues > cpus {
         pr_info!(
             "{}: configfs: poll_queues {} is more than the {} CPUs: {} poll queues\n",
             &*this.name,
-            s.poll_queues,
+            settings.poll_queues,
             cpus,
-            poll_queues
+            cpus
         );
+        settings.poll_queues = cpus;
     }
-    let connections = u32::from(s.queues) + u32::from(poll_queues);
+    let connections = settings.connections();
     if connections > MAX_CONNECTIONS {
         refuse(
             this,
@@ -309,23 +216,10 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
         return Err(EINVAL);
     }
     let config = DiskConfig {
-        server: addr.with_port(s.port),
-        source: s.src_addr,
-        size,
-        queues: s.queues,
-        poll_queues,
-        depth: s.depth,
-        client_id: s.client_id,
-        timeout_ms: s.timeout_ms,
-        recovery_ms: s.recovery_ms,
-        keepalive_ms: s.keepalive_ms,
-        secret: s.secret.clone(),
-        instance: s.instance,
+        settings,
+        instance: t.instance,
         note: ConnectNote::new()?,
-        encrypt: s.encrypt,
-        crypt_workqueue: this.context.crypt_workqueue,
-        devices: this.context.devices,
-        sync_swapin: s.sync_swapin,
+        context: this.context,
     };
     let failed = |e: Error| {
         // Copied out: `refuse` takes a mutex, the note is under a spinlock.
@@ -341,136 +235,55 @@ fn enable(this: &TargetConfig, s: &mut Settings) -> Result {
     };
     let dependency = ItemDependency::take(&this.name).map_err(failed)?;
     let disk = RemoteDisk::create(&config).map_err(failed)?;
-    s.enabled = Some(Enabled {
+    t.enabled = Some(Enabled {
         disk,
         _dependency: dependency,
     });
     Ok(())
 }
 
-macro_rules! setting_attr {
-    ($id:literal, $name:literal, |$s:ident, $w:ident| $show:expr, |$text:ident| $parse:expr, |$st:ident, $v:ident| $apply:expr) => {
-        #[vtable]
-        impl configfs::AttributeOperations<$id> for TargetConfig {
-            type Data = TargetConfig;
+/// Every setting's attribute (see [`for_each_setting!`]), and the target directory's
+/// item type: those, then the target's own attributes.
+macro_rules! setting_attributes {
+    ($({ $id:literal, $name:ident: $ty:ty = $default:expr, $parse:expr, $show:path, $live:literal,
+        $doc:literal })*) => {
+        $(
+            #[vtable]
+            impl configfs::AttributeOperations<$id> for TargetConfig {
+                type Data = TargetConfig;
 
-            fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-                let $s = this.inner.lock();
-                show_with(page, |$w| $show)
+                fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+                    use crate::settings::row::*;
+                    let t = this.inner.lock();
+                    show_with(page, |w| $show(&t.settings.$name, w))
+                }
+
+                fn store(this: &TargetConfig, page: &[u8]) -> Result {
+                    use crate::settings::row::*;
+                    let parse: fn(&str) -> core::result::Result<$ty, Invalid> = $parse;
+                    store_setting(this, stringify!($name), $live, page, parse, |s, v| s.$name = v)
+                }
             }
+        )*
 
-            fn store(this: &TargetConfig, page: &[u8]) -> Result {
-                let $text = parse::text(page).map_err(|e| invalid(this, $name, e))?;
-                let $v = $parse.map_err(|e| invalid(this, $name, e))?;
-                store_setting(this, $name, |$st| $apply)
+        /// The item type of a target directory.
+        fn target_type() -> &'static configfs::ItemType<configfs::Group<TargetConfig>, TargetConfig> {
+            configfs_attrs! {
+                container: configfs::Group<TargetConfig>,
+                data: TargetConfig,
+                attributes: [
+                    $($name: $id,)*
+                    enable: 7,
+                    state: 8,
+                    device: 9,
+                    last_error: 12,
+                    stats: 14,
+                ],
             }
         }
     };
 }
-
-setting_attr!(
-    0,
-    "addr",
-    |s, w| match &s.addr {
-        Some(a) => writeln!(w, "{}", a),
-        None => writeln!(w, "(unset)"),
-    },
-    |t| host_addr(t),
-    |s, v| s.addr = Some(v)
-);
-setting_attr!(
-    15,
-    "src_addr",
-    |s, w| match &s.src_addr {
-        Some(a) => writeln!(w, "{}", a),
-        None => writeln!(w, "(any)"),
-    },
-    |t| match t {
-        "any" => Ok(None),
-        t => host_addr(t).map(Some),
-    },
-    |s, v| s.src_addr = v
-);
-setting_attr!(
-    1,
-    "port",
-    |s, w| writeln!(w, "{}", s.port),
-    |t| parse::number(t, 1, 65535),
-    |s, v| s.port = v as u16
-);
-setting_attr!(
-    2,
-    "size",
-    |s, w| match s.size {
-        Some(b) => writeln!(w, "{}", b),
-        None => writeln!(w, "(unset)"),
-    },
-    |t| parse::size(t),
-    |s, v| s.size = Some(v)
-);
-setting_attr!(
-    3,
-    "queues",
-    |s, w| writeln!(w, "{}", s.queues),
-    |t| parse::number(t, 1, u64::from(MAX_CONNECTIONS)),
-    |s, v| s.queues = v as u16
-);
-setting_attr!(
-    4,
-    "queue_depth",
-    |s, w| writeln!(w, "{}", s.depth),
-    |t| parse::number(t, 1, 1024),
-    |s, v| s.depth = v as u32
-);
-setting_attr!(
-    5,
-    "client_id",
-    |s, w| writeln!(w, "{:#x}", s.client_id),
-    |t| parse::client_id(t),
-    |s, v| s.client_id = v
-);
-setting_attr!(
-    6,
-    "timeout_ms",
-    |s, w| writeln!(w, "{}", s.timeout_ms),
-    |t| parse::number(t, 100, 120_000),
-    |s, v| s.timeout_ms = v as u32
-);
-setting_attr!(
-    10,
-    "recovery_ms",
-    |s, w| writeln!(w, "{}", s.recovery_ms),
-    |t| parse::number(t, 0, 3_600_000),
-    |s, v| s.recovery_ms = v as u32
-);
-setting_attr!(
-    16,
-    "encrypt",
-    |s, w| writeln!(w, "{}", u8::from(s.encrypt)),
-    |t| parse::boolean(t),
-    |s, v| s.encrypt = v
-);
-setting_attr!(
-    17,
-    "sync_swapin",
-    |s, w| writeln!(w, "{}", u8::from(s.sync_swapin)),
-    |t| parse::boolean(t),
-    |s, v| s.sync_swapin = v
-);
-setting_attr!(
-    18,
-    "poll_queues",
-    |s, w| writeln!(w, "{}", s.poll_queues),
-    |t| parse::number(t, 0, u64::from(MAX_CONNECTIONS) - 1),
-    |s, v| s.poll_queues = v as u16
-);
-setting_attr!(
-    11,
-    "keepalive_ms",
-    |s, w| writeln!(w, "{}", s.keepalive_ms),
-    |t| parse::keepalive_ms(t),
-    |s, v| s.keepalive_ms = v as u32
-);
+for_each_setting!(setting_attributes);
 
 /// `stats`: the disk's counters while enabled (empty when disabled).
 #[vtable]
@@ -487,28 +300,7 @@ impl configfs::AttributeOperations<14> for TargetConfig {
     }
 }
 
-/// `secret`: write-only in effect; reading says only whether one is set.
-#[vtable]
-impl configfs::AttributeOperations<13> for TargetConfig {
-    type Data = TargetConfig;
-
-    fn show(this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let set = this.inner.lock().secret.is_some();
-        show_with(page, |w| {
-            writeln!(w, "{}", if set { "(set)" } else { "(unset)" })
-        })
-    }
-
-    fn store(this: &TargetConfig, page: &[u8]) -> Result {
-        let text = parse::text(page).map_err(|e| invalid(this, "secret", e))?;
-        let secret = match text {
-            "none" => None,
-            hex => Some(parse::secret(hex).map_err(|e| invalid(this, "secret", e))?),
-        };
-        store_setting(this, "secret", |s| s.secret = secret)
-    }
-}
-
+/// `enable`: `1` connects and creates the disk, `0` deletes it (refused while it is open).
 #[vtable]
 impl configfs::AttributeOperations<7> for TargetConfig {
     type Data = TargetConfig;
@@ -521,11 +313,11 @@ impl configfs::AttributeOperations<7> for TargetConfig {
     fn store(this: &TargetConfig, page: &[u8]) -> Result {
         let text = parse::text(page).map_err(|e| invalid(this, "enable", e))?;
         let on = parse::boolean(text).map_err(|e| invalid(this, "enable", e))?;
-        let mut s = this.inner.lock();
-        match (on, s.enabled.is_some()) {
-            (true, false) => enable(this, &mut s),
+        let mut t = this.inner.lock();
+        match (on, t.enabled.is_some()) {
+            (true, false) => enable(this, &mut t),
             (false, true) => {
-                if let Some(Enabled { disk, .. }) = &s.enabled {
+                if let Some(Enabled { disk, .. }) = &t.enabled {
                     if let Err(e) = disk.shut() {
                         refuse(
                             this,
@@ -537,7 +329,7 @@ impl configfs::AttributeOperations<7> for TargetConfig {
                         return Err(e);
                     }
                 }
-                drop(s.enabled.take());
+                drop(t.enabled.take());
                 Ok(())
             }
             _ => Ok(()),
@@ -577,7 +369,7 @@ impl configfs::AttributeOperations<8> for TargetConfig {
                     d.region_id,
                     d.epoch,
                     d.rkey,
-                    s.size.unwrap_or(0),
+                    s.settings.bytes(),
                     h.recovering,
                     h.dead,
                     h.recoveries,

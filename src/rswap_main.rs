@@ -21,6 +21,7 @@ mod disk;
 mod ib;
 mod kernel_ext;
 mod rdma_client;
+mod settings;
 mod transport;
 
 use kernel::prelude::*;
@@ -86,7 +87,7 @@ impl kernel::InPlaceModule for RswapModule {
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
-            configfs <- configfs::subsystem(configfs::ModuleContext {
+            configfs <- configfs::subsystem(settings::ModuleContext {
                 devices: rdma_client::devices(),
                 crypt_workqueue: module_parameters::crypt_workqueue.value(),
             }),

@@ -17,11 +17,11 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
     blk::{Disk, DiskIndex, DiskParams},
-    config_parse::Secret,
-    kernel_ext::{HmacSha256, SockAddr},
+    kernel_ext::HmacSha256,
+    settings::{ModuleContext, TargetSettings},
     transport::{
         io::MAX_SEGMENTS,
-        link::{Credentials, Devices, LinkParams},
+        link::{Credentials, LinkParams},
         name::Name,
         session::{Health, Session, SessionConfig},
         wire::RegionDescriptor,
@@ -37,42 +37,17 @@ const BLOCK_SIZE: u32 = 4096;
 
 /// What a disk connects to and how (the target's configuration).
 pub(crate) struct DiskConfig {
-    /// The server's address and port.
-    pub(crate) server: SockAddr,
-    /// The address to connect from, if not the one the routing picks.
-    pub(crate) source: Option<SockAddr>,
-    /// Bytes of remote memory, the disk's capacity.
-    pub(crate) size: u64,
-    /// Hardware queues, one connection each.
-    pub(crate) queues: u16,
-    /// Hardware queues for polled I/O only (`HCTX_TYPE_POLL`), one connection each, after
-    /// those.
-    pub(crate) poll_queues: u16,
-    /// Requests in flight per queue.
-    pub(crate) depth: u32,
-    /// This client's identity towards the server.
-    pub(crate) client_id: u64,
-    /// Milliseconds each connection step may take.
-    pub(crate) timeout_ms: u32,
-    /// Milliseconds a failed queue may spend reconnecting; 0 turns recovery off.
-    pub(crate) recovery_ms: u32,
-    /// Milliseconds between keep-alive probes of each queue; 0 turns them off.
-    pub(crate) keepalive_ms: u32,
-    /// The secret the client authenticates with, if it has one.
-    pub(crate) secret: Option<Secret>,
+    /// The target's settings, as `enable` checked them: `addr` and `size` are set,
+    /// `poll_queues` is at most the CPUs, the connections at most 64.
+    pub(crate) settings: TargetSettings,
     /// Which instance of the client id this is.
     pub(crate) instance: u64,
     /// Where a queue whose connect fails says why.
     pub(crate) note: Arc<ConnectNote>,
-    /// Seal every block before it leaves (see [`crypt`]).
-    pub(crate) encrypt: bool,
-    /// Open encrypted reads in a workqueue rather than in their completion.
-    pub(crate) crypt_workqueue: bool,
-    /// Declare the disk synchronous, so that swap reads its pages back without readahead
-    /// (see [`DiskParams::synchronous`]).
-    pub(crate) sync_swapin: bool,
-    /// Where its connections find their RDMA device's object.
-    pub(crate) devices: &'static dyn Devices,
+    /// What the module gives every target: where connections find their RDMA device's
+    /// object, and whether encrypted reads are opened in a workqueue rather than in their
+    /// completion.
+    pub(crate) context: ModuleContext,
 }
 
 /// The poll queues of a disk, as its log line names them (nothing if there are none).
@@ -103,7 +78,9 @@ impl RemoteDisk {
     pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
         let index = DiskIndex::take()?;
         let name = Name::new(fmt!("rswap{}", index.get()));
-        let key = match &config.secret {
+        let settings = &config.settings;
+        let server = settings.server().ok_or(EDESTADDRREQ)?;
+        let key = match &settings.secret {
             None => None,
             Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
                 pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
@@ -116,10 +93,11 @@ impl RemoteDisk {
             },
             GFP_KERNEL,
         )?;
-        let crypt = match config.encrypt {
+        let size = settings.bytes();
+        let crypt = match settings.encrypt {
             false => None,
             true => Some(
-                DiskCrypt::new(config.size, config.crypt_workqueue).inspect_err(|&e| {
+                DiskCrypt::new(size, config.context.crypt_workqueue).inspect_err(|&e| {
                     let why = if e == ENOENT {
                         "the kernel crypto API has no synchronous gcm(aes)"
                     } else if e == ENOMEM {
@@ -135,26 +113,17 @@ impl RemoteDisk {
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
-                server: config.server,
-                source: config.source,
-                client_id: config.client_id,
-                size: config.size,
-                queue_count: config.queues + config.poll_queues,
-                poll_queues: config.poll_queues,
-                depth: config.depth,
+                settings: Arc::new(settings.clone(), GFP_KERNEL)?,
                 max_sge: MAX_SEGMENTS as u32,
-                timeout_ms: config.timeout_ms,
                 credentials,
                 note: config.note.clone(),
-                devices: config.devices,
+                devices: config.context.devices,
             },
-            recovery_ms: config.recovery_ms,
-            keepalive_ms: config.keepalive_ms,
         })?;
         let desc = *session.descriptor();
         // One SGE per segment: no more segments than every queue takes in a work request.
         // An encrypted request is at most the bounce pages it is sealed into.
-        let max_request = if config.encrypt {
+        let max_request = if settings.encrypt {
             CRYPT_PAGES
         } else {
             MAX_SEGMENTS
@@ -165,15 +134,15 @@ impl RemoteDisk {
         let disk = Disk::new(
             &DiskParams {
                 name: &disk_name,
-                capacity: config.size,
+                capacity: size,
                 block_size: BLOCK_SIZE,
-                hw_queues: u32::from(config.queues),
-                poll_queues: u32::from(config.poll_queues),
-                queue_depth: config.depth,
+                hw_queues: u32::from(settings.queues),
+                poll_queues: u32::from(settings.poll_queues),
+                queue_depth: settings.queue_depth,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
-                whole_pages: config.encrypt,
-                synchronous: config.sync_swapin,
+                whole_pages: settings.encrypt,
+                synchronous: settings.sync_swapin,
                 // On iWARP the transport registers a READ's pages as one range (see
                 // `transport::io`); a queue may also recover onto such a device.
                 page_contiguous: true,
@@ -183,15 +152,15 @@ impl RemoteDisk {
         pr_info!(
             "{}: {} bytes of remote memory at {} (region {}, epoch {}{}), {} queues{}\n",
             name,
-            config.size,
-            config.server.with_port_shown(),
+            size,
+            server.with_port_shown(),
             desc.region_id,
             desc.epoch,
             if desc.reused() { ", reconnected" } else { "" },
-            config.queues,
-            PollQueues(config.poll_queues)
+            settings.queues,
+            PollQueues(settings.poll_queues)
         );
-        if config.sync_swapin {
+        if settings.sync_swapin {
             pr_info!(
                 "{}: synchronous (sync_swapin=1): a swap area on it reads pages back one at \
                  a time, without readahead\n",

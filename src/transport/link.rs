@@ -53,7 +53,8 @@ use crate::{
         qp::QpCaps,
         DeviceUser, Qp, RdmaDevice,
     },
-    kernel_ext::{self, HmacSha256, SockAddr, TextBuf},
+    kernel_ext::{self, HmacSha256, TextBuf},
+    settings::TargetSettings,
 };
 
 pub(crate) use crate::ib::Devices;
@@ -111,26 +112,15 @@ impl ConnectNote {
 /// Where to connect and what to ask for.
 #[derive(Clone)]
 pub(crate) struct LinkParams {
-    /// The server's address and port.
-    pub(crate) server: SockAddr,
-    /// The address to connect from, if not the one the routing picks.
-    pub(crate) source: Option<SockAddr>,
-    /// This client's identity (the server keeps a client's region across reconnects).
-    pub(crate) client_id: u64,
-    /// Bytes of remote memory to ask for.
-    pub(crate) size: u64,
-    /// Queues the client opens.
-    pub(crate) queue_count: u16,
-    /// How many of them, the last ones, are polled: their I/O completes only when its
-    /// submitter polls for it ([`Link::poll`]).
-    pub(crate) poll_queues: u16,
-    /// Work requests in flight per queue.
-    pub(crate) depth: u32,
+    /// The target's settings: the server and the address to connect from, this client's
+    /// identity (the server keeps a client's region across reconnects), the bytes to ask
+    /// for, the queues and how many of them, the last ones, are polled (their I/O
+    /// completes only when its submitter polls for it, [`Link::poll`]), work requests in
+    /// flight per queue, how long each connection step may take (the connect itself:
+    /// three times that). `addr` and `size` are set.
+    pub(crate) settings: Arc<TargetSettings>,
     /// Most SGEs one work request needs.
     pub(crate) max_sge: u32,
-    /// Milliseconds each connection step may take (the connect itself: three times
-    /// that).
-    pub(crate) timeout_ms: u32,
     /// How the link authenticates.
     pub(crate) credentials: Arc<Credentials>,
     /// Where a failed connect says why.
@@ -586,13 +576,13 @@ impl Link {
         events: &Arc<LinkEvents>,
         user: Arc<dyn DeviceUser>,
     ) -> Result<Arc<Self>> {
-        let ms = params.timeout_ms;
+        let ms = params.settings.timeout_ms;
         let creds = &params.credentials;
         let mut request = ConnectRequest {
-            client_id: params.client_id,
+            client_id: params.settings.client_id,
             queue_index: index,
-            queue_count: params.queue_count,
-            requested_size: params.size,
+            queue_count: params.settings.queue_count(),
+            requested_size: params.settings.bytes(),
             auth: Auth::None {
                 instance: creds.instance,
             },
@@ -660,7 +650,7 @@ impl Link {
             .map_err(|e| events.fail(EPROTO, format_args!("bad region descriptor: {:?}", e)))?;
         if let Some((key, client_nonce, server_nonce)) = proof {
             let input = server_proof_input(
-                params.client_id,
+                params.settings.client_id,
                 &client_nonce,
                 server_nonce,
                 &descriptor.body(),
@@ -669,12 +659,13 @@ impl Link {
                 return Err(events.report(Failure::Unauthentic, "authentication"));
             }
         }
-        if descriptor.length < params.size {
+        let size = params.settings.bytes();
+        if descriptor.length < size {
             return Err(events.fail(
                 EPROTO,
                 format_args!(
                     "the server's region is {} bytes, {} were asked for",
-                    descriptor.length, params.size
+                    descriptor.length, size
                 ),
             ));
         }
@@ -682,7 +673,7 @@ impl Link {
             try_pin_init!(Self {
                 region: RemoteRegion {
                     addr: descriptor.remote_addr,
-                    len: params.size,
+                    len: size,
                     rkey: descriptor.rkey,
                 },
                 descriptor,
@@ -714,10 +705,12 @@ impl Link {
         user: Arc<dyn DeviceUser>,
         request: &ConnectRequest,
     ) -> Result<(Conn, u32)> {
-        let ms = params.timeout_ms;
+        let settings = &params.settings;
+        let ms = settings.timeout_ms;
+        let server = settings.server().ok_or(EDESTADDRREQ)?;
         let cm = CmId::new(events.clone())?;
 
-        cm.resolve_addr(params.source.as_ref(), &params.server, ms)?;
+        cm.resolve_addr(settings.src_addr.as_ref(), &server, ms)?;
         events.wait(ms, "address resolution", |p| {
             (p.step >= Step::AddrResolved).then_some(())
         })?;
@@ -749,15 +742,15 @@ impl Link {
         let max_sge = send_sge.min(read_sge).max(1);
         let caps = QpCaps {
             // One per request in flight, and the keep-alive probe.
-            send_wr: params.depth + 1,
+            send_wr: settings.queue_depth + 1,
             recv_wr: 1,
             send_sge,
             // One READ slot per request in flight (its tag).
-            read_slots: params.depth,
+            read_slots: settings.queue_depth,
             // A request of at most `max_sge` pages of data, page-contiguous but for the
             // start of the first and the end of the last.
             read_pages: max_sge + 1,
-            polled: index >= params.queue_count.saturating_sub(params.poll_queues),
+            polled: index >= settings.queue_count().saturating_sub(settings.poll_queues),
         };
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
         let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;

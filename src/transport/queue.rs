@@ -224,7 +224,7 @@ impl Queue {
         let events = LinkEvents::new(
             this.name,
             this.index,
-            this.params.size,
+            this.params.settings.bytes(),
             watcher.clone(),
             this.params.note.clone(),
         )?;

@@ -17,13 +17,11 @@ use crate::kernel_ext::ReclaimWorkqueue;
 pub(crate) struct SessionConfig {
     /// The name log lines carry (the disk's).
     pub(crate) name: Name,
-    /// Where each queue connects and what it asks for.
+    /// Where each queue connects and what it asks for; its settings also say how long a
+    /// failed queue may spend reconnecting before its I/O fails (`recovery_ms`, 0: it
+    /// fails at once) and how often the keep-alive probes each queue (`keepalive_ms`, 0:
+    /// never).
     pub(crate) link: LinkParams,
-    /// Milliseconds a failed queue may spend reconnecting before its I/O fails; 0 fails
-    /// it at once.
-    pub(crate) recovery_ms: u32,
-    /// Milliseconds between keep-alive probes of each queue; 0 turns them off.
-    pub(crate) keepalive_ms: u32,
 }
 
 /// How a session's queues are doing.
@@ -62,9 +60,10 @@ impl Session {
     /// down and the error returned.
     pub(crate) fn connect(config: &SessionConfig) -> Result<Self> {
         let recovery_wq = Arc::new(ReclaimWorkqueue::new(c"rswap_recovery")?, GFP_KERNEL)?;
-        let mut queues = KVec::with_capacity(usize::from(config.link.queue_count), GFP_KERNEL)?;
+        let settings = &config.link.settings;
+        let mut queues = KVec::with_capacity(usize::from(settings.queue_count()), GFP_KERNEL)?;
         let started = Self::start_queues(config, &recovery_wq, &mut queues).and_then(|got| {
-            let keepalive = match config.keepalive_ms {
+            let keepalive = match settings.keepalive_ms {
                 0 => None,
                 ms => Some(KeepAlive::start(&queues, ms, recovery_wq.clone())?),
             };
@@ -99,12 +98,12 @@ impl Session {
     ) -> Result<(RegionDescriptor, u32)> {
         let mut first: Option<RegionDescriptor> = None;
         let mut max_sge = u32::MAX;
-        for index in 0..config.link.queue_count {
+        for index in 0..config.link.settings.queue_count() {
             let queue = Queue::new(
                 config.name,
                 index,
                 &config.link,
-                config.recovery_ms,
+                config.link.settings.recovery_ms,
                 wq.clone(),
             )?;
             queues.push(queue.clone(), GFP_KERNEL)?;

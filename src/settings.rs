@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A target's settings: one table ([`for_each_setting!`]), one row per setting, that
+//! drives the configfs attributes (`configfs.rs`: parse, show, refuse while enabled), the
+//! [`TargetSettings`] struct with its defaults, and what the disk and the transport read
+//! (they take the struct as it is, not field by field). rswapctl has the same table for
+//! its target files and flags (`tools/rswapctl/src/settings.rs`); `scripts/settings.py`
+//! checks that the two agree.
+//!
+//! A row: `{ id, name: type = default, parse, show, live, "doc" }`:
+//! - `id`: the configfs attribute's number (unique among the target's attributes);
+//! - `name`: the attribute and the field;
+//! - `default`: its value when the target directory is made;
+//! - `parse`: the text written to the attribute to the value ([`row`]);
+//! - `show`: the value to the attribute's text ([`row`]);
+//! - `live`: whether it may change while the target is enabled (else `EBUSY`).
+
+use crate::ib::Devices;
+use row::{Secret, SockAddr};
+
+/// What the module hands to every target it configures.
+#[derive(Clone, Copy)]
+pub(crate) struct ModuleContext {
+    /// Where a target's connections find their RDMA device's object (the IB client).
+    pub(crate) devices: &'static dyn Devices,
+    /// Whether encrypted targets open their reads in a workqueue (the `crypt_workqueue`
+    /// module parameter).
+    pub(crate) crypt_workqueue: bool,
+}
+
+/// Calls macro `$m` with every row of the table, in the order of
+/// Documentation/configuration.md. The rows' functions and types are those of [`row`].
+macro_rules! for_each_setting {
+    ($m:ident) => {
+        $m! {
+            { 0, addr: Option<SockAddr> = None, host, unset, false,
+                "The server's address (its port is `port`)." }
+            { 15, src_addr: Option<SockAddr> = None, host_or_any, any, false,
+                "The address to connect from; `None`: whichever the routing picks." }
+            { 1, port: u16 = 7471, |t| ranged(t, 1, 65535), plain, false,
+                "The server's port." }
+            { 2, size: Option<u64> = None, size, unset, false,
+                "Bytes of remote memory, the disk's capacity." }
+            { 3, queues: u16 = cpus(), |t| ranged(t, 1, 64), plain, false,
+                "Hardware queues, one connection each." }
+            { 4, queue_depth: u32 = 128, |t| ranged(t, 1, 1024), plain, false,
+                "Requests in flight per queue." }
+            { 18, poll_queues: u16 = 0, |t| ranged(t, 0, 63), plain, false,
+                "Hardware queues for polled I/O only, after `queues`, one connection each." }
+            { 5, client_id: u64 = random(), client_id, hex, false,
+                "This client's identity towards the server." }
+            { 13, secret: Option<Secret> = None, secret, set_or_unset, false,
+                "The secret the target authenticates with, if it has one." }
+            { 6, timeout_ms: u32 = 5000, |t| ranged(t, 100, 120_000), plain, false,
+                "Milliseconds each connection step may take." }
+            { 10, recovery_ms: u32 = 60000, |t| ranged(t, 0, 3_600_000), plain, false,
+                "Milliseconds a failed queue may spend reconnecting; 0 turns recovery off." }
+            { 11, keepalive_ms: u32 = 5000, keepalive_ms, plain, false,
+                "Milliseconds between keep-alive probes of each queue; 0 turns them off." }
+            { 16, encrypt: bool = false, boolean, flag, false,
+                "Whether the disk seals every page before it leaves the host." }
+            { 17, sync_swapin: bool = false, boolean, flag, false,
+                "Whether the disk is synchronous: swap reads pages back without readahead." }
+        }
+    };
+}
+pub(crate) use for_each_setting;
+
+/// The functions the rows of [`for_each_setting!`] name: parsers (text to value) and
+/// shown forms (value to text).
+pub(crate) mod row {
+    use core::fmt::{self, Display, Write};
+
+    use crate::config_parse::{self as parse, Invalid};
+    use crate::kernel_ext::BadAddr;
+    // The rows' types.
+    pub(crate) use crate::config_parse::Secret;
+    pub(crate) use crate::kernel_ext::SockAddr;
+
+    /// Most connections (queues and poll queues) one target opens: the server's default
+    /// limit of queues per client.
+    pub(crate) const MAX_CONNECTIONS: u32 = 64;
+
+    /// A decimal number in `min..=max`, of the field's type.
+    pub(crate) fn ranged<T: TryFrom<u64>>(t: &str, min: u64, max: u64) -> Result<T, Invalid> {
+        T::try_from(parse::number(t, min, max)?).map_err(|_| Invalid("number out of range"))
+    }
+
+    /// The address of one host, as nvme-rdma takes `traddr`: a dotted quad, or IPv6 with
+    /// an optional `%scope` (an interface name or number).
+    pub(crate) fn host(t: &str) -> Result<Option<SockAddr>, Invalid> {
+        SockAddr::parse(t).map(Some).map_err(|e| match e {
+            BadAddr::Syntax => Invalid("not an IPv4 or IPv6 address"),
+            BadAddr::NotAHost => {
+                Invalid("not the address of one host (any, broadcast or multicast)")
+            }
+        })
+    }
+
+    /// [`host`], or `any`: none.
+    pub(crate) fn host_or_any(t: &str) -> Result<Option<SockAddr>, Invalid> {
+        match t {
+            "any" => Ok(None),
+            t => host(t),
+        }
+    }
+
+    /// A size (see [`parse::size`]).
+    pub(crate) fn size(t: &str) -> Result<Option<u64>, Invalid> {
+        parse::size(t).map(Some)
+    }
+
+    /// A client id (see [`parse::client_id`]).
+    pub(crate) fn client_id(t: &str) -> Result<u64, Invalid> {
+        parse::client_id(t)
+    }
+
+    /// A keep-alive period (see [`parse::keepalive_ms`]).
+    pub(crate) fn keepalive_ms(t: &str) -> Result<u32, Invalid> {
+        parse::keepalive_ms(t)
+            .and_then(|v| u32::try_from(v).map_err(|_| Invalid("number out of range")))
+    }
+
+    /// A secret in hexadecimal digits, or `none`.
+    pub(crate) fn secret(t: &str) -> Result<Option<Secret>, Invalid> {
+        match t {
+            "none" => Ok(None),
+            hex => parse::secret(hex).map(Some),
+        }
+    }
+
+    /// `0`/`1` (see [`parse::boolean`]).
+    pub(crate) fn boolean(t: &str) -> Result<bool, Invalid> {
+        parse::boolean(t)
+    }
+
+    /// The value as it is.
+    pub(crate) fn plain<T: Display>(v: &T, w: &mut impl Write) -> fmt::Result {
+        writeln!(w, "{}", v)
+    }
+
+    /// The value, or `(unset)`.
+    pub(crate) fn unset<T: Display>(v: &Option<T>, w: &mut impl Write) -> fmt::Result {
+        match v {
+            Some(v) => writeln!(w, "{}", v),
+            None => writeln!(w, "(unset)"),
+        }
+    }
+
+    /// The value, or `(any)`.
+    pub(crate) fn any<T: Display>(v: &Option<T>, w: &mut impl Write) -> fmt::Result {
+        match v {
+            Some(v) => writeln!(w, "{}", v),
+            None => writeln!(w, "(any)"),
+        }
+    }
+
+    /// In hexadecimal, `0x` first.
+    pub(crate) fn hex(v: &u64, w: &mut impl Write) -> fmt::Result {
+        writeln!(w, "{:#x}", v)
+    }
+
+    /// `1` or `0`.
+    pub(crate) fn flag(v: &bool, w: &mut impl Write) -> fmt::Result {
+        writeln!(w, "{}", u8::from(*v))
+    }
+
+    /// Whether it is set, never the value.
+    pub(crate) fn set_or_unset<T>(v: &Option<T>, w: &mut impl Write) -> fmt::Result {
+        writeln!(w, "{}", if v.is_some() { "(set)" } else { "(unset)" })
+    }
+
+    /// The number of possible CPUs, at most one queue each, 1..64.
+    pub(crate) fn cpus() -> u16 {
+        u16::try_from(crate::kernel_ext::nr_cpus().clamp(1, MAX_CONNECTIONS)).unwrap_or(1)
+    }
+
+    /// A random number other than 0.
+    pub(crate) fn random() -> u64 {
+        loop {
+            let v = crate::kernel_ext::random_u64();
+            if v != 0 {
+                return v;
+            }
+        }
+    }
+}
+
+macro_rules! settings_struct {
+    ($({ $id:literal, $name:ident: $ty:ty = $default:expr, $parse:expr, $show:path, $live:literal,
+        $doc:literal })*) => {
+        /// A target's settings, as its configfs attributes hold them (see
+        /// [`for_each_setting!`]).
+        #[derive(Clone)]
+        pub(crate) struct TargetSettings {
+            $(#[doc = $doc] pub(crate) $name: $ty,)*
+        }
+
+        impl TargetSettings {
+            /// The settings of a new target directory: every row's default.
+            pub(crate) fn new() -> Self {
+                use row::*;
+                Self { $($name: $default,)* }
+            }
+        }
+    };
+}
+for_each_setting!(settings_struct);
+
+impl TargetSettings {
+    /// The server's address with its port, once `addr` is set.
+    pub(crate) fn server(&self) -> Option<SockAddr> {
+        self.addr.map(|a| a.with_port(self.port))
+    }
+
+    /// The remote size in bytes (0 while `size` is unset: `enable` refuses that).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.size.unwrap_or(0)
+    }
+
+    /// Connections in total: the queues and the poll queues.
+    pub(crate) fn connections(&self) -> u32 {
+        u32::from(self.queues) + u32::from(self.poll_queues)
+    }
+
+    /// [`Self::connections`] as a queue count (`enable` keeps it at most 64).
+    pub(crate) fn queue_count(&self) -> u16 {
+        self.queues.saturating_add(self.poll_queues)
+    }
+}
+
+/// A random number other than 0 (a target's instance).
+pub(crate) fn nonzero_random() -> u64 {
+    row::random()
+}
