@@ -47,9 +47,14 @@ bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null
 if o=$(bash "$RSWAP_TOP/scripts/rustfmt.sh" --check 2>&1); then result ok "host: rustfmt --check"
 else result fail "host: rustfmt --check" "$o"; fi
 if o=$(python3 "$RSWAP_TOP/scripts/layers.py" 2>&1); then
-	result ok "host: layers: no import loop, each names only the layers below it, no unsafe in disk/"
+	result ok "host: layers: no import loop, each names only the layers below it, no unsafe in disk/, configfs, settings"
 else
-	result fail "host: layers: no import loop, each names only the layers below it, no unsafe in disk/" "$o"
+	result fail "host: layers: no import loop, each names only the layers below it, no unsafe in disk/, configfs, settings" "$o"
+fi
+if o=$(python3 "$RSWAP_TOP/scripts/settings.py" 2>&1); then
+	result ok "host: settings: the module's and rswapctl's tables agree, configuration.md names each"
+else
+	result fail "host: settings: the module's and rswapctl's tables agree, configuration.md names each" "$o"
 fi
 
 log "building rswap.ko for the $KERNEL kernel with clippy and fault injection"
