@@ -57,6 +57,8 @@ macro_rules! for_each_setting {
                 "Milliseconds a failed queue may spend reconnecting; 0 turns recovery off." }
             { 11, keepalive_ms: u32 = 5000, keepalive_ms, plain, false,
                 "Milliseconds between keep-alive probes of each queue; 0 turns them off." }
+            { 19, io_timeout_ms: u32 = 30000, |t| ranged(t, 100, 3_600_000), plain, false,
+                "Milliseconds a request may take before it times out and its queue recovers." }
             { 16, encrypt: bool = false, boolean, flag, false,
                 "Whether the disk seals every page before it leaves the host." }
             { 17, sync_swapin: bool = false, boolean, flag, false,

@@ -23,6 +23,8 @@ pub(crate) struct DiskParams<'a> {
     pub(crate) poll_queues: u32,
     /// Tags per hardware queue.
     pub(crate) queue_depth: u32,
+    /// Milliseconds a request may take before it times out (the queue's `io_timeout`).
+    pub(crate) io_timeout_ms: u32,
     /// Segments per request.
     pub(crate) max_segments: u32,
     /// Largest request in bytes.
@@ -90,6 +92,7 @@ impl<T: Operations> Disk<T> {
             return Err(EINVAL);
         }
         let depth = params.queue_depth;
+        let io_timeout_ms = params.io_timeout_ms;
         let name = params.name;
         let capacity_sectors = params.capacity >> SECTOR_SHIFT;
         let openers = Arc::pin_init(Openers::new(), GFP_KERNEL)?;
@@ -97,7 +100,7 @@ impl<T: Operations> Disk<T> {
         let disk_ref = Arc::into_raw(openers.clone());
         let disk = KBox::try_pin_init(
             try_pin_init!(&this in Self {
-                tag_set <- TagSet::new(hw_queues, poll_queues, depth, driver),
+                tag_set <- TagSet::new(hw_queues, poll_queues, depth, io_timeout_ms, driver),
                 gd: {
                     // SAFETY: `this` is being initialised; `tag_set` was initialised above.
                     let set = unsafe { (*this.as_ptr()).tag_set.as_raw() };

@@ -112,10 +112,9 @@ bool rswap_blk_rq_in_flight(struct request *rq)
 	return blk_mq_rq_state(rq) == MQ_RQ_IN_FLIGHT;
 }
 
-/* 30 seconds, in jiffies. */
-unsigned int rswap_blk_default_timeout(void)
+unsigned int rswap_blk_timeout(unsigned int ms)
 {
-	return 30 * HZ;
+	return msecs_to_jiffies(ms);
 }
 
 void rswap_blk_tag_set_queues(struct blk_mq_tag_set *set, unsigned int default_queues,

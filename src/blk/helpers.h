@@ -38,7 +38,8 @@ void *rswap_blk_hctx_driver_data(struct blk_mq_hw_ctx *hctx);
 void rswap_blk_hctx_set_driver_data(struct blk_mq_hw_ctx *hctx, void *data);
 struct request *rswap_blk_mq_queue_data_rq(const struct blk_mq_queue_data *bd);
 struct blk_mq_hw_ctx *rswap_blk_rq_hctx(struct request *rq);
-unsigned int rswap_blk_default_timeout(void);
+/* A request timeout of @ms milliseconds, in jiffies. */
+unsigned int rswap_blk_timeout(unsigned int ms);
 /* Whether @rq is in flight (started and not completed). */
 bool rswap_blk_rq_in_flight(struct request *rq);
 /*

@@ -47,12 +47,14 @@ impl<T: Operations> TagSet<T> {
     };
 
     /// A tag set of `hw_queues` hardware queues for all I/O and, after them, `poll_queues`
-    /// for polled I/O ([`Operations::poll`]), `depth` tags each, serving `driver`. With
-    /// poll queues, the disks of the tag set support polling (`BLK_FEAT_POLL`).
+    /// for polled I/O ([`Operations::poll`]), `depth` tags each, serving `driver`; a
+    /// request times out ([`Operations::timeout`]) after `timeout_ms`. With poll queues,
+    /// the disks of the tag set support polling (`BLK_FEAT_POLL`).
     pub(crate) fn new(
         hw_queues: u32,
         poll_queues: u32,
         depth: u32,
+        timeout_ms: u32,
         driver: Arc<T>,
     ) -> impl PinInit<Self, Error> {
         let data = Arc::as_ptr(&driver).cast_mut().cast::<ffi::c_void>();
@@ -71,7 +73,7 @@ impl<T: Operations> TagSet<T> {
                     (*set).queue_depth = depth;
                     (*set).numa_node = kernel::bindings::NUMA_NO_NODE;
                     (*set).cmd_size = cmd_size;
-                    (*set).timeout = bindings::rswap_blk_default_timeout();
+                    (*set).timeout = bindings::rswap_blk_timeout(timeout_ms);
                     (*set).driver_data = data;
                 }
                 // SAFETY: `set` is valid and not allocated yet.

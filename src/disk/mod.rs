@@ -139,6 +139,7 @@ impl RemoteDisk {
                 hw_queues: u32::from(settings.queues),
                 poll_queues: u32::from(settings.poll_queues),
                 queue_depth: settings.queue_depth,
+                io_timeout_ms: settings.io_timeout_ms,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
                 whole_pages: settings.encrypt,

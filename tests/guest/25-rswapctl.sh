@@ -56,7 +56,7 @@ setup() {
 # add as swap
 t_add_swap() {
 	if "$CTL" add ctl0 --server "$IP:$PORT" --size 32M --queues 1 --queue-depth 64 --timeout-ms 2000 \
-		--client-id 0x2501 --swap --priority 5 \
+		--io-timeout-ms 9000 --client-id 0x2501 --swap --priority 5 \
 		>"$OUT/add.out" 2>&1 && awk '$1 == "/dev/rswap0" && $5 == 5 { f = 1 } END { exit !f }' /proc/swaps; then
 		ktap_pass
 	else
@@ -76,21 +76,24 @@ t_list_status() {
 	[ -e $CFG/ctl0/encrypt ] && HAS_ENC=1
 	[ -e $CFG/ctl0/sync_swapin ] && HAS_SYNC=1
 	[ -e $CFG/ctl0/poll_queues ] && HAS_POLL=1
-	# --queue-depth and --timeout-ms as the module shows them.
+	# --queue-depth, --timeout-ms and --io-timeout-ms as the module shows them; the last
+	# is also the disk's request timeout.
 	QD=$(cat $CFG/ctl0/queue_depth 2>&1) TMO=$(cat $CFG/ctl0/timeout_ms 2>&1)
-	if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" "$QD" "$TMO" \
+	IOT=$(cat $CFG/ctl0/io_timeout_ms 2>&1),$(cat /sys/block/rswap0/queue/io_timeout 2>&1)
+	if python3 - "$OUT/list.json" "$OUT/status.json" "$IP" "$PORT" "$HAS_ENC" "$HAS_SYNC" "$HAS_POLL" "$QD" "$TMO" "$IOT" \
 		>"$OUT/check.out" 2>&1 <<'PY'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 ip, port = sys.argv[3], int(sys.argv[4])
 has_enc, has_sync, has_poll = sys.argv[5] == "1", sys.argv[6] == "1", sys.argv[7] == "1"
-assert (sys.argv[8], sys.argv[9]) == ("64", "2000"), ("configfs queue_depth, timeout_ms", sys.argv[8:])
+assert sys.argv[8:11] == ["64", "2000", "9000,9000"], ("configfs queue_depth, timeout_ms, io_timeout_ms and io_timeout", sys.argv[8:])
 assert isinstance(lst, list) and len(lst) == 1, lst
 t = lst[0]
 want = {"name": "ctl0", "device": "rswap0", "addr": ip, "port": port,
         "size_bytes": 32 << 20, "state": "connected", "queues_live": 1, "queues_total": 1,
-        "recovering": 0, "dead": 0, "swap_priority": 5, "queue_depth": 64, "timeout_ms": 2000}
+        "recovering": 0, "dead": 0, "swap_priority": 5, "queue_depth": 64, "timeout_ms": 2000,
+        "io_timeout_ms": 9000}
 for k, v in want.items():
     assert t.get(k) == v, (k, t.get(k), v)
 assert isinstance(t["region"], int) and t["epoch"] == 1, t
@@ -105,6 +108,7 @@ for k, v in want.items():
 attrs = st["attributes"]
 assert attrs["client_id"] == "0x2501" and attrs["enable"] == "1" and attrs["queues"] == "1", attrs
 assert attrs["queue_depth"] == "64" and attrs["timeout_ms"] == "2000", attrs
+assert attrs["io_timeout_ms"] == "9000", attrs
 print("ok", t)
 PY
 	then
@@ -114,7 +118,7 @@ PY
 		ktap_fail "$(tail -3 "$OUT/check.out"; cat "$OUT/list.json")"
 	fi
 }
-ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it" t_list_status
+ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it; --io-timeout-ms is the disk's io_timeout" t_list_status
 
 # a refused add: nothing listens on port 1
 # and one the server refuses: more memory than its pool holds.

@@ -62,6 +62,8 @@ t_bad_values() {
 	try_bad queue_depth 99999
 	try_bad client_id 0
 	try_bad timeout_ms 5
+	try_bad io_timeout_ms 99
+	try_bad io_timeout_ms 3600001
 	try_bad enable 2
 	dmesg_mark "enable without addr"
 	echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "; }
@@ -76,16 +78,19 @@ t_enable() {
 	# The port is left at its default, which must be rswap's 7471, where the server listens.
 	echo "$IP" > $T/addr; echo ${SIZE_MB}M > $T/size; echo 2 > $T/queues
 	echo 0x1234 > $T/client_id; echo 32 > $T/queue_depth
-	if [ "$(cat $T/port)" = "$PORT" ] && echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
-		&& [ "$(cat $T/device)" = rswap0 ] && [ "$(blockdev --getss $DEV)" = 4096 ]; then
+	# The request timeout: 30000 by default, then the disk's io_timeout once enabled.
+	io_timeout_default=$(cat $T/io_timeout_ms); echo 7000 > $T/io_timeout_ms
+	if [ "$(cat $T/port)" = "$PORT" ] && [ "$io_timeout_default" = 30000 ] && echo 1 > $T/enable && [ -b $DEV ] && [ "$(blockdev --getsize64 $DEV)" = $((SIZE_MB << 20)) ] \
+		&& [ "$(cat $T/device)" = rswap0 ] && [ "$(blockdev --getss $DEV)" = 4096 ] \
+		&& [ "$(cat /sys/block/rswap0/queue/io_timeout)" = 7000 ]; then
 		ktap_pass
 	else
-		ktap_fail "$(ls -l /dev/rswap* 2>&1; cat $T/state; dmesg | tail -20)"
+		ktap_fail "io_timeout_ms default $io_timeout_default, io_timeout $(cat /sys/block/rswap0/queue/io_timeout 2>&1); $(ls -l /dev/rswap* 2>&1; cat $T/state; dmesg | tail -20)"
 		ktap_skip_rest "no device"
 	fi
 	ktap_diag "state: $(cat $T/state)"
 }
-ktap_test "configfs: enable connects and creates /dev/rswap0 of the requested size" t_enable
+ktap_test "configfs: enable connects and creates /dev/rswap0 of the requested size, with the request timeout of io_timeout_ms (default 30000)" t_enable
 
 t_read_only() {
 	st=$(cat $T/state)

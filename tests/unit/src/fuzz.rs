@@ -706,7 +706,7 @@ proptest! {
     #[test]
     fn fuzz_config_attribute_pipeline(b in page()) {
         if let Ok(t) = parse::text(&b) {
-            for (lo, hi) in [(1, 65535), (1, 64), (1, 1024), (100, 120_000), (0, 3_600_000)] {
+            for (lo, hi) in [(1, 65535), (1, 64), (1, 1024), (100, 120_000), (0, 3_600_000), (100, 3_600_000)] {
                 if let Ok(v) = parse::number(t, lo, hi) {
                     prop_assert!((lo..=hi).contains(&v));
                 }

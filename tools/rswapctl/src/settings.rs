@@ -434,6 +434,18 @@ pub const SETTINGS: &[Setting] = &[
     )
     .value("MS", "How often each queue probes the server; 0: off.")
     .sample("1000", "999"),
+    Setting::new(
+        "io_timeout_ms",
+        ms(100, 3_600_000),
+        ModuleDefault::Value("30000"),
+    )
+    .value(
+        "MS",
+        "How long a request may take before it times out and its queue reconnects (the \
+         disk's io_timeout).",
+    )
+    .since("request timeouts", "without it")
+    .sample("10000", "99"),
     Setting::new("encrypt", Kind::Switch, ModuleDefault::Value("0"))
         .value(
             "",

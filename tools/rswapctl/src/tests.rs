@@ -544,6 +544,7 @@ fn two_targets() -> Fake {
     fs::remove_file(fake.dir("b").join("encrypt")).unwrap();
     fs::remove_file(fake.dir("b").join("sync_swapin")).unwrap();
     fs::remove_file(fake.dir("b").join("poll_queues")).unwrap();
+    fs::remove_file(fake.dir("b").join("io_timeout_ms")).unwrap();
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
     fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
@@ -606,7 +607,7 @@ fn list_json() {
                 "encrypt": false, "sync_swapin": false, "poll_queues": 0,
                 "auth_failures": null, "src_addr": null, "queues": cpus,
                 "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
-                "recovery_ms": 60000, "keepalive_ms": 5000
+                "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": 30000
             },
             {
                 "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -617,7 +618,7 @@ fn list_json() {
                 "encrypt": null, "sync_swapin": null, "poll_queues": null,
                 "auth_failures": null, "src_addr": null, "queues": cpus,
                 "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
-                "recovery_ms": 60000, "keepalive_ms": 5000
+                "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": null
             }
         ])
     );
@@ -691,6 +692,7 @@ fn status_text() {
     assert!(lines.contains(&"encrypt: -"));
     assert!(lines.contains(&"sync_swapin: -"));
     assert!(lines.contains(&"poll_queues: -"));
+    assert!(lines.contains(&"io_timeout_ms: -"));
     assert!(lines.contains(&"auth_failures: -"));
     assert!(lines.contains(&"state: disabled"));
     assert!(lines.contains(&"port: 7471"));
@@ -699,9 +701,9 @@ fn status_text() {
         .filter(|l| l.starts_with("attr."))
         .copied()
         .collect();
-    // All but secret, encrypt, sync_swapin and poll_queues, then enable, state, device,
-    // stats.
-    assert_eq!(attrs.len(), SETTINGS.len() - 4 + 4);
+    // All but secret, encrypt, sync_swapin, poll_queues and io_timeout_ms, then enable,
+    // state, device, stats.
+    assert_eq!(attrs.len(), SETTINGS.len() - 5 + 4);
     assert_eq!(attrs[0], "attr.addr: 192.0.2.3");
     assert_eq!(attrs[attrs.len() - 2], "attr.device: ");
     assert_eq!(attrs[attrs.len() - 1], "attr.stats: ");
@@ -715,7 +717,7 @@ fn status_text() {
     );
     assert!(
         out.contains(
-            "\nkeepalive_ms: 5000\nencrypt: false\nsync_swapin: false\nstate: connected\n"
+            "\nkeepalive_ms: 5000\nio_timeout_ms: 30000\nencrypt: false\nsync_swapin: false\nstate: connected\n"
         ),
         "{out}"
     );
@@ -732,7 +734,14 @@ fn status_text() {
             "attr.secret: (set)",
         ]
     );
-    assert_eq!(attrs[12..14], ["attr.encrypt: 0", "attr.sync_swapin: 0"]);
+    assert_eq!(
+        attrs[12..15],
+        [
+            "attr.io_timeout_ms: 30000",
+            "attr.encrypt: 0",
+            "attr.sync_swapin: 0"
+        ]
+    );
 }
 
 #[test]
