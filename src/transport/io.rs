@@ -158,11 +158,13 @@ pub(crate) trait IoOwner: IntoRaw<Target = IoSlot<Self::Data>> + Send {
 }
 
 /// The counters of a queue's data path: work requests posted and completed (their
-/// difference is in flight) and READs posted with a registered sink (iWARP).
+/// difference is in flight), those that completed successfully, and READs posted with a
+/// registered sink (iWARP).
 #[derive(Default)]
 pub(crate) struct IoCounters {
     posted: AtomicU64,
     completed: AtomicU64,
+    succeeded: AtomicU64,
     registered_reads: AtomicU64,
 }
 
@@ -180,15 +182,24 @@ pub(crate) struct QueueCounters {
 }
 
 impl IoCounters {
-    /// In flight and registered READs now; `completed` first, so that a completion
-    /// between the two loads shows as one more in flight, never a negative count.
-    pub(crate) fn load(&self) -> (u64, u64) {
+    /// The counters now, with the queue's own `requeues` and `recoveries`. `completed` is
+    /// read first, so that a completion between the two loads shows as one more in
+    /// flight, never a negative count.
+    pub(super) fn load(&self, requeues: u64, recoveries: u64) -> QueueCounters {
         let completed = self.completed.load(Ordering::Relaxed);
         let posted = self.posted.load(Ordering::Relaxed);
-        (
-            posted.saturating_sub(completed),
-            self.registered_reads.load(Ordering::Relaxed),
-        )
+        QueueCounters {
+            inflight: posted.saturating_sub(completed),
+            registered_reads: self.registered_reads.load(Ordering::Relaxed),
+            requeues,
+            recoveries,
+        }
+    }
+
+    /// Work requests that completed successfully so far: the keep-alive's sign of life
+    /// while its probe waits behind them.
+    pub(super) fn succeeded(&self) -> u64 {
+        self.succeeded.load(Ordering::Relaxed)
     }
 
     fn count(counter: &AtomicU64) {
@@ -218,9 +229,10 @@ unsafe impl<R: IoOwner> CqeOwner for InFlight<R> {
         io.slot().dma.unmap(wc.device());
         let result = {
             let queue = io.queue();
-            IoCounters::count(&queue.io_counters().completed);
+            let counters = queue.io_counters();
+            IoCounters::count(&counters.completed);
             if wc.is_ok() {
-                queue.count_completion();
+                IoCounters::count(&counters.succeeded);
                 Ok(())
             } else {
                 Err(IoError {

@@ -126,11 +126,9 @@ pub(crate) struct Queue {
     recoveries: AtomicU32,
     /// Requests issued again after this queue failed under them.
     retried: AtomicU64,
-    /// Work requests of the data path that completed successfully: the keep-alive's sign
-    /// of life while its probe waits behind them.
-    completed: AtomicU64,
-    /// `completed` when the keep-alive last looked.
-    completed_seen: AtomicU64,
+    /// The data path's successful completions ([`IoCounters::succeeded`]) when the
+    /// keep-alive last looked.
+    succeeded_seen: AtomicU64,
     /// The data path's counters (see [`super::io`]).
     io: IoCounters,
     /// The current link. The data path reads it in atomic context.
@@ -178,8 +176,7 @@ impl Queue {
                 installed <- new_mutex!(None, "rswap::Queue::installed"),
                 recoveries: AtomicU32::new(0),
                 retried: AtomicU64::new(0),
-                completed: AtomicU64::new(0),
-                completed_seen: AtomicU64::new(0),
+                succeeded_seen: AtomicU64::new(0),
                 io: IoCounters::default(),
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
@@ -267,12 +264,6 @@ impl Queue {
         self.retried.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a data-path work request that completed successfully (a sign of life for
-    /// the keep-alive). Callable from completions.
-    pub(crate) fn count_completion(&self) {
-        self.completed.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Requests issued again so far.
     pub(crate) fn retried(&self) -> u64 {
         self.retried.load(Ordering::Relaxed)
@@ -286,13 +277,7 @@ impl Queue {
     /// The queue's counters now: work requests in flight, READs with a registered sink,
     /// requeues, recoveries.
     pub(crate) fn counters(&self) -> QueueCounters {
-        let (inflight, registered_reads) = self.io.load();
-        QueueCounters {
-            inflight,
-            registered_reads,
-            requeues: self.retried(),
-            recoveries: u64::from(self.recoveries()),
-        }
+        self.io.load(self.retried(), u64::from(self.recoveries()))
     }
 
     /// Whether the queue is live and its connection up.
@@ -413,8 +398,8 @@ impl Queue {
     /// fails the queue from its completion. Nothing happens on a queue that is not live.
     /// Does not sleep.
     pub(crate) fn keep_alive(this: &Arc<Self>) {
-        let completed = this.completed.load(Ordering::Relaxed);
-        let progress = this.completed_seen.swap(completed, Ordering::Relaxed) != completed;
+        let succeeded = this.io.succeeded();
+        let progress = this.succeeded_seen.swap(succeeded, Ordering::Relaxed) != succeeded;
         let outcome = Self::with_conn(this, (), |link, _conn, ()| link.probe());
         match outcome {
             Ok(ProbeOutcome::Unanswered) if !progress => {
