@@ -13,6 +13,13 @@ unsigned int rswap_blk_rq_bytes(struct request *rq)
 	return blk_rq_bytes(rq);
 }
 
+u64 rswap_blk_rq_age_ns(struct request *rq)
+{
+	if (!rq->start_time_ns)
+		return U64_MAX;
+	return ktime_get_ns() - rq->start_time_ns;
+}
+
 unsigned int rswap_blk_rq_op(struct request *rq)
 {
 	return req_op(rq);

@@ -13,6 +13,11 @@
 
 sector_t rswap_blk_rq_pos(struct request *rq);
 unsigned int rswap_blk_rq_bytes(struct request *rq);
+/*
+ * Nanoseconds since the block layer started @rq (its start_time_ns, when the bio became a
+ * request), or U64_MAX if the block layer did not time it (no I/O accounting).
+ */
+u64 rswap_blk_rq_age_ns(struct request *rq);
 unsigned int rswap_blk_rq_op(struct request *rq);
 void *rswap_blk_mq_rq_to_pdu(struct request *rq);
 struct request *rswap_blk_mq_rq_from_pdu(void *pdu);

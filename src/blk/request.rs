@@ -107,6 +107,15 @@ impl<D, Q> OwnedRequest<D, Q> {
         unsafe { bindings::rswap_blk_rq_bytes(self.raw()) }
     }
 
+    /// Nanoseconds since the block layer started the request (when its bio became a
+    /// request), if the block layer timed it: it does with I/O accounting on (the queue's
+    /// `iostats`, the default) or an I/O scheduler.
+    pub(crate) fn age_ns(&self) -> Option<u64> {
+        // SAFETY: the request is valid.
+        let ns = unsafe { bindings::rswap_blk_rq_age_ns(self.raw()) };
+        (ns != u64::MAX).then_some(ns)
+    }
+
     /// The operation.
     pub(crate) fn op(&self) -> Op {
         // SAFETY: the request is valid.
