@@ -324,10 +324,15 @@ fn complete(mut rq: Request<Driver>, result: core::result::Result<(), IoError>) 
     end(rq, Status::IoErr);
 }
 
-/// Ends a request that completed successfully, counting it.
+/// Ends a request that completed successfully, counting it with its latency: from the
+/// block layer's start of it (or, if the block layer did not time it, from when it was
+/// issued) to now.
 fn done(rq: Request<Driver>, issued: Option<Instant<Monotonic>>) {
     if let Some(at) = issued {
-        rq.hw_queue().stats.done(rq.op(), rq.bytes(), at);
+        let ns = rq
+            .age_ns()
+            .unwrap_or_else(|| u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        rq.hw_queue().stats.done(rq.op(), rq.bytes(), ns);
     }
     end(rq, Status::Ok);
 }

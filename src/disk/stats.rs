@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Counters of a disk's hardware queues, for the target's `stats` attribute: requests and
-//! bytes read and written, errors and a histogram of their completion latency, with the
+//! bytes read and written, errors and a histogram of the latency of reads and one of
+//! writes (from the block layer's start of the request to its end), with the
 //! transport queue's own (requests in flight on the wire, requeues, recoveries). Updated
 //! from `queue_rq` and from completions (softirq), so everything is an atomic and nothing
 //! allocates or locks.
@@ -10,7 +11,6 @@ use core::{
     fmt::{self, Write},
     sync::atomic::{AtomicU64, Ordering},
 };
-use kernel::time::{Instant, Monotonic};
 
 use crate::{blk::Op, transport::io::QueueCounters};
 
@@ -39,21 +39,22 @@ pub(super) struct QueueStats {
     write_bytes: AtomicU64,
     /// Requests ended with an error.
     errors: AtomicU64,
-    latency: [AtomicU64; LATENCY_BUCKETS],
+    read_latency: [AtomicU64; LATENCY_BUCKETS],
+    write_latency: [AtomicU64; LATENCY_BUCKETS],
 }
 
 impl QueueStats {
-    /// A request of `op` and `bytes` completed successfully; it was posted at `issued`.
-    pub(super) fn done(&self, op: Op, bytes: u32, issued: Instant<Monotonic>) {
-        let (count, total) = match op {
-            Op::Read => (&self.reads, &self.read_bytes),
-            Op::Write => (&self.writes, &self.write_bytes),
+    /// A request of `op` and `bytes` completed successfully, `ns` nanoseconds after the
+    /// block layer started it.
+    pub(super) fn done(&self, op: Op, bytes: u32, ns: u64) {
+        let (count, total, latency) = match op {
+            Op::Read => (&self.reads, &self.read_bytes, &self.read_latency),
+            Op::Write => (&self.writes, &self.write_bytes, &self.write_latency),
             Op::Flush | Op::Other(_) => return,
         };
         count.fetch_add(1, Ordering::Relaxed);
         total.fetch_add(u64::from(bytes), Ordering::Relaxed);
-        let us = u64::try_from(issued.elapsed().as_nanos() / 1000).unwrap_or(0);
-        if let Some(b) = self.latency.get(bucket_of(us)) {
+        if let Some(b) = latency.get(bucket_of(ns / 1000)) {
             b.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -74,7 +75,8 @@ impl QueueStats {
             errors: get(&self.errors),
             inflight: queue.inflight,
             registered_reads: queue.registered_reads,
-            latency: core::array::from_fn(|i| self.latency.get(i).map_or(0, get)),
+            read_latency: core::array::from_fn(|i| self.read_latency.get(i).map_or(0, get)),
+            write_latency: core::array::from_fn(|i| self.write_latency.get(i).map_or(0, get)),
             requeues: queue.requeues,
             recoveries: queue.recoveries,
         }
@@ -92,7 +94,8 @@ pub(crate) struct Snapshot {
     inflight: u64,
     /// RDMA READs posted with a registered sink.
     registered_reads: u64,
-    latency: [u64; LATENCY_BUCKETS],
+    read_latency: [u64; LATENCY_BUCKETS],
+    write_latency: [u64; LATENCY_BUCKETS],
     /// Requests issued again after their queue failed under them (the queue's count).
     requeues: u64,
     /// Successful reconnects of the queue (the queue's count).
@@ -111,7 +114,14 @@ impl Snapshot {
         self.registered_reads += other.registered_reads;
         self.requeues += other.requeues;
         self.recoveries += other.recoveries;
-        for (mine, theirs) in self.latency.iter_mut().zip(other.latency.iter()) {
+        for (mine, theirs) in self.read_latency.iter_mut().zip(other.read_latency.iter()) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self
+            .write_latency
+            .iter_mut()
+            .zip(other.write_latency.iter())
+        {
             *mine += theirs;
         }
     }
@@ -134,17 +144,24 @@ impl Snapshot {
         )
     }
 
-    /// Writes the latency histogram on one line: `latency_us le8=N le16=N ... inf=N`,
-    /// each bucket counting the completions above the previous bound and up to its own.
+    /// Writes the latency histograms, of reads then of writes, one line each:
+    /// `read_latency_us le8=N le16=N ... inf=N`, each bucket counting the requests that
+    /// took more than the previous bound and up to its own.
     pub(super) fn write_latency(&self, w: &mut impl Write) -> fmt::Result {
-        w.write_str("latency_us")?;
-        for (i, n) in self.latency.iter().enumerate() {
-            match bucket_bound_us(i) {
-                Some(bound) => write!(w, " le{}={}", bound, n)?,
-                None => write!(w, " inf={}", n)?,
+        for (label, latency) in [
+            ("read_latency_us", &self.read_latency),
+            ("write_latency_us", &self.write_latency),
+        ] {
+            w.write_str(label)?;
+            for (i, n) in latency.iter().enumerate() {
+                match bucket_bound_us(i) {
+                    Some(bound) => write!(w, " le{}={}", bound, n)?,
+                    None => write!(w, " inf={}", n)?,
+                }
             }
+            w.write_str("\n")?;
         }
-        w.write_str("\n")
+        Ok(())
     }
 }
 

@@ -211,16 +211,19 @@ want = {"reads": job["read"]["total_ios"], "read_bytes": job["read"]["io_bytes"]
 bad = [f"{k}: moved {d[k]}, fio {v}" for k, v in want.items() if d[k] != v]
 if after["total"]["inflight"] != 0:
     bad.append(f"inflight {after['total']['inflight']} at rest")
-hist = sum(after["latency_us"].values()) - sum(before["latency_us"].values())
-if hist != d["reads"] + d["writes"]:
-    bad.append(f"histogram moved {hist}, requests {d['reads'] + d['writes']}")
+# A histogram each for reads and writes, each moving by its own requests.
+hist = {op: sum(after[f"{op}_latency_us"].values()) - sum(before[f"{op}_latency_us"].values())
+        for op in ("read", "write")}
+for op in ("read", "write"):
+    if hist[op] != d[f"{op}s"]:
+        bad.append(f"{op} histogram moved {hist[op]}, {op}s {d[op + 's']}")
 queues = [v for k, v in after.items() if k.startswith("queue")]
 for k in ("reads", "writes", "read_bytes", "write_bytes"):
     if sum(q[k] for q in queues) != after["total"][k]:
         bad.append(f"queues' {k} do not add up to the total")
 print("; ".join(bad) if bad else
       f"reads +{d['reads']} ({d['read_bytes']} bytes), writes +{d['writes']} ({d['write_bytes']} bytes), "
-      f"as fio reports; histogram +{hist}; {len(queues)} queues")
+      f"as fio reports; read histogram +{hist['read']}, write histogram +{hist['write']}; {len(queues)} queues")
 sys.exit(1 if bad else 0)
 PY
 	then
@@ -230,7 +233,7 @@ PY
 		ktap_fail "fio exit $frc; $(cat "$OUT/stats-check.txt"); $(cat "$OUT/stats-after.txt")"
 	fi
 }
-ktap_test "stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; latency histogram, no errors, nothing in flight after" t_stats
+ktap_test "stats: the target's counters move with a fio run by exactly the requests and bytes fio reports; the read and write latency histograms by its reads and writes; no errors, nothing in flight after" t_stats
 
 # On iWARP a READ's sink must be registered for remote write (soft-iWARP does not check,
 # hardware does): rswap counts the READs it posted so, which must cover every read.
@@ -260,7 +263,7 @@ t_stats_64_queues() {
 		dd if=/dev/$(cat $M/device) of=/dev/null bs=1M count=4 iflag=direct status=none
 		if cat $M/stats > "$OUT/stats-64.txt" && [ "$(wc -c < "$OUT/stats-64.txt")" -le 4096 ] \
 			&& [ "$(sed -n 1p "$OUT/stats-64.txt" | cut -d' ' -f1)" = total ] \
-			&& grep -q '^latency_us ' "$OUT/stats-64.txt" \
+			&& grep -q '^read_latency_us ' "$OUT/stats-64.txt" && grep -q '^write_latency_us ' "$OUT/stats-64.txt" \
 			&& { [ "$(grep -c '^queue[0-9]* ' "$OUT/stats-64.txt")" = 64 ] \
 				|| grep -q '^queues [0-9]*\.\.63: not shown, the page is full$' "$OUT/stats-64.txt"; }; then
 			ktap_pass
