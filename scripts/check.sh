@@ -68,6 +68,11 @@ if o=$(make -C "$RSWAP_TOP" CLIPPY=1 RSWAP_FAULT_INJECTION=y 2>&1); then
 else
 	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
 fi
+# The module's version (modinfo, /sys/module/rswap/version) is the packages'.
+kv=$(modinfo -F version "$RSWAP_TOP/rswap.ko" 2>&1 || true)
+pv=$(sed -n 's/^version = "\(.*\)"/\1/p' "$RSWAP_TOP/tools/rswap-server/Cargo.toml" | head -1)
+if [ -n "$pv" ] && [ "$kv" = "$pv" ]; then result ok "host: rswap.ko's version $kv is the packages'"
+else result fail "host: rswap.ko's version is the packages'" "modinfo: '$kv'; tools/rswap-server/Cargo.toml: '$pv'"; fi
 
 # cargo_tests DIR NAME: `cargo test` in DIR, counted as one result with the number of tests.
 cargo_tests() {

@@ -26,6 +26,13 @@ mod transport;
 
 use kernel::prelude::*;
 
+/// The module's version: the packages' (`version` of tools/rswap-server/Cargo.toml, which
+/// `make check` compares), as `modinfo -F version rswap` and /sys/module/rswap/version show
+/// it. A `.modinfo` entry, as C's `MODULE_VERSION` makes one; `module!` has no field for it.
+#[link_section = ".modinfo"]
+#[used]
+static MODULE_VERSION: [u8; 14] = *b"version=0.1.0\0";
+
 #[cfg(not(rswap_fault_injection))]
 module! {
     type: RswapModule,

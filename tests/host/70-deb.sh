@@ -176,13 +176,16 @@ t_vermagic() {
 	# A module built to be installed has no fault-injection parameter (make check builds
 	# its own with RSWAP_FAULT_INJECTION=y).
 	params=$(modinfo -F parm "$out/vm/rswap.ko" 2>&1 || true)
-	if [[ $vm == "$kver "* ]] && [ -n "$params" ] && ! grep -q '^fault_' <<<"$params"; then
-		ktap_pass; ktap_diag "${ko#"$root"}: $vm; parameters: $(cut -d: -f1 <<<"$params" | tr '\n' ' ')"
+	# Its version is the package's (without the snapshot's +git suffix).
+	mv=$(modinfo -F version "$out/vm/rswap.ko" 2>&1 || true)
+	if [[ $vm == "$kver "* ]] && [ -n "$params" ] && ! grep -q '^fault_' <<<"$params" \
+		&& [ "$mv" = "${ver%%+*}" ]; then
+		ktap_pass; ktap_diag "${ko#"$root"}: $vm; version $mv; parameters: $(cut -d: -f1 <<<"$params" | tr '\n' ' ')"
 	else
-		ktap_fail "module '${ko#"$root"}': $vm; parameters: $params"
+		ktap_fail "module '${ko#"$root"}': $vm; version '$mv' (package $ver); parameters: $params"
 	fi
 }
-ktap_test "the DKMS-built rswap.ko has vermagic $kver and no fault-injection parameter" t_vermagic
+ktap_test "the DKMS-built rswap.ko has vermagic $kver, the package's version and no fault-injection parameter" t_vermagic
 
 # the tools package's files; sets $tv, the version the guest tests expect
 t_tools() {
