@@ -7,7 +7,9 @@ use kernel::{
     block::SECTOR_SHIFT, error::to_result, page::PAGE_SIZE, prelude::*, str::CStr, sync::Arc,
 };
 
-use super::{bindings, openers::Openers, operations::Operations, tag_set::TagSet};
+use super::{
+    bindings, events::DiskEvents, openers::Openers, operations::Operations, tag_set::TagSet,
+};
 
 /// What a disk looks like.
 pub(crate) struct DiskParams<'a> {
@@ -40,6 +42,8 @@ pub(crate) struct DiskParams<'a> {
     /// a page boundary and every one but the last ends at one (a virt boundary of a
     /// page), for a driver that maps a request's pages as one range.
     pub(crate) page_contiguous: bool,
+    /// Where the driver sends the disk's change events (see [`DiskEvents`]), if it does.
+    pub(crate) events: Option<Arc<DiskEvents>>,
 }
 
 /// A live disk, visible under /dev until dropped.
@@ -57,6 +61,7 @@ pub(crate) struct DiskParams<'a> {
 pub(crate) struct Disk<T: Operations> {
     gd: NonNull<kernel::bindings::gendisk>,
     openers: Arc<Openers>,
+    events: Option<Arc<DiskEvents>>,
     #[pin]
     tag_set: TagSet<T>,
 }
@@ -95,6 +100,7 @@ impl<T: Operations> Disk<T> {
         let io_timeout_ms = params.io_timeout_ms;
         let name = params.name;
         let capacity_sectors = params.capacity >> SECTOR_SHIFT;
+        let events = params.events.clone();
         let openers = Arc::pin_init(Openers::new(), GFP_KERNEL)?;
         // The disk's reference, taken back in `drop`.
         let disk_ref = Arc::into_raw(openers.clone());
@@ -143,9 +149,13 @@ impl<T: Operations> Disk<T> {
                         unsafe { kernel::bindings::put_disk(gd.as_ptr()) };
                         return Err(e);
                     }
+                    if let Some(events) = &events {
+                        events.attach(gd);
+                    }
                     gd
                 },
                 openers,
+                events,
             }),
             GFP_KERNEL,
         );
@@ -166,6 +176,9 @@ impl<T: Operations> Disk<T> {
 #[pinned_drop]
 impl<T: Operations> PinnedDrop for Disk<T> {
     fn drop(self: Pin<&mut Self>) {
+        if let Some(events) = &self.events {
+            events.detach();
+        }
         self.openers.force_shut();
         // SAFETY: by the type invariant the disk was added; deleting waits for I/O in
         // flight and for an open in progress to end, and stops new I/O.

@@ -13,6 +13,11 @@ unsigned int rswap_blk_rq_bytes(struct request *rq)
 	return blk_rq_bytes(rq);
 }
 
+int rswap_blk_disk_change(struct gendisk *gd, char **envp)
+{
+	return kobject_uevent_env(&disk_to_dev(gd)->kobj, KOBJ_CHANGE, envp);
+}
+
 u64 rswap_blk_rq_age_ns(struct request *rq)
 {
 	if (!rq->start_time_ns)

@@ -18,6 +18,8 @@ unsigned int rswap_blk_rq_bytes(struct request *rq);
  * request), or U64_MAX if the block layer did not time it (no I/O accounting).
  */
 u64 rswap_blk_rq_age_ns(struct request *rq);
+/* A KOBJ_CHANGE uevent of @gd's device with @envp (NULL-terminated) added. Sleeps. */
+int rswap_blk_disk_change(struct gendisk *gd, char **envp);
 unsigned int rswap_blk_rq_op(struct request *rq);
 void *rswap_blk_mq_rq_to_pdu(struct request *rq);
 struct request *rswap_blk_mq_rq_from_pdu(void *pdu);

@@ -12,6 +12,7 @@
 mod bindings;
 mod disk;
 mod disk_index;
+mod events;
 mod hw_ctx;
 mod openers;
 mod operations;
@@ -20,6 +21,7 @@ mod tag_set;
 
 pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
+pub(crate) use events::DiskEvents;
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use request::{Filled, Op, RqPages, Sent, Status, TimedOutRequest};
