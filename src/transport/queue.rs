@@ -92,6 +92,35 @@ pub(crate) trait Resume: Send + Sync {
     fn resume(&self);
 }
 
+/// What happened to a queue, for whoever watches it ([`Queue::set_watcher`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueEvent {
+    /// Its link failed; it is reconnecting.
+    Recovering,
+    /// It reconnected to its region.
+    Reconnected,
+    /// It is dead: recovery failed, ran out of time, or is off. Its I/O fails.
+    Dead,
+}
+
+impl QueueEvent {
+    /// The event's word: `recovering`, `reconnected`, `dead`.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            QueueEvent::Recovering => "recovering",
+            QueueEvent::Reconnected => "reconnected",
+            QueueEvent::Dead => "dead",
+        }
+    }
+}
+
+/// Told of a queue's events, in process context (the queue's recovery work): it may
+/// sleep, and must not wait for the queue's own recovery.
+pub(crate) trait QueueWatcher: Send + Sync {
+    /// Queue `index` had `event`.
+    fn queue_event(&self, index: u16, event: QueueEvent);
+}
+
 /// What the data path should do with I/O whose link failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -140,6 +169,9 @@ pub(crate) struct Queue {
     /// Who to tell when the queue takes I/O again.
     #[pin]
     resume: SpinLock<Option<Arc<dyn Resume>>>,
+    /// Who hears of its recoveries and death, if anyone.
+    #[pin]
+    watcher: SpinLock<Option<Arc<dyn QueueWatcher>>>,
     /// Whether the queue was shut down, checked when the recovery work is queued: no work
     /// is queued after a shutdown, so the session's one flush after shutting its queues
     /// down finds all there will ever be. IRQ-safe: [`Queue::fail`] takes it in
@@ -181,6 +213,7 @@ impl Queue {
                 link <- new_spinlock!(None, "rswap::Queue::link"),
                 attempt <- new_spinlock!(None, "rswap::Queue::attempt"),
                 resume <- new_spinlock!(None, "rswap::Queue::resume"),
+                watcher <- new_spinlock!(None, "rswap::Queue::watcher"),
                 shut <- new_spinlock_irq!(false, "rswap::Queue::shut"),
                 wq,
                 work <- new_work!("rswap::Queue::work"),
@@ -246,6 +279,22 @@ impl Queue {
         let r = self.resume.lock().clone();
         if let Some(r) = r {
             r.resume();
+        }
+    }
+
+    /// Tells `w` of the queue's events from now on (`None`: nobody).
+    pub(crate) fn set_watcher(&self, w: Option<Arc<dyn QueueWatcher>>) {
+        *self.watcher.lock() = w;
+    }
+
+    /// Tells the watcher of `event`, unless the queue was shut down. Sleeps.
+    fn tell(&self, event: QueueEvent) {
+        if *self.shut.lock() {
+            return;
+        }
+        let w = self.watcher.lock().clone();
+        if let Some(w) = w {
+            w.queue_event(self.index, event);
         }
     }
 
@@ -580,9 +629,22 @@ impl WorkItem for Queue {
     fn run(this: Arc<Queue>) {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
+        let recovering = this.state.get() == State::Recovering;
+        this.tell(if recovering {
+            QueueEvent::Recovering
+        } else {
+            QueueEvent::Dead
+        });
         Self::recover(&this);
         // Live again or dead: the I/O that waited goes on (or fails) either way.
         this.resumed();
+        if recovering {
+            match this.state.get() {
+                State::Live => this.tell(QueueEvent::Reconnected),
+                State::Dead => this.tell(QueueEvent::Dead),
+                _ => {}
+            }
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use super::{
     keepalive::KeepAlive,
     link::LinkParams,
     name::Name,
-    queue::{Queue, State},
+    queue::{Queue, QueueWatcher, State},
     wire::RegionDescriptor,
 };
 use crate::kernel_ext::ReclaimWorkqueue;
@@ -38,6 +38,49 @@ pub(crate) struct Health {
     pub(crate) recoveries: u32,
     /// Requests issued again, all queues.
     pub(crate) retried: u64,
+}
+
+impl Health {
+    /// How `queues` are doing.
+    pub(crate) fn of(queues: &[Arc<Queue>]) -> Self {
+        let mut h = Health {
+            total: queues.len(),
+            live: 0,
+            recovering: 0,
+            dead: 0,
+            recoveries: 0,
+            retried: 0,
+        };
+        for q in queues {
+            h.live += usize::from(q.is_live());
+            match q.state() {
+                State::Recovering => h.recovering += 1,
+                State::Dead => h.dead += 1,
+                State::Connecting | State::Live => {}
+            }
+            h.recoveries += q.recoveries();
+            h.retried += q.retried();
+        }
+        h
+    }
+
+    /// The session's state in one word: `connected` (every queue live), `recovering`
+    /// (some reconnecting), `dead` (all dead), `disconnected` (none live, none recovering
+    /// or dead: the server closed them and each reconnects on its next I/O) or `degraded`
+    /// (some live or reconnectable, some dead).
+    pub(crate) fn summary(&self) -> &'static str {
+        if self.live == self.total {
+            "connected"
+        } else if self.recovering > 0 {
+            "recovering"
+        } else if self.dead == self.total {
+            "dead"
+        } else if self.live == 0 && self.dead == 0 {
+            "disconnected"
+        } else {
+            "degraded"
+        }
+    }
 }
 
 /// A connected client: `queue_count` queues, each on the same region, their keep-alive,
@@ -157,25 +200,16 @@ impl Session {
 
     /// How the queues are doing.
     pub(crate) fn health(&self) -> Health {
-        let mut h = Health {
-            total: self.queues.len(),
-            live: 0,
-            recovering: 0,
-            dead: 0,
-            recoveries: 0,
-            retried: 0,
-        };
+        Health::of(&self.queues)
+    }
+
+    /// Tells `w` of every queue's events from now on (`None`: nobody); see
+    /// [`QueueWatcher`]. A watcher that holds the session must be taken off before the
+    /// session can be dropped.
+    pub(crate) fn set_watcher(&self, w: Option<Arc<dyn QueueWatcher>>) {
         for q in self.queues.iter() {
-            h.live += usize::from(q.is_live());
-            match q.state() {
-                State::Recovering => h.recovering += 1,
-                State::Dead => h.dead += 1,
-                State::Connecting | State::Live => {}
-            }
-            h.recoveries += q.recoveries();
-            h.retried += q.retried();
+            q.set_watcher(w.clone());
         }
-        h
     }
 
     /// Stops the keep-alive and tears every queue down (idempotent). Sleeps.
@@ -185,6 +219,8 @@ impl Session {
         }
         for q in self.queues.iter() {
             q.shut_down();
+            // A watcher may hold the queues: it hears nothing after the shutdown anyway.
+            q.set_watcher(None);
         }
     }
 }
