@@ -218,6 +218,7 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
     let config = DiskConfig {
         settings,
         instance: t.instance,
+        target: CString::try_from_fmt(fmt!("{}", this.name.to_str()?))?,
         note: ConnectNote::new()?,
         context: this.context,
     };
@@ -348,18 +349,7 @@ impl configfs::AttributeOperations<8> for TargetConfig {
             Some(Enabled { disk, .. }) => {
                 let h = disk.health();
                 let d = disk.descriptor();
-                let summary = if h.live == h.total {
-                    "connected"
-                } else if h.recovering > 0 {
-                    "recovering"
-                } else if h.dead == h.total {
-                    "dead"
-                } else if h.live == 0 && h.dead == 0 {
-                    // The server closed the connections: each reconnects on its next I/O.
-                    "disconnected"
-                } else {
-                    "degraded"
-                };
+                let summary = h.summary();
                 writeln!(
                     w,
                     "{} queues={}/{} region={} epoch={} rkey={:#x} length={} recovering={} dead={} recoveries={} retried={}",

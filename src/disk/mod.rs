@@ -9,6 +9,7 @@
 //! then the session's queues, then the number. The data path is in [`request`].
 
 mod crypt;
+mod events;
 mod request;
 mod stats;
 
@@ -16,7 +17,7 @@ use core::fmt::Write;
 use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
-    blk::{Disk, DiskIndex, DiskParams},
+    blk::{Disk, DiskEvents, DiskIndex, DiskParams},
     kernel_ext::HmacSha256,
     settings::{ModuleContext, TargetSettings},
     transport::{
@@ -28,6 +29,7 @@ use crate::{
     },
 };
 use crypt::{DiskCrypt, CRYPT_PAGES};
+use events::EventWatcher;
 use request::Driver;
 
 pub(crate) use crate::transport::link::ConnectNote;
@@ -42,6 +44,8 @@ pub(crate) struct DiskConfig {
     pub(crate) settings: TargetSettings,
     /// Which instance of the client id this is.
     pub(crate) instance: u64,
+    /// The configfs target's name, which the disk's events carry.
+    pub(crate) target: CString,
     /// Where a queue whose connect fails says why.
     pub(crate) note: Arc<ConnectNote>,
     /// What the module gives every target: where connections find their RDMA device's
@@ -130,6 +134,10 @@ impl RemoteDisk {
         };
         let max_segments = session.max_sge().min(max_request as u32);
         let driver = Arc::new(Driver::new(session, crypt)?, GFP_KERNEL)?;
+        // The session tells the disk's watcher of its queues' events, until it shuts down.
+        let events = DiskEvents::new()?;
+        let watcher = EventWatcher::new(events.clone(), &config.target, driver.session().queues())?;
+        driver.session().set_watcher(Some(watcher));
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
@@ -147,6 +155,7 @@ impl RemoteDisk {
                 // On iWARP the transport registers a READ's pages as one range (see
                 // `transport::io`); a queue may also recover onto such a device.
                 page_contiguous: true,
+                events: Some(events.clone()),
             },
             driver.clone(),
         )?;

@@ -247,6 +247,52 @@ t_recovery_off() {
 }
 ktap_test "recovery: with recovery_ms=0 a dropped connection fails the I/O at once" t_recovery_off
 
+# Every queue event is a change uevent of the disk: recovering then reconnected for each
+# queue when the server closes the connections, dead for each with recovery off.
+t_uevents() {
+	local name bad=
+	name=$(basename $T)
+	enable_with 60000 0x4503 || ktap_skip_rest "enable failed: $(cat $T/last_error)"
+	uevents_start "$OUT/uevents.txt" || bad+="no uevent listener; "
+	closed=$(grep -c queue_closed "$OUT/server.log") r0=$(recoveries)
+	kill -USR1 "$SPID"
+	wait_closed 2 "$closed"
+	for _ in $(seq 100); do
+		[[ $(cat $T/state) == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] \
+			&& [ "$(grep -c 'RSWAP_EVENT=reconnected' "$OUT/uevents.txt")" -ge 2 ] && break
+		sleep 0.1
+	done
+	echo 0 > $T/enable
+	enable_with 0 0x4504 || bad+="enable with recovery off: $(cat $T/last_error); "
+	closed=$(grep -c queue_closed "$OUT/server.log")
+	kill -USR1 "$SPID"
+	wait_closed 2 "$closed"
+	# A dropped connection of an idle queue kills it at once with recovery off.
+	for _ in $(seq 100); do
+		[ "$(grep -c 'RSWAP_EVENT=dead' "$OUT/uevents.txt")" -ge 2 ] && break
+		sleep 0.1
+	done
+	uevents_stop
+	echo 0 > $T/enable
+	for q in 0 1; do
+		for ev in recovering reconnected dead; do
+			grep -q "^DEVNAME=rswap0 RSWAP_TARGET=$name RSWAP_QUEUE=$q RSWAP_EVENT=$ev RSWAP_STATE=[a-z]*$" \
+				"$OUT/uevents.txt" || bad+="queue $q: no $ev event; "
+		done
+	done
+	# The last event of the first round leaves the target connected; every dead one
+	# leaves it degraded or dead.
+	grep -q 'RSWAP_EVENT=reconnected RSWAP_STATE=connected$' "$OUT/uevents.txt" || bad+="no reconnected event with state connected; "
+	grep 'RSWAP_EVENT=dead' "$OUT/uevents.txt" | grep -vq 'RSWAP_STATE=\(dead\|degraded\)$' && bad+="a dead event with another state; "
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "$(grep -c RSWAP_EVENT "$OUT/uevents.txt") events: $(grep RSWAP_EVENT "$OUT/uevents.txt" | cut -d' ' -f3- | tr '\n' ';')"
+	else
+		ktap_fail "$bad; $(cat "$OUT/uevents.txt" | tr '\n' ';')"
+	fi
+}
+ktap_test "events: each queue's recovering, reconnected (server closes the connections) and dead (recovery_ms=0) is a change uevent of /dev/rswap0 with RSWAP_TARGET, RSWAP_QUEUE, RSWAP_EVENT and RSWAP_STATE" t_uevents
+
 # The server dies under writes and stays away: the queues see it at once (the dead
 # process's connections are torn down) or from the keep-alive, try to reconnect for
 # recovery_ms, then the writes fail.

@@ -162,6 +162,30 @@ wait_swapping() {
 	echo $(( $(vm pswpout) - $2 ))
 }
 
+# uevents_start FILE: records rswap's uevents (a `change` of /dev/rswapN with RSWAP_EVENT)
+# into FILE as they come, one line each ("DEVNAME=.. RSWAP_TARGET=.. RSWAP_QUEUE=..
+# RSWAP_EVENT=.. RSWAP_STATE=.."), until uevents_stop; returns once it listens.
+uevents_start() {
+	: > "$1"
+	python3 - "$1" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 15)  # NETLINK_KOBJECT_UEVENT
+s.bind((0, 1))  # the kernel's multicast group
+out = open(sys.argv[1], "a")
+print("listening", file=out, flush=True)
+keys = ("DEVNAME", "RSWAP_TARGET", "RSWAP_QUEUE", "RSWAP_EVENT", "RSWAP_STATE")
+while True:
+    parts = s.recv(1 << 16).split(b"\0")
+    env = dict(p.decode(errors="replace").split("=", 1) for p in parts[1:] if b"=" in p)
+    if "RSWAP_EVENT" in env:
+        print(" ".join(f"{k}={env.get(k, '')}" for k in keys), file=out, flush=True)
+PY
+	UEVENTS_PID=$!
+	for _ in $(seq 100); do grep -q '^listening' "$1" && return 0; sleep 0.1; done
+	return 1
+}
+uevents_stop() { kill "$UEVENTS_PID" 2>/dev/null; wait "$UEVENTS_PID" 2>/dev/null; true; }
+
 # A numeric field of target $1's state line, e.g. state_field $T recoveries.
 state_field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1/state"; }
 
