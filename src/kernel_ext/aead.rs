@@ -79,10 +79,11 @@ unsafe impl Send for AesGcm {}
 unsafe impl Sync for AesGcm {}
 
 impl AesGcm {
-    /// A transform keyed with fresh random bytes. Sleeps.
+    /// A transform keyed with fresh random bytes, once the kernel's random number
+    /// generator is seeded. Sleeps.
     pub(crate) fn with_random_key() -> Result<Self> {
         let mut key = [0u8; KEY_LEN];
-        super::random_bytes(&mut key);
+        super::random_key_bytes(&mut key)?;
         // SAFETY: `key` is valid for `KEY_LEN` bytes; the function copies it.
         let tfm = from_err_ptr(unsafe { rswap_aes_gcm_new(key.as_ptr(), KEY_LEN as u32) });
         // The transform has its own copy (expanded); wipe this one.

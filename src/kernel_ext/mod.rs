@@ -37,6 +37,16 @@ pub(crate) fn random_bytes(buf: &mut [u8]) {
     unsafe { kernel::bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
 }
 
+/// Fills `buf` with random bytes once the kernel's random number generator is seeded
+/// (`get_random_bytes_wait`): for keys, which must not come from an unseeded generator
+/// early after boot. Sleeps until then; `ERESTARTSYS` if a signal comes first.
+pub(crate) fn random_key_bytes(buf: &mut [u8]) -> kernel::error::Result {
+    // SAFETY: no preconditions; sleeps, which the callers may.
+    kernel::error::to_result(unsafe { kernel::bindings::wait_for_random_bytes() })?;
+    random_bytes(buf);
+    Ok(())
+}
+
 /// The number of possible CPU ids (an upper bound on online CPUs).
 pub(crate) fn nr_cpus() -> u32 {
     kernel::cpu::nr_cpu_ids()
