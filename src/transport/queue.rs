@@ -483,6 +483,9 @@ impl Queue {
         let Some((region, max_sge)) = *this.region.lock() else {
             return;
         };
+        if this.state.get() == State::Recovering {
+            this.tell(QueueEvent::Recovering);
+        }
         let start = Instant::<Monotonic>::now();
         let mut attempts = 0u32;
         loop {
@@ -630,20 +633,15 @@ impl WorkItem for Queue {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
         let recovering = this.state.get() == State::Recovering;
-        this.tell(if recovering {
-            QueueEvent::Recovering
-        } else {
-            QueueEvent::Dead
-        });
+        // Tells of `Recovering` once the old link is retired.
         Self::recover(&this);
-        // Live again or dead: the I/O that waited goes on (or fails) either way.
+        // Live again or dead: the I/O that waited goes on (or fails) either way, and only
+        // then is the event told (its uevent allocates and may take a while).
         this.resumed();
-        if recovering {
-            match this.state.get() {
-                State::Live => this.tell(QueueEvent::Reconnected),
-                State::Dead => this.tell(QueueEvent::Dead),
-                _ => {}
-            }
+        match this.state.get() {
+            State::Live if recovering => this.tell(QueueEvent::Reconnected),
+            State::Dead => this.tell(QueueEvent::Dead),
+            _ => {}
         }
     }
 }
