@@ -313,11 +313,12 @@ pub(crate) unsafe trait HasCqe {
 ///
 /// ```ignore
 /// impl_has_cqe! { impl HasCqe for RequestData { self.cqe } }
+/// impl_has_cqe! { impl<D> HasCqe for Slot<D> { self.cqe } }
 /// ```
 macro_rules! impl_has_cqe {
-    (impl HasCqe for $type:ty { self.$field:ident }) => {
+    (impl $(<$($g:ident),*>)? HasCqe for $type:ty { self.$field:ident }) => {
         // SAFETY: both functions use the same field, so `from_cqe` inverts `raw_cqe`.
-        unsafe impl $crate::ib::cqe::HasCqe for $type {
+        unsafe impl $(<$($g),*>)? $crate::ib::cqe::HasCqe for $type {
             unsafe fn raw_cqe(this: *mut Self) -> *mut $crate::ib::cqe::Cqe {
                 // SAFETY: `this` points to a valid `Self` (the caller's guarantee).
                 unsafe { &raw mut (*this).$field }

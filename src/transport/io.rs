@@ -26,7 +26,7 @@ use super::{
 };
 use crate::{
     ib::{
-        cqe::{Cqe, CqeOwner, HasCqe, SgeList, Wc},
+        cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
         dma::{Direction, MappedSg, SgDma, Sge},
         qp::RdmaOp,
     },
@@ -80,18 +80,7 @@ impl<D> IoSlot<D> {
     }
 }
 
-// SAFETY: both functions use the `cqe` field, so `from_cqe` inverts `raw_cqe`.
-unsafe impl<D> HasCqe for IoSlot<D> {
-    unsafe fn raw_cqe(this: *mut Self) -> *mut Cqe {
-        // SAFETY: `this` points to a valid `Self` (the caller's guarantee).
-        unsafe { &raw mut (*this).cqe }
-    }
-
-    unsafe fn from_cqe(cqe: *mut Cqe) -> *mut Self {
-        // SAFETY: `cqe` is the field of a valid `Self` (the caller's guarantee).
-        unsafe { kernel::container_of!(cqe, Self, cqe) }
-    }
-}
+impl_has_cqe! { impl<D> HasCqe for IoSlot<D> { self.cqe } }
 
 impl<D> SgeList for IoSlot<D> {
     fn sges(&self) -> &[Sge] {
