@@ -104,6 +104,14 @@ tally "host: tests/lib/ktap.sh" "$o"
 mkdir -p "$out/guest"
 gcc -O2 -Wall -o "$out/guest/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
 	|| result fail "host: build tests/bench/swapload.c"
+# The workload's own check: a rewrite phase that ends with 0 bad pages, and a flipped bit
+# found by the one verify pass left.
+if o=$("$out/guest/swapload" 4 1 1 2>&1) && grep -q '"rewrites": [1-9].*"bad_pages": 0' <<<"$o" \
+	&& ! SWAPLOAD_CORRUPT=1 SWAPLOAD_PASSES=1 "$out/guest/swapload" 4 1 1 >/dev/null 2>&1; then
+	result ok "host: swapload: a 1 s random-order rewrite phase, 0 bad pages; a flipped bit is caught"
+else
+	result fail "host: swapload: a 1 s random-order rewrite phase, 0 bad pages; a flipped bit is caught" "$o"
+fi
 # shellcheck disable=SC2206
 suites=(${RSWAP_SUITES:-$(cd "$RSWAP_TOP" && ls tests/guest/[0-9][0-9]-*.sh)})
 log "booting the $KERNEL guest for ${#suites[@]} suites: ${suites[*]}"

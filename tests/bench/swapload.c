@@ -2,19 +2,27 @@
 /*
  * swapload: the benchmark's swap workload.
  *
- *   swapload MIB [SEED]
+ *   swapload MIB [SEED [REWRITE_S]]
  *
  * Allocates MIB MiB of anonymous memory, writes a checksummed pattern to every page, then
  * verifies every page twice (first pass forwards, second pass with a page stride so that
  * swap readahead helps less), and exits non-zero on the first mismatch. Run it in a
  * cgroup whose memory.max is below MIB so that the pages go through swap.
  *
+ * With REWRITE_S, a sustained load comes between the write and the verify passes: for
+ * REWRITE_S seconds it picks pages in a pseudo-random order, checks each and writes it
+ * again with its next generation's pattern, so that pages keep going out to swap dirty
+ * and coming back in. The verify passes then expect each page's last generation.
+ *
  * Each page holds 511 pseudo-random 64-bit words derived from (seed, page index) and, in
  * its last word, a checksum of the other 511 words mixed with the page index; a page that
  * comes back with stale, shifted or another page's content fails the check.
  *
- * SWAPLOAD_CORRUPT=1 in the environment flips one bit after the write phase, to show that
- * the check catches it (exit 1).
+ * SWAPLOAD_PASSES=0 or 1 in the environment runs only that many of the two verify passes
+ * (after a rewrite phase, whose checks already read pages back from swap).
+ *
+ * SWAPLOAD_CORRUPT=1 in the environment flips one bit after the write (and rewrite) phase,
+ * to show that the check catches it (exit 1).
  *
  * Prints one line of JSON on stdout: the phases' wall times, major/minor faults (getrusage)
  * and the number of bad pages.
@@ -46,6 +54,12 @@ static uint64_t mix(uint64_t x)
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
 	return x ^ (x >> 31);
+}
+
+/* The seed of generation GEN of a page: generation 0 is the run's seed. */
+static uint64_t gen_seed(uint64_t seed, uint16_t gen)
+{
+	return gen ? mix(seed + gen) : seed;
 }
 
 static void fill_page(uint64_t *p, size_t words, uint64_t seed, uint64_t idx)
@@ -80,8 +94,11 @@ int main(int argc, char **argv)
 {
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE), words = WORDS_PER_PAGE(ps);
 	unsigned long mib;
-	uint64_t seed, npages, i, bad = 0, first_bad = UINT64_MAX;
-	double t0, t_write, t_v1, t_v2;
+	uint64_t seed, npages, i, bad = 0, first_bad = UINT64_MAX, rewrites = 0, rnd;
+	double t0, t_write, t_rw, t_v1, t_v2, rewrite_s;
+	const char *passes_env = getenv("SWAPLOAD_PASSES");
+	int passes = passes_env ? atoi(passes_env) : 2;
+	uint16_t *gen;
 	struct rusage ru;
 	char *mem;
 	uint64_t stride;
@@ -91,7 +108,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed;
+	rewrite_s = argc > 3 ? strtod(argv[3], NULL) : 0;
 	npages = (uint64_t)mib * 1024 * 1024 / ps;
+	gen = calloc(npages, sizeof(*gen));
+	if (!gen) {
+		fprintf(stderr, "swapload: no memory for %llu generations\n", (unsigned long long)npages);
+		return 2;
+	}
 	mem = mmap(NULL, npages * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		fprintf(stderr, "swapload: mmap %lu MiB: %s\n", mib, strerror(errno));
@@ -102,13 +125,32 @@ int main(int argc, char **argv)
 	for (i = 0; i < npages; i++)
 		fill_page((uint64_t *)(mem + i * ps), words, seed, i);
 	t_write = now();
+
+	/* The rewrite phase: pseudo-random pages, checked then written again. */
+	rnd = mix(seed ^ 0x7e3a11);
+	while (rewrite_s > 0 && now() - t_write < rewrite_s) {
+		for (i = 0; i < 256; i++) {
+			uint64_t pg;
+
+			rnd = mix(rnd);
+			pg = rnd % npages;
+			if (check_page((uint64_t *)(mem + pg * ps), words, gen_seed(seed, gen[pg]), pg)) {
+				if (!bad++)
+					first_bad = pg;
+			}
+			gen[pg]++;
+			fill_page((uint64_t *)(mem + pg * ps), words, gen_seed(seed, gen[pg]), pg);
+			rewrites++;
+		}
+	}
+	t_rw = now();
 	/* Self-test of the checker: SWAPLOAD_CORRUPT=1 flips one bit in the middle page. */
 	if (getenv("SWAPLOAD_CORRUPT"))
 		((uint64_t *)(mem + (npages / 2) * ps))[7] ^= 1;
 
 	/* Pass 1: in order. */
-	for (i = 0; i < npages; i++) {
-		if (check_page((uint64_t *)(mem + i * ps), words, seed, i)) {
+	for (i = 0; passes >= 1 && i < npages; i++) {
+		if (check_page((uint64_t *)(mem + i * ps), words, gen_seed(seed, gen[i]), i)) {
 			if (!bad++)
 				first_bad = i;
 		}
@@ -119,10 +161,10 @@ int main(int argc, char **argv)
 	stride = 257;
 	while (npages % stride == 0)
 		stride += 2;
-	for (i = 0; i < npages; i++) {
+	for (i = 0; passes >= 2 && i < npages; i++) {
 		uint64_t pg = (i * stride) % npages;
 
-		if (check_page((uint64_t *)(mem + pg * ps), words, seed, pg)) {
+		if (check_page((uint64_t *)(mem + pg * ps), words, gen_seed(seed, gen[pg]), pg)) {
 			if (!bad++)
 				first_bad = pg;
 		}
@@ -130,11 +172,15 @@ int main(int argc, char **argv)
 	t_v2 = now();
 
 	getrusage(RUSAGE_SELF, &ru);
-	printf("{\"mib\": %lu, \"pages\": %llu, \"write_s\": %.3f, \"verify1_s\": %.3f, "
-	       "\"verify2_s\": %.3f, \"total_s\": %.3f, \"majflt\": %ld, \"minflt\": %ld, "
-	       "\"bad_pages\": %llu}\n",
-	       mib, (unsigned long long)npages, t_write - t0, t_v1 - t_write, t_v2 - t_v1,
-	       t_v2 - t0, ru.ru_majflt, ru.ru_minflt, (unsigned long long)bad);
+	printf("{\"mib\": %lu, \"pages\": %llu, \"write_s\": %.3f, ", mib,
+	       (unsigned long long)npages, t_write - t0);
+	if (rewrite_s > 0)
+		printf("\"rewrite_s\": %.3f, \"rewrites\": %llu, ", t_rw - t_write,
+		       (unsigned long long)rewrites);
+	printf("\"verify1_s\": %.3f, \"verify2_s\": %.3f, \"total_s\": %.3f, \"majflt\": %ld, "
+	       "\"minflt\": %ld, \"bad_pages\": %llu}\n",
+	       t_v1 - t_rw, t_v2 - t_v1, t_v2 - t0, ru.ru_majflt, ru.ru_minflt,
+	       (unsigned long long)bad);
 	if (bad) {
 		fprintf(stderr, "swapload: %llu bad page checks, first at page %llu\n",
 			(unsigned long long)bad, (unsigned long long)first_bad);
