@@ -185,12 +185,6 @@ t_teardown() {
 }
 ktap_test "mirror: mdadm --stop, disable and rmmod work" t_teardown
 
-t_dmesg() {
-	n=$(dmesg_alloc_failures)
-	[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
-	dmesg_note_rxe_races
-	ktap_check dmesg_clean
-}
-ktap_test "dmesg: no BUG/WARNING/Oops in the mirror tests" t_dmesg
+ktap_test "dmesg: no BUG/WARNING/Oops in the mirror tests" dmesg_check_noting
 
 ktap_run setup

@@ -69,6 +69,16 @@ dmesg_note_rxe_races() {
 dmesg_alloc_failures() {
 	dmesg | awk '/rswap-test-mark:/ { n = 0; next } /page allocation failure:/ { n++ } END { print n + 0 }'
 }
+# dmesg_check_noting: a suite's closing dmesg test, for suites that run memory short:
+# the atomic allocation failures and known soft-RoCE race reports since the last mark as
+# diagnostics, then the result of dmesg_clean.
+dmesg_check_noting() {
+	local n
+	n=$(dmesg_alloc_failures)
+	[ "$n" = 0 ] || ktap_diag "$n atomic allocation failures reported by the kernel (memory pressure, not counted as a kernel bug)"
+	dmesg_note_rxe_races
+	ktap_check dmesg_clean
+}
 # Print bad lines logged after the last mark; succeed when there are none.
 dmesg_clean() {
 	local bad
