@@ -6,9 +6,10 @@
 //!
 //! - A hello (kind 1) from a listed client id and an allowed address gets a
 //!   challenge: a random server nonce, remembered with the hello ([`Challenges`]).
-//! - A proof (kind 2) uses up its challenge and, if it is fresh, matches its hello,
-//!   comes from the hello's address and carries the right MAC, is admitted as the
-//!   hello's instance, with what the server needs to prove itself ([`Proven`]).
+//! - A proof (kind 2) that names a fresh challenge, matches its hello, comes from
+//!   the hello's address and carries the right MAC uses the challenge up and is
+//!   admitted as the hello's instance, with what the server needs to prove itself
+//!   ([`Proven`]). A proof that fails any of these leaves the challenge to its owner.
 //! - A request without authentication (kind 3) is admitted only by a server started
 //!   with `--insecure`, and never for a client id that has a secret.
 //!
@@ -145,7 +146,10 @@ impl Gate {
                 )
             }
             Auth::Proof { server_nonce, mac } => {
-                let c = match self.challenges.take(server_nonce, now) {
+                // Looked up, not taken: only a proof that passes every check below
+                // uses the challenge up, so that one naming the owner's nonce (sent in
+                // clear) from elsewhere, or with a wrong MAC, cannot spend it.
+                let c = match self.challenges.lookup(server_nonce, now) {
                     Taken::Valid(c) => c,
                     Taken::Expired => {
                         return refuse(RejectCode::AuthFailed, "challenge expired");
@@ -189,6 +193,7 @@ impl Gate {
                 if !wire::mac_eq(&want, &mac) {
                     return refuse(RejectCode::AuthFailed, "wrong proof");
                 }
+                self.challenges.take(server_nonce, now);
                 Decision::Admit {
                     instance: c.instance,
                     proven: Some(Proven {
@@ -372,8 +377,12 @@ mod tests {
         let peer = ip("192.0.2.9");
         let mut g = gate(true);
         let h = hello(1);
-        // Every challenge issued here is used up before the next one is.
-        let issue = |g: &mut Gate| challenged(&g.check(&h, peer, t0, counter(1000)));
+        // Each challenge under a new nonce: those refused proofs leave are still there.
+        let nonces = std::cell::Cell::new(1000u64);
+        let issue = |g: &mut Gate| {
+            nonces.set(nonces.get() + 1);
+            challenged(&g.check(&h, peer, t0, counter(nonces.get() - 1)))
+        };
 
         // Unknown nonce.
         let v = g.check(&proof(&h, 4242), peer, t0, counter(0));
@@ -385,7 +394,8 @@ mod tests {
             refused(&g.check(&proof(&h, n), peer, late, counter(0))),
             Some((RejectCode::AuthFailed, "challenge expired"))
         );
-        // Fields differing from the hello's: BadRequest, and the challenge is used up.
+        // Fields differing from the hello's: BadRequest, and the challenge is left to
+        // the right proof.
         for other in [
             ConnectRequest { client_id: 2, ..h },
             ConnectRequest {
@@ -409,6 +419,13 @@ mod tests {
                 "{other:?}"
             );
             let p = proof(&h, n);
+            assert!(
+                matches!(
+                    g.check(&p, peer, t0, counter(0)),
+                    Decision::Admit { instance: 77, .. }
+                ),
+                "the right proof after {other:?}"
+            );
             assert_eq!(
                 refused(&g.check(&p, peer, t0, counter(0))).map(|r| r.0),
                 Some(RejectCode::AuthFailed),
@@ -448,7 +465,63 @@ mod tests {
             refused(&g.check(&p, peer, t0, counter(0))),
             Some((RejectCode::AuthFailed, "wrong proof"))
         );
+        // The challenges of the last three refused proofs are left to the right ones.
+        assert_eq!(g.outstanding(), 3);
+    }
+
+    /// Whoever saw the owner's challenge go by (its nonce travels in clear) sends
+    /// proofs naming it: from another address, from the owner's address with a wrong
+    /// MAC, with other fields. Each is refused, and the owner's proof is admitted.
+    #[test]
+    fn a_proof_that_fails_does_not_spend_the_owners_challenge() {
+        let t0 = Instant::now();
+        let (a, b) = (ip("198.51.100.1"), ip("198.51.100.2"));
+        let mut g = gate(false);
+        let h = hello(1);
+        let n = challenged(&g.check(&h, a, t0, counter(0)));
+        let forge = |r: &ConnectRequest| ConnectRequest {
+            auth: Auth::Proof {
+                server_nonce: n,
+                mac: [0x5a; wire::CLIENT_MAC_LEN],
+            },
+            ..*r
+        };
+        let forged = [
+            (forge(&h), b, RejectCode::AuthFailed),
+            (forge(&h), a, RejectCode::AuthFailed),
+            (proof(&h, n), b, RejectCode::AuthFailed),
+            (
+                forge(&ConnectRequest { client_id: 2, ..h }),
+                b,
+                RejectCode::BadRequest,
+            ),
+            (
+                forge(&ConnectRequest {
+                    requested_size: 2 << 20,
+                    ..h
+                }),
+                a,
+                RejectCode::BadRequest,
+            ),
+        ];
+        for (p, from, code) in &forged {
+            let v = g.check(p, *from, t0, counter(0));
+            assert_eq!(refused(&v).map(|r| r.0), Some(*code), "{p:?} from {from:?}");
+            assert_eq!(g.outstanding(), 1, "{p:?} spent the owner's challenge");
+        }
+        match g.check(&proof(&h, n), a, t0 + Duration::from_secs(1), counter(0)) {
+            Decision::Admit {
+                instance: 77,
+                proven: Some(_),
+            } => {}
+            other => panic!("the owner's proof after forged ones: {other:?}"),
+        }
+        // The proof that passed used it up.
         assert_eq!(g.outstanding(), 0);
+        assert_eq!(
+            refused(&g.check(&proof(&h, n), a, t0, counter(0))).map(|r| r.0),
+            Some(RejectCode::AuthFailed)
+        );
     }
 
     #[test]

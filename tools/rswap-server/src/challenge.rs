@@ -3,8 +3,11 @@
 //! Challenges the server has issued and not seen answered: what each hello asked
 //! for, under the random server nonce sent back to it.
 //!
-//! A challenge is used up by the first proof that names it, right or wrong, and
-//! lives at most [`LIFETIME`]. The table is bounded, so that a flood of hellos costs
+//! A challenge is used up only by a proof that passes every check (its hello's
+//! fields and source address, and the MAC): a proof is checked against it first
+//! ([`Challenges::lookup`]) and only then is it taken ([`Challenges::take`]), so that
+//! a proof that fails, from whoever saw the nonce go by in clear, cannot spend the
+//! owner's challenge. A challenge lives at most [`LIFETIME`]. The table is bounded, so that a flood of hellos costs
 //! a fixed amount of memory, and its evictions are charged to the address that
 //! floods (client ids are public and a hello needs no secret, so the client id alone
 //! cannot be what is charged):
@@ -72,7 +75,8 @@ pub(crate) struct Challenge {
     pub(crate) issued: Instant,
 }
 
-/// What looking up a proof's server nonce found. Either way the challenge is gone.
+/// What looking up a proof's server nonce found. An expired challenge is gone after
+/// it; a valid one is gone after [`Challenges::take`] only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Taken {
     /// A challenge within its lifetime.
@@ -199,6 +203,23 @@ impl Challenges {
         }
         self.by_nonce.insert(nonce, (seq, c));
         Ok(evicted)
+    }
+
+    /// Looks up the challenge of `nonce` at `now` without using it up (an expired one
+    /// is dropped): a proof is checked against what it returns, and only a proof that
+    /// passes takes it ([`Self::take`]).
+    pub(crate) fn lookup(&mut self, nonce: u64, now: Instant) -> Taken {
+        let expired = match self.by_nonce.get(&nonce) {
+            None => return Taken::Unknown,
+            Some((_, c)) => self.expired(c, now),
+        };
+        if expired {
+            self.remove(nonce);
+            return Taken::Expired;
+        }
+        self.by_nonce
+            .get(&nonce)
+            .map_or(Taken::Unknown, |(_, c)| Taken::Valid(c.clone()))
     }
 
     /// Takes the challenge of `nonce` out of the table (single use) and says whether it
@@ -352,6 +373,30 @@ mod tests {
         // Used up: a replay finds nothing.
         assert_eq!(t.take(11, t0), Taken::Unknown);
         assert_eq!(t.take(12, t0), Taken::Unknown);
+        assert_eq!(t.len(), 0);
+        consistent(&t);
+    }
+
+    #[test]
+    fn lookup_leaves_the_challenge_to_the_proof_that_passes() {
+        let t0 = Instant::now();
+        let mut t = Challenges::default();
+        t.issue(11, ch(1, t0)).expect("issue");
+        // Looked up any number of times (proofs that fail their checks): still there.
+        for _ in 0..3 {
+            assert_eq!(t.lookup(11, t0), Taken::Valid(ch(1, t0)));
+        }
+        assert_eq!(t.lookup(12, t0), Taken::Unknown);
+        assert_eq!(t.len(), 1);
+        consistent(&t);
+        // The proof that passes takes it.
+        assert_eq!(t.take(11, t0), Taken::Valid(ch(1, t0)));
+        assert_eq!(t.lookup(11, t0), Taken::Unknown);
+        // An expired one is dropped by the lookup.
+        t.issue(13, ch(1, t0)).expect("issue");
+        let late = t0 + LIFETIME + Duration::from_millis(1);
+        assert_eq!(t.lookup(13, late), Taken::Expired);
+        assert_eq!(t.lookup(13, t0), Taken::Unknown);
         assert_eq!(t.len(), 0);
         consistent(&t);
     }

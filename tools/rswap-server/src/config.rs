@@ -674,7 +674,7 @@ struct ClientArgs {
 
     /// With --flood: every hello names --client-id instead of a random id.
     ///
-    /// A listed id is then challenged every time and each challenge is used up by a
+    /// A listed id is then challenged every time and each challenge answered by a
     /// proof with a random MAC (refused, AuthFailed).
     #[arg(long)]
     flood_id: bool,
