@@ -189,6 +189,37 @@ t_replay() {
 }
 ktap_test "auth: a replayed proof is rejected with AuthFailed" t_replay
 
+# Forged proofs: the server nonce travels in clear, so a host that sees a challenge go by
+# can send a proof naming it. rswap-testclient, as the owner of $ID2, reconnects (two
+# queues, five times); before each of its proofs it sends one with a random MAC naming
+# the same challenge from $IP2 (another address of this host) and one from its own
+# address. Each forged one is refused, and the owner's proof after them is admitted.
+t_forged_proofs() {
+	other0=$(grep -c 'why="proof from another address than its hello"' "$OUT/server.log")
+	wrong0=$(grep -c 'why="wrong proof"' "$OUT/server.log")
+	ip addr add $IP2/24 dev eth0
+	runs=5 ok=0 fails=
+	for _ in $(seq $runs); do
+		client --client-id $ID2 --size 4M --queues 2 --secret "$SECRET2" --test-forge-proofs-from $IP2
+		if [ $CS = 0 ] && [ "$(grep -c '^queue=[01] forged=2 refused=AuthFailed,AuthFailed$' <<<"$CO")" = 2 ]; then
+			ok=$((ok + 1))
+		else
+			fails="exit $CS: $CO"
+		fi
+	done
+	ip addr del $IP2/24 dev eth0
+	other=$(( $(grep -c 'why="proof from another address than its hello"' "$OUT/server.log") - other0 ))
+	wrong=$(( $(grep -c 'why="wrong proof"' "$OUT/server.log") - wrong0 ))
+	if [ $ok = $runs ] && [ "$other" = $((2 * runs)) ] && [ "$wrong" = $((2 * runs)) ]; then
+		ktap_pass
+		ktap_diag "$runs connects of 2 queues, each after 2 forged proofs: all admitted" \
+			"server log: $other proofs from another address, $wrong wrong proofs refused"
+	else
+		ktap_fail "$ok of $runs connects admitted; refused in the log: $other from another address, $wrong wrong; last failure: $fails"
+	fi
+}
+ktap_test "auth: forged proofs naming the owner's challenge (from a second address, and a wrong MAC from its own) are refused and do not spend it: the owner authenticates on every reconnect" t_forged_proofs
+
 # A target with a secret the server does not have for its id.
 t_server_lacks_secret() {
 	mkdir $W

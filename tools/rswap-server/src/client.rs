@@ -7,6 +7,7 @@
 //! client ids or with `--flood-id` for its own), from any local address (`--source`).
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -314,6 +315,9 @@ fn connect_queue(
             ))
         }
     };
+    if let Some(from) = cfg.forge_from {
+        forge_proofs(cfg, chan, pd, &hello, server_nonce, from)?;
+    }
     let mac = crypto::client_mac(secret, &hello, cfg.instance, &client_nonce, server_nonce);
     let proof = request(cfg, index, Auth::Proof { server_nonce, mac });
     let proof_bytes = request_bytes(cfg, &proof);
@@ -339,6 +343,62 @@ fn connect_queue(
             "{q}: the server answered a proof with another challenge"
         )),
     }
+}
+
+/// `--test-forge-proofs-from`: proofs with a random MAC that name `server_nonce`, the
+/// challenge of `hello`, from `from` and from the client's own address, as a host that
+/// saw the nonce go by would send them; each must be refused. Prints `queue=I forged=2
+/// refused=REASON,REASON`.
+fn forge_proofs(
+    cfg: &ClientConfig,
+    chan: &EventChannel,
+    pd: &mut Option<Pd>,
+    hello: &ConnectRequest,
+    server_nonce: u64,
+    from: IpAddr,
+) -> Result<(), String> {
+    let q = format!("queue {}", hello.queue_index);
+    let mut reasons = Vec::new();
+    for source in [Some(from), cfg.source] {
+        let mut mac = [0u8; CLIENT_MAC_LEN];
+        put(
+            &mut mac,
+            0,
+            &crypto::random_nonce().map_err(|e| format!("{q}: no random numbers: {e}"))?,
+        );
+        let forged = ConnectRequest {
+            auth: Auth::Proof { server_nonce, mac },
+            ..*hello
+        };
+        let by = ClientConfig {
+            source,
+            ..cfg.clone()
+        };
+        match attempt(
+            &by,
+            chan,
+            pd,
+            hello.queue_index,
+            &request_bytes(cfg, &forged),
+        )? {
+            Attempt::Refused(r) => reasons.push(r.code.name()),
+            Attempt::Established(_) => {
+                return Err(format!("{q}: the server accepted a forged proof"));
+            }
+            Attempt::Challenge(_) => {
+                return Err(format!(
+                    "{q}: the server answered a forged proof with a challenge"
+                ));
+            }
+        }
+    }
+    println!(
+        "queue={} forged={} refused={}",
+        hello.queue_index,
+        reasons.len(),
+        reasons.join(",")
+    );
+    Ok(())
 }
 
 fn print_desc(index: u16, d: &RegionDescriptor, authenticated: bool) {

@@ -600,6 +600,9 @@ pub(crate) struct ClientConfig {
     pub(crate) flood_id: bool,
     /// Connect from this local address (`--source`; default: the routing table's).
     pub(crate) source: Option<IpAddr>,
+    /// Before each proof, forged proofs naming its challenge from this address and
+    /// from the client's own (`--test-forge-proofs-from`).
+    pub(crate) forge_from: Option<IpAddr>,
 }
 
 /// Default `--instance`: the same for every run, so that a test that reconnects with a
@@ -686,6 +689,15 @@ struct ClientArgs {
     /// --connect; an IPv6 source takes --connect's scope id.
     #[arg(long, value_name = "ADDR", value_parser = parse_source, allow_hyphen_values = true)]
     source: Option<IpAddr>,
+
+    /// Test only, with a secret: before each proof, send forged proofs that name its
+    /// challenge (a random MAC) from ADDR and from the client's own address, as a host
+    /// that saw the server nonce go by would.
+    ///
+    /// Each must be refused, and the client's own proof is then sent. Prints
+    /// queue=I forged=2 refused=REASON,REASON per queue.
+    #[arg(long, value_name = "ADDR", value_parser = parse_source, allow_hyphen_values = true)]
+    test_forge_proofs_from: Option<IpAddr>,
 
     /// Protocol version to send (1 sends a 32-byte version-1 request); for tests.
     #[arg(long, value_name = "V", value_parser = parse_num::<u16>, allow_hyphen_values = true,
@@ -818,12 +830,19 @@ fn client_config(a: ClientArgs) -> Result<ClientConfig, String> {
     if a.flood_id && a.flood.is_none() {
         return Err("--flood-id needs --flood N".into());
     }
+    if a.test_forge_proofs_from.is_some() && secret.is_none() && a.secret_file.is_none() {
+        return Err("--test-forge-proofs-from needs a secret (--secret or --secret-file)".into());
+    }
     let connect = a
         .connect
         .ok_or("--connect ADDR[:PORT] is required (see --help)")?;
-    if a.source.is_some_and(|s| s.is_ipv4() != connect.is_ipv4()) {
+    if [a.source, a.test_forge_proofs_from]
+        .iter()
+        .flatten()
+        .any(|s| s.is_ipv4() != connect.is_ipv4())
+    {
         return Err(
-            "--source and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
+            "--source (or --test-forge-proofs-from) and --connect must both be IPv4 addresses or both IPv6 addresses".into(),
         );
     }
     Ok(ClientConfig {
@@ -849,6 +868,7 @@ fn client_config(a: ClientArgs) -> Result<ClientConfig, String> {
         flood: a.flood,
         flood_id: a.flood_id,
         source: a.source,
+        forge_from: a.test_forge_proofs_from,
     })
 }
 
@@ -1519,6 +1539,12 @@ mod tests {
             panic!("did not parse");
         };
         assert_eq!((c.flood, c.flood_id, c.client_id), (Some(5), true, 1));
+        assert_eq!(c.forge_from, None);
+        let Ok(Parsed::Run(c)) = with(&["--secret", hex, "--test-forge-proofs-from", "192.0.2.3"])
+        else {
+            panic!("did not parse");
+        };
+        assert_eq!(c.forge_from, Some("192.0.2.3".parse().expect("ip")));
         for (reason, code) in [
             ("AuthFailed", RejectCode::AuthFailed),
             ("authrequired", RejectCode::AuthRequired),
@@ -1557,6 +1583,14 @@ mod tests {
             (vec!["--expect-reject", "11"], "unknown reason"),
             (vec!["--flood-id"], "--flood-id needs --flood N"),
             (vec!["--flood-id=1", "--flood", "3"], "takes no value"),
+            (
+                vec!["--test-forge-proofs-from", "192.0.2.3"],
+                "--test-forge-proofs-from needs a secret",
+            ),
+            (
+                vec!["--secret", hex, "--test-forge-proofs-from", "::1"],
+                "must both be IPv4",
+            ),
         ] {
             let e = with(&extra).expect_err("accepted");
             assert!(e.contains(want), "{extra:?}: {e:?} lacks {want:?}");

@@ -465,7 +465,7 @@ const SERVER_OPTS: [&str; 19] = [
 
 const SERVER_REQUIRED: [&str; 5] = ["--listen", "192.0.2.1:7471", "--size", "1G", "--insecure"];
 
-const CLIENT_OPTS: [&str; 25] = [
+const CLIENT_OPTS: [&str; 26] = [
     "--help",
     "-h",
     "--version",
@@ -491,6 +491,7 @@ const CLIENT_OPTS: [&str; 25] = [
     "--flood",
     "--flood-id",
     "--source",
+    "--test-forge-proofs-from",
 ];
 
 const CLIENT_REQUIRED: [&str; 6] = [
@@ -806,6 +807,8 @@ proptest! {
                 prop_assert!(c.flood.is_none_or(|n| n >= 1));
                 prop_assert!(!c.flood_id || c.flood.is_some());
                 prop_assert!(c.source.is_none_or(|s| s.is_ipv4() == c.connect.is_ipv4()));
+                prop_assert!(c.forge_from.is_none_or(|s| s.is_ipv4() == c.connect.is_ipv4()));
+                prop_assert!(c.forge_from.is_none() || c.secret.is_some() || c.secret_file.is_some());
             }
             Ok(Parsed::Help(_)) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
             Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a == "-V" || a.split('=').next() == Some("--version"))),
