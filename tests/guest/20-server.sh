@@ -167,16 +167,20 @@ t_queue_mismatch() {
 ktap_test "queue_count disagreeing with live queues is rejected with QueueMismatch" t_queue_mismatch
 
 # a version-1 client (before authentication) is refused with BadVersion, framed as
-# version 1 so that it can read why
+# version 1 so that it can read why, and learns nothing of the pool (max_size 0); as
+# does a request of an unknown version
 t_bad_version() {
 	client $P1 --client-id 5 --size 1M --proto-version 1 --expect-reject BadVersion
-	if [ $CS -eq 0 ] && printf '%s\n' "$CO" | grep -q '^reason=BadVersion'; then
+	v1=$CO v1s=$CS
+	client $P1 --client-id 5 --size 1M --proto-version 3 --expect-reject BadVersion
+	if [ $v1s -eq 0 ] && [ $CS -eq 0 ] && [ "$(CO=$v1 field max_size '^reason=BadVersion')" = 0 ] \
+		&& [ "$(field max_size '^reason=BadVersion')" = 0 ]; then
 		ktap_pass
 	else
-		fail_diag "expected BadVersion"
+		CO="$v1 / $CO"; fail_diag "expected BadVersion with max_size=0 (version 1, then 3)"
 	fi
 }
-ktap_test "a version-1 client is rejected with BadVersion, in a reject it can read" t_bad_version
+ktap_test "a version-1 (or 3) client is rejected with BadVersion, in a reject it can read, with no pool figure" t_bad_version
 
 # size 0
 t_size_zero() {

@@ -27,16 +27,29 @@ pub(crate) struct Refusal {
     pub(crate) why: Cow<'static, str>,
     /// More keys and values for the log line.
     pub(crate) detail: Vec<(&'static str, String)>,
+    /// The request got past authentication (a proof, or a request without one that
+    /// an `--insecure` server admits): only then does the reject say what the pool has
+    /// left (`max_size`); before, an unauthenticated peer learns nothing of it.
+    pub(crate) authenticated: bool,
 }
 
 impl Refusal {
-    /// A reject in the server's protocol version.
+    /// A reject in the server's protocol version, to a peer not authenticated (yet).
     pub(crate) fn new(code: RejectCode, why: impl Into<Cow<'static, str>>) -> Self {
         Self {
             version: wire::VERSION,
             code,
             why: why.into(),
             detail: Vec::new(),
+            authenticated: false,
+        }
+    }
+
+    /// This reject, to a request that got past authentication.
+    pub(crate) fn authenticated(self) -> Self {
+        Self {
+            authenticated: true,
+            ..self
         }
     }
 }
@@ -104,6 +117,17 @@ pub(crate) struct Admitted {
 /// for its client id, `device` the connection's RDMA device if it has one (given back
 /// with the decision), and `lim` the pool and its limits now.
 pub(crate) fn admit<D>(
+    req: &ConnectRequest,
+    instance: u64,
+    held: Option<&Held>,
+    device: Option<D>,
+    lim: Limits,
+) -> Result<(Admitted, D), Refusal> {
+    decide(req, instance, held, device, lim).map_err(Refusal::authenticated)
+}
+
+/// [`admit`]'s decision, its refusals not yet marked as to an authenticated request.
+fn decide<D>(
     req: &ConnectRequest,
     instance: u64,
     held: Option<&Held>,
@@ -192,6 +216,7 @@ mod tests {
     fn refused(r: Result<(Admitted, ()), Refusal>) -> (RejectCode, String) {
         let r = r.expect_err("admitted");
         assert_eq!(r.version, wire::VERSION);
+        assert!(r.authenticated, "{r:?}");
         (r.code, r.why.into_owned())
     }
 
@@ -236,6 +261,35 @@ mod tests {
         ] {
             assert_eq!(parse(data), Err(Refusal::new(code, why)), "{why}");
         }
+    }
+
+    /// Only a request past authentication learns what the pool has left: every
+    /// refusal before it (version, fields, pending connects) is marked as to an
+    /// unauthenticated peer, every one of `admit` as to an authenticated one.
+    #[test]
+    fn only_refusals_after_authentication_show_the_pool() {
+        let mut v1 = [0u8; RejectReason::SIZE];
+        RejectReason {
+            code: RejectCode::TooLarge,
+            max_size: 0,
+        }
+        .encode_as(VERSION_1, &mut v1);
+        let mut bad_version = [0u8; ConnectRequest::SIZE];
+        req(MIB, 0, 1).encode(&mut bad_version);
+        bad_version[4] = 9;
+        for data in [&v1[..], &bad_version[..], &[][..], &[0x52; 56][..]] {
+            let r = parse(data).expect_err("parsed");
+            assert!(!r.authenticated, "{r:?}");
+        }
+        assert!(!too_many_pending(3).authenticated);
+        assert!(!Refusal::new(RejectCode::AuthFailed, "wrong proof").authenticated);
+        let full = Limits {
+            remaining: MIB,
+            ..lim()
+        };
+        let r = admit(&req(2 * MIB, 0, 1), 1, None, Some(()), full).expect_err("admitted");
+        assert_eq!(r.code, RejectCode::TooLarge);
+        assert!(r.authenticated);
     }
 
     #[test]

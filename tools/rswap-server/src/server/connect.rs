@@ -29,35 +29,44 @@ fn sign_descriptor(
 impl Server {
     /// Answers with `refusal` (see `admission.rs`).
     fn refuse(&mut self, id: CmId, req: Option<&ConnectRequest>, refusal: Refusal) {
+        // What the pool has left is nobody's business until they authenticated.
+        let max_size = if refusal.authenticated {
+            self.limits().max_size()
+        } else {
+            0
+        };
         let Refusal {
             version,
             code,
             why,
             detail,
+            authenticated: _,
         } = refusal;
-        self.reject_as(id, version, code, req, &why, &detail);
+        self.reject_as(id, version, code, max_size, req, &why, &detail);
     }
 
-    fn reject(&mut self, id: CmId, code: RejectCode, req: Option<&ConnectRequest>, why: &str) {
-        self.reject_as(id, wire::VERSION, code, req, why, &[]);
+    /// Rejects a request that got past authentication.
+    fn reject(&mut self, id: CmId, code: RejectCode, req: &ConnectRequest, why: &str) {
+        let max_size = self.limits().max_size();
+        self.reject_as(id, wire::VERSION, code, max_size, Some(req), why, &[]);
     }
 
-    /// Rejects with `code` in a reject of protocol `version`, and logs it with `why`
-    /// and `detail` (never a secret).
+    /// Rejects with `code` and `max_size` in a reject of protocol `version`, and logs
+    /// it with `why` and `detail` (never a secret).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the reject's fields and the log line's, passed through"
+    )]
     fn reject_as(
         &mut self,
         mut id: CmId,
         version: u16,
         code: RejectCode,
+        max_size: u64,
         req: Option<&ConnectRequest>,
         why: &str,
         detail: &[(&str, String)],
     ) {
-        // What the pool has left is nobody's business until they authenticated.
-        let max_size = match code {
-            RejectCode::AuthFailed | RejectCode::AuthRequired => 0,
-            _ => self.limits().max_size(),
-        };
         let mut buf = [0u8; RejectReason::SIZE];
         RejectReason { code, max_size }.encode_as(version, &mut buf);
         let sent = id.reject(&buf);
@@ -182,13 +191,13 @@ impl Server {
                         self.clients.insert(req.client_id, c);
                     }
                     Err(e) => {
-                        return self.reject(id, RejectCode::NoMemory, Some(&req), &e);
+                        return self.reject(id, RejectCode::NoMemory, &req, &e);
                     }
                 }
             }
             Admit::Revive => {
                 if let Err(e) = self.register_restored(req.client_id, &device) {
-                    return self.reject(id, RejectCode::NoMemory, Some(&req), &e);
+                    return self.reject(id, RejectCode::NoMemory, &req, &e);
                 }
                 if let Some(c) = self.clients.get_mut(&req.client_id) {
                     c.epoch = c.epoch.wrapping_add(1).max(1);
@@ -223,12 +232,7 @@ impl Server {
         };
         let peer = id.peer();
         if let Err(e) = id.create_qp(&pd, SERVER_QP) {
-            self.reject(
-                id,
-                RejectCode::NoMemory,
-                Some(&req),
-                &format!("queue setup: {e}"),
-            );
+            self.reject(id, RejectCode::NoMemory, &req, &format!("queue setup: {e}"));
             self.grace_if_idle(req.client_id);
             return;
         }
