@@ -54,15 +54,17 @@ setup() {
 t_bad_option() {
 	err=$("$SRV" --listen "$IP:$P1" --size 16M --insecure --frobnicate 2>&1 >/dev/null); rc=$?
 	err2=$("$SRV" --listen "$IP:$P1" --listen "$IP:$P2" --size 16M --insecure 2>&1 >/dev/null); rc2=$?
+	err3=$(timeout 20 "$SRV" --listen "$IP:$P1" --size 16M --insecure --grace 18446744073709551615 2>&1 >/dev/null); rc3=$?
 	if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *--frobnicate* ]] \
 		&& [ $rc2 -eq 2 ] && [ "$(printf '%s\n' "$err2" | wc -l)" -eq 1 ] \
-		&& [[ $err2 == *--listen*"multiple times"* ]]; then
+		&& [[ $err2 == *--listen*"multiple times"* ]] \
+		&& [ $rc3 -eq 2 ] && [ "$(printf '%s\n' "$err3" | wc -l)" -eq 1 ] && [[ $err3 == *--grace*"at most"* ]]; then
 		ktap_pass
 	else
-		ktap_fail "exit $rc, stderr: $err; twice: exit $rc2, stderr: $err2"
+		ktap_fail "exit $rc, stderr: $err; twice: exit $rc2, stderr: $err2; huge --grace: exit $rc3, stderr: $err3"
 	fi
 }
-ktap_test "server: bad option, or an option given twice, gives one line and exit 2" t_bad_option
+ktap_test "server: bad option, an option given twice, or --grace out of range gives one line and exit 2" t_bad_option
 
 # an address no interface has
 t_unbindable() {

@@ -155,6 +155,17 @@ fn parse_keepalive_ms(v: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// `--grace`: 0 to [`GRACE_SECS_MAX`] seconds.
+fn parse_grace(v: &str) -> Result<u64, String> {
+    let n = parse_num(v)?;
+    if n > GRACE_SECS_MAX {
+        return Err(format!(
+            "must be at most {GRACE_SECS_MAX} seconds (366 days)"
+        ));
+    }
+    Ok(n)
+}
+
 /// `--log-level`: one of the four names (offered to shell completion).
 fn level_parser() -> impl TypedValueParser<Value = Level> {
     PossibleValuesParser::new(["error", "warn", "info", "debug"])
@@ -206,6 +217,9 @@ pub(crate) const DEFAULT_MAX_QUEUES: u16 = 64;
 pub(crate) const DEFAULT_MAX_PENDING_PER_SOURCE: usize = 64;
 /// Default `--grace` in seconds.
 pub(crate) const DEFAULT_GRACE_SECS: u64 = 60;
+/// The longest `--grace` in seconds: 366 days. A region kept longer for a client that
+/// does not come back is a leak; and a longer one could overflow the clock.
+pub(crate) const GRACE_SECS_MAX: u64 = 366 * 24 * 3600;
 /// Default `--keepalive-ms`.
 pub(crate) const DEFAULT_KEEPALIVE_MS: u64 = 5000;
 /// The shortest and longest `--keepalive-ms` other than 0 (off).
@@ -282,11 +296,11 @@ struct ServerArgs {
     max_pending_per_source: usize,
 
     /// Keep a client's region this long after its last queue disconnected (0 frees the
-    /// region at once).
+    /// region at once; at most 31622400, 366 days).
     ///
     /// A reconnect of the same client id within it gets the same region and data back
     /// (epoch + 1).
-    #[arg(long, value_name = "SECS", value_parser = parse_num::<u64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_grace,
           allow_hyphen_values = true, default_value_t = DEFAULT_GRACE_SECS)]
     grace: u64,
 
@@ -1415,6 +1429,24 @@ mod tests {
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",
         );
+        for v in ["31622401", "18446744073709551615"] {
+            err(
+                &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", v],
+                "--grace: must be at most 31622400 seconds (366 days)",
+            );
+        }
+        let Ok(Parsed::Run(c)) = srv(&[
+            "--listen",
+            "1.2.3.4:5",
+            "--size",
+            "1G",
+            "--grace",
+            "31622400",
+        ]) else {
+            panic!("the longest --grace did not parse");
+        };
+        // What the server does with it when a client goes idle.
+        assert!(std::time::Instant::now().checked_add(c.grace).is_some());
         for v in ["1", "999", "600001", "18446744073709551615"] {
             err(
                 &["--listen", "1.2.3.4:5", "--size", "1G", "--keepalive-ms", v],

@@ -28,7 +28,7 @@ use crate::allowlist::AllowList;
 use crate::config::{
     parse_client_args, parse_server_args, Parsed, ServerConfig, DEFAULT_GRACE_SECS,
     DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_PENDING_PER_SOURCE, DEFAULT_MAX_QUEUES,
-    KEEPALIVE_MS_RANGE, STATUS_SOCKET_MAX,
+    GRACE_SECS_MAX, KEEPALIVE_MS_RANGE, STATUS_SOCKET_MAX,
 };
 use crate::crypto::Secret;
 use crate::log::Level;
@@ -603,7 +603,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
             prop::option::of(1..=usize::MAX),
             prop::option::of(1..=u16::MAX),
             prop::option::of(1..=usize::MAX),
-            prop::option::of(any::<u64>()),
+            prop::option::of(0..=GRACE_SECS_MAX),
             prop::option::of(keepalive),
         ),
         (any::<bool>(), any::<bool>(), prop::option::of(level)),
@@ -743,6 +743,7 @@ proptest! {
                 prop_assert!(c.max_clients >= 1);
                 prop_assert!(c.max_queues >= 1);
                 prop_assert!(c.max_pending_per_source >= 1);
+                prop_assert!(c.grace.as_secs() <= GRACE_SECS_MAX);
                 let ka = u64::try_from(c.keepalive.as_millis()).unwrap_or(u64::MAX);
                 prop_assert!(ka == 0 || KEEPALIVE_MS_RANGE.contains(&ka));
                 prop_assert!(c.state_dir.as_ref().is_none_or(|d| !d.as_os_str().is_empty()));
