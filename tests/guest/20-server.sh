@@ -103,13 +103,15 @@ t_two_queues() {
 		&& [ "$q1_rkey" = "$A_RKEY" ] && [ "$(field epoch)" = 1 ] && [ "$(field reused)" = 0 ] \
 		&& [ "$(field length)" = $((4 * MIB)) ] \
 		&& printf '%s\n' "$CO" | grep -q "^verify_pattern seed=11 bytes=$((4 * MIB)) queue=1 .*result=ok" \
-		&& [ "$(grep -c 'event=descriptor_posted client_id=1 ' "$OUT/server1.log")" -eq 2 ]; then
+		&& [ "$(grep -c 'event=descriptor_posted client_id=1 ' "$OUT/server1.log")" -eq 2 ] \
+		&& ! grep -v '^ts=[^ ]* level=debug ' "$OUT/server1.log" | grep -qE '\b(rkey|remote_addr)=' \
+		&& grep -q "level=debug event=region_access client_id=1 region_id=$A_REGION remote_addr=$A_ADDR rkey=$A_RKEY\$" "$OUT/server1.log"; then
 		ktap_pass
 	else
-		fail_diag "expected 2 equal descriptors (epoch 1), 2 descriptor SENDs and a clean verify"
+		fail_diag "expected 2 equal descriptors (epoch 1), 2 descriptor SENDs, a clean verify, and the rkey and address in the server log at debug level only"
 	fi
 }
-ktap_test "two queues: same descriptor on both, pattern written via queue 0 reads back via queue 1" t_two_queues
+ktap_test "two queues: same descriptor on both, pattern written via queue 0 reads back via queue 1; rkey and address logged at debug level only" t_two_queues
 
 # reconnect within the grace period (the server must have seen client 1 go idle):
 # client 1's region of the test before ($A_REGION, $A_ADDR)

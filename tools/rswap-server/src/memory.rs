@@ -157,6 +157,7 @@ impl RegionMemory {
     }
 
     /// The mapping's address (what peers use as `remote_addr`).
+    #[cfg(test)]
     pub fn addr(&self) -> u64 {
         self.map.ptr.as_ptr().addr() as u64
     }

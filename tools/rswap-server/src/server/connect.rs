@@ -183,11 +183,12 @@ impl Server {
                             .kv("client_id", req.client_id)
                             .kv("region_id", c.region_id)
                             .kv("length", c.length)
-                            .hex("remote_addr", c.mem.addr())
-                            .hex("rkey", c.reg.as_ref().map_or(0, |r| r.region.rkey()).into())
                             .kv("device", device.name())
                             .kv("pool_left", self.remaining())
                             .emit();
+                        if let Some(r) = &c.reg {
+                            regions::log_access(req.client_id, c.region_id, &r.region);
+                        }
                         self.clients.insert(req.client_id, c);
                     }
                     Err(e) => {
@@ -319,8 +320,6 @@ impl Server {
                     .kv("queue", q.queue_index)
                     .kv("region_id", desc.region_id)
                     .kv("epoch", desc.epoch)
-                    .hex("rkey", desc.rkey.into())
-                    .hex("remote_addr", desc.remote_addr)
                     .kv("length", desc.length)
                     .kv("reused", u8::from(desc.reused()))
                     .kv("proof", u8::from(proven));

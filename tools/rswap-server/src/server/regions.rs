@@ -33,6 +33,17 @@ fn log_map_warnings(w: MapWarnings, client_id: u64, region_id: u64) {
 /// Maps a region's memory file (`--state-dir`), locked unless `mlock` is false, and
 /// excluded from core dumps; a lock or advice that fails is logged, not fatal (as
 /// for the process's own memory).
+/// Logs what gives access to `region` (its remote address and rkey) at debug level
+/// only: whoever holds them, and reaches the server's fabric, can read and write it.
+pub(super) fn log_access(client_id: u64, region_id: u64, region: &RemoteRegion) {
+    log::debug("region_access")
+        .kv("client_id", client_id)
+        .kv("region_id", region_id)
+        .hex("remote_addr", region.addr())
+        .hex("rkey", region.rkey().into())
+        .emit();
+}
+
 fn map_region_file(
     file: &std::fs::File,
     map_len: usize,
@@ -297,10 +308,9 @@ impl Server {
             .kv("client_id", client_id)
             .kv("region_id", c.region_id)
             .kv("length", c.length)
-            .hex("remote_addr", c.mem.addr())
-            .hex("rkey", region.rkey().into())
             .kv("device", device.name())
             .emit();
+        log_access(client_id, c.region_id, &region);
         c.reg = Some(Registration {
             region,
             pd,
