@@ -32,6 +32,8 @@ impl Drop for Secret {
     }
 }
 
+impl zeroize::ZeroizeOnDrop for Secret {}
+
 /// Why a text is not a secret. The message never contains the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SecretError {
@@ -236,6 +238,20 @@ pub(crate) fn random_nonce() -> Result<[u8; NONCE_LEN], getrandom::Error> {
 mod tests {
     use super::*;
     use crate::wire::Auth;
+
+    /// Whatever holds a secret, or what it was mixed into, wipes itself when dropped:
+    /// the secret, and the parts of the HMAC state (with the `zeroize` features of
+    /// `hmac` and `sha2`): the two keyed SHA-256 states and the block buffer of an
+    /// `Hmac<Sha256>`, and its output.
+    #[test]
+    fn secrets_and_hmac_state_are_wiped_on_drop() {
+        use hmac::digest::block_api::{Buffer, EagerHash};
+        fn wiped<T: zeroize::ZeroizeOnDrop>() {}
+        wiped::<Secret>();
+        wiped::<<Sha256 as EagerHash>::Core>();
+        wiped::<Buffer<hmac::block_api::HmacCore<Sha256>>>();
+        wiped::<hmac::digest::CtOutput<Hmac<Sha256>>>();
+    }
 
     /// The secret of the test vectors: bytes 0x00..=0x1f.
     fn doc_secret() -> Secret {

@@ -2,7 +2,8 @@
 
 //! What the event loop waits on besides rdma_cm: signals as a descriptor
 //! (`signalfd`, through nix), `poll(2)` over descriptors, and the status socket's
-//! Unix listener bound with mode 0600 (through rustix).
+//! Unix listener bound with mode 0600 (through rustix); and the process made
+//! non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -140,9 +141,27 @@ pub fn bind_unix_private(path: &Path) -> io::Result<UnixListener> {
     Ok(UnixListener::from(fd))
 }
 
+/// Makes the process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): no core dump, and
+/// no ptrace or `/proc/PID/mem` by other processes of the same user. The server's heap
+/// holds the allow-list's secrets, which a core file would keep on disk.
+pub fn no_core_dumps() -> io::Result<()> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| failed("prctl(PR_SET_DUMPABLE, 0)", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_dumpable_after_no_core_dumps() {
+        use rustix::process::{dumpable_behavior, DumpableBehavior};
+        no_core_dumps().expect("prctl");
+        assert_eq!(
+            dumpable_behavior().expect("prctl"),
+            DumpableBehavior::NotDumpable
+        );
+    }
 
     #[test]
     fn poll_fds_read_and_write() {

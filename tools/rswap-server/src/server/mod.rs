@@ -194,7 +194,9 @@ fn meminfo(field: &str) -> Option<u64> {
 }
 
 fn run(cfg: ServerConfig) -> Result<(), String> {
-    // First: a bad allow-list stops the start before anything else is set up.
+    // Before any secret is read: no core file, no ptrace by the same user.
+    os::no_core_dumps().map_err(|e| format!("cannot keep secrets out of core dumps: {e}"))?;
+    // A bad allow-list stops the start before anything else is set up.
     let allow = match &cfg.allow_list {
         Some(path) => AllowList::load(path)?,
         None => AllowList::default(),
