@@ -210,15 +210,41 @@ t_forged_proofs() {
 	ip addr del $IP2/24 dev eth0
 	other=$(( $(grep -c 'why="proof from another address than its hello"' "$OUT/server.log") - other0 ))
 	wrong=$(( $(grep -c 'why="wrong proof"' "$OUT/server.log") - wrong0 ))
-	if [ $ok = $runs ] && [ "$other" = $((2 * runs)) ] && [ "$wrong" = $((2 * runs)) ]; then
+	if [ $ok = $runs ] && [ "$other" -ge 1 ] && [ "$wrong" -ge 1 ]; then
 		ktap_pass
 		ktap_diag "$runs connects of 2 queues, each after 2 forged proofs: all admitted" \
-			"server log: $other proofs from another address, $wrong wrong proofs refused"
+			"server log (rate-limited): $other proofs from another address, $wrong wrong proofs refused"
 	else
 		ktap_fail "$ok of $runs connects admitted; refused in the log: $other from another address, $wrong wrong; last failure: $fails"
 	fi
 }
 ktap_test "auth: forged proofs naming the owner's challenge (from a second address, and a wrong MAC from its own) are refused and do not spend it: the owner authenticates on every reconnect" t_forged_proofs
+
+# The log lines of unauthenticated connect requests are rate-limited (a burst of 20,
+# then 5 a second); what is dropped is counted on the next line (suppressed=N) or, once
+# the flood is over, in a connect_log_suppressed line. A flood of hellos for unlisted
+# ids: every one refused, logged or counted.
+t_connect_log_rate() {
+	mark=$(wc -l < "$OUT/server.log")
+	n=200
+	client --client-id $ID --size 4M --flood $n
+	sleep 1
+	tail -n +$((mark + 1)) "$OUT/server.log" > "$OUT/server-rate.log"
+	logged=$(grep -c 'event=connect_rejected .*why="client id not in the allow-list"' "$OUT/server-rate.log")
+	counted=$(grep -oE '( suppressed=| event=connect_log_suppressed lines=)[0-9]+' "$OUT/server-rate.log" \
+		| awk -F= '{ s += $NF } END { print s + 0 }')
+	ms=$(grep -o 'ms=[0-9]*' <<<"$CO" | cut -d= -f2)
+	most=$((20 + 5 * (${ms:-0} / 1000 + 2)))
+	if [ $CS = 0 ] && grep -q "rejected=$n " <<<"$CO" && [ "$counted" -gt 0 ] && [ "$logged" -le "$most" ] \
+		&& [ $((logged + counted)) = $n ] && grep -q 'event=connect_log_suppressed lines=' "$OUT/server-rate.log"; then
+		ktap_pass
+		ktap_diag "$(grep -m1 flood <<<"$CO")" "$logged lines logged (at most $most), $counted counted as suppressed" \
+			"$(grep -m1 connect_log_suppressed "$OUT/server-rate.log")"
+	else
+		ktap_fail "flood exit $CS: $CO; logged $logged (at most $most), counted $counted of $n"
+	fi
+}
+ktap_test "auth: the log lines of a flood of unauthenticated connects are rate-limited, and what is dropped is counted" t_connect_log_rate
 
 # A target with a secret the server does not have for its id.
 t_server_lacks_secret() {

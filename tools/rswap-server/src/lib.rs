@@ -22,6 +22,7 @@ mod notify;
 mod os;
 mod pending;
 mod policy;
+mod ratelimit;
 mod rdma;
 mod server;
 mod size;

@@ -29,30 +29,31 @@ fn sign_descriptor(
 impl Server {
     /// Answers with `refusal` (see `admission.rs`).
     fn refuse(&mut self, id: CmId, req: Option<&ConnectRequest>, refusal: Refusal) {
-        // What the pool has left is nobody's business until they authenticated.
-        let max_size = if refusal.authenticated {
-            self.limits().max_size()
-        } else {
-            0
-        };
         let Refusal {
             version,
             code,
             why,
             detail,
-            authenticated: _,
+            authenticated,
         } = refusal;
-        self.reject_as(id, version, code, max_size, req, &why, &detail);
+        self.reject_as(id, version, code, authenticated, req, &why, &detail);
     }
 
     /// Rejects a request that got past authentication.
     fn reject(&mut self, id: CmId, code: RejectCode, req: &ConnectRequest, why: &str) {
-        let max_size = self.limits().max_size();
-        self.reject_as(id, wire::VERSION, code, max_size, Some(req), why, &[]);
+        self.reject_as(id, wire::VERSION, code, true, Some(req), why, &[]);
     }
 
-    /// Rejects with `code` and `max_size` in a reject of protocol `version`, and logs
-    /// it with `why` and `detail` (never a secret).
+    /// Whether the log line of an unauthenticated connect request may be logged now
+    /// (`Some`: with how many were dropped before it; see `ratelimit.rs`).
+    fn connect_log(&mut self) -> Option<u64> {
+        self.connect_log.admit(Instant::now())
+    }
+
+    /// Rejects with `code` in a reject of protocol `version`, and logs it with `why`
+    /// and `detail` (never a secret). Only a request that got past authentication
+    /// (`authenticated`) learns what the pool has left; the log lines of the others
+    /// are rate-limited.
     #[expect(
         clippy::too_many_arguments,
         reason = "the reject's fields and the log line's, passed through"
@@ -62,15 +63,29 @@ impl Server {
         mut id: CmId,
         version: u16,
         code: RejectCode,
-        max_size: u64,
+        authenticated: bool,
         req: Option<&ConnectRequest>,
         why: &str,
         detail: &[(&str, String)],
     ) {
+        // What the pool has left is nobody's business until they authenticated.
+        let max_size = if authenticated {
+            self.limits().max_size()
+        } else {
+            0
+        };
         let mut buf = [0u8; RejectReason::SIZE];
         RejectReason { code, max_size }.encode_as(version, &mut buf);
         let sent = id.reject(&buf);
         self.counters.rejected(code);
+        let suppressed = if authenticated {
+            Some(0)
+        } else {
+            self.connect_log()
+        };
+        let Some(suppressed) = suppressed else {
+            return;
+        };
         let mut line = log::warn("connect_rejected")
             .kv("peer", id.peer())
             .kv("reason", code.name())
@@ -90,6 +105,9 @@ impl Server {
         if let Err(e) = sent {
             line = line.kv("error", e);
         }
+        if suppressed > 0 {
+            line = line.kv("suppressed", suppressed);
+        }
         line.emit();
         // Dropping the id destroys it.
     }
@@ -101,6 +119,9 @@ impl Server {
         Reject::encode_challenge(server_nonce, &mut buf);
         let sent = id.reject(&buf);
         self.counters.challenges += 1;
+        let Some(suppressed) = self.connect_log() else {
+            return;
+        };
         let mut line = log::info("auth_challenge")
             .kv("peer", id.peer())
             .kv("client_id", req.client_id)
@@ -116,6 +137,9 @@ impl Server {
         }
         if let Err(e) = sent {
             line = line.kv("error", e);
+        }
+        if suppressed > 0 {
+            line = line.kv("suppressed", suppressed);
         }
         line.emit();
     }

@@ -144,6 +144,15 @@ impl Server {
             self.reap_completions();
             self.keepalive_round(Instant::now());
             self.expire(Instant::now());
+            if let Some(n) = self.connect_log.flush(Instant::now()) {
+                log::warn("connect_log_suppressed")
+                    .kv("lines", n)
+                    .kv(
+                        "why",
+                        "rate limit of the lines of unauthenticated connect requests",
+                    )
+                    .emit();
+            }
             // Last: the state answered is the state after this wake-up's work.
             if let Some(st) = status.as_deref_mut() {
                 let now = Instant::now();
@@ -226,7 +235,14 @@ impl Server {
             .deadline()
             .filter(|_| !self.queues.is_empty())
             .map(|t| t.saturating_duration_since(now));
-        [grace, send, keepalive].into_iter().flatten().min()
+        let suppressed = self
+            .connect_log
+            .deadline()
+            .map(|t| t.saturating_duration_since(now));
+        [grace, send, keepalive, suppressed]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn handle(&mut self, mut ev: Event) -> Result<(), String> {

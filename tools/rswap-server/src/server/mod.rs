@@ -36,6 +36,7 @@ use crate::notify;
 use crate::os::{self, Interest, SignalFd};
 use crate::pending::Pending;
 use crate::policy::{Admit, Limits, Ownership, PAGE};
+use crate::ratelimit::LogRate;
 use crate::rdma::{CmId, Device, Event, EventChannel, EventKind, IdKey, Pd, QpCaps, RemoteRegion};
 use crate::size::format_size;
 use crate::status::{
@@ -163,6 +164,8 @@ struct Server {
     gate: Gate,
     /// Events counted since the start, for the status socket.
     counters: Counters,
+    /// The rate limit of the log lines of unauthenticated connect requests.
+    connect_log: LogRate,
     /// When the server started (wall clock, and for the uptime).
     started: (SystemTime, Instant),
 }
@@ -331,6 +334,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         keepalive,
         gate,
         counters: Counters::default(),
+        connect_log: LogRate::default(),
         started: (SystemTime::now(), Instant::now()),
     };
     let res = srv.event_loop(&signals, status.as_mut());
