@@ -247,6 +247,40 @@ $CO"; fail_diag "expected $R2 and the lone file discarded, $R1 restored, client 
 }
 ktap_test "corrupt metadata and a lone memory file: logged, deleted, never served; the rest restored" t_corrupt_entries
 
+# metadata the server cannot read (here: a server running as nobody, and client 1's
+#    metadata mode 000, EACCES; likewise EMFILE or EIO) says nothing about the region:
+#    the server tries again, then refuses to start and deletes nothing; once the cause is
+#    gone it restores the region. On a copy of client 1's files, in a directory of
+#    nobody's; $SD is left as it was for the next test.
+t_unreadable_metadata() {
+	[ -z "$SPID" ] || kill_server KILL
+	local u=/tmp/rswap-47-unreadable bin=/tmp/rswap-server-47 m err rc
+	m=$(meta_of "$R1")
+	rm -rf "$u"; mkdir -m 700 "$u"
+	cp "$m" "${m%.meta}.mem" "$u/" && cp "$SRV" "$bin" && chmod 755 "$bin"
+	chown -R 65534:65534 "$u"
+	chmod 000 "$u/${m##*/}"
+	# nobody_server SECS: the server as nobody (as root, a mode says nothing) on $u.
+	nobody_server() {
+		timeout "$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --listen "$IP:$P2" \
+			--size 32M --state-dir "$u" --insecure --no-mlock
+	}
+	err=$(nobody_server 30 2>&1); rc=$?
+	files=$(find "$u" -name 'region-*' | wc -l)
+	chmod 600 "$u/${m##*/}"
+	nobody_server 10 >"$OUT/server-nobody.log" 2>&1
+	if [ $rc != 0 ] && [ $rc != 124 ] && [[ $err == *"cannot read $u/${m##*/} "*"after 3 tries: Permission denied"*"files are kept"* ]] \
+		&& [[ $err != *region_discarded* ]] && [ "$files" = 2 ] \
+		&& grep -q "event=region_restored client_id=1 region_id=$R1 " "$OUT/server-nobody.log"; then
+		ktap_pass
+		ktap_diag "$(tail -n 1 <<<"$err")"
+	else
+		ktap_fail "exit $rc, $files region files left: $err; once readable: $(tail -n 3 "$OUT/server-nobody.log")"
+	fi
+	rm -rf "$u" "$bin"
+}
+ktap_test "metadata that cannot be read (EACCES): retried, the server refuses to start and deletes nothing; readable again, the region is restored" t_unreadable_metadata
+
 # restart with a 2 s grace and nobody reconnecting: both regions freed, files deleted
 t_grace_over() {
 	[ -z "$SPID" ] || kill_server KILL

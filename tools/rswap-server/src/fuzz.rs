@@ -406,6 +406,15 @@ proptest! {
             match v {
                 Verdict::Ignore { name, .. } => named.push(name.clone()),
                 Verdict::Discard { files, .. } => named.extend(files.iter().cloned()),
+                // Kept: its metadata (which could not be read) and its memory file.
+                Verdict::Unreadable { region_id, name, .. } => {
+                    let mem = region_file(*region_id, "mem");
+                    prop_assert!(entries.iter().any(|e| e.name == mem && e.kind == Kind::File));
+                    prop_assert_eq!(name, &region_file(*region_id, "meta"));
+                    prop_assert!(read(name).is_err());
+                    named.push(name.clone());
+                    named.push(mem);
+                }
                 Verdict::Restore(m) => {
                     prop_assert!(meta_ok(m), "{:?}", m);
                     prop_assert!(clients.insert(m.client_id), "two regions of {}", m.client_id);
@@ -433,6 +442,7 @@ proptest! {
                 Verdict::Ignore { .. } => (0, 0),
                 Verdict::Discard { region_id, .. } => (1, *region_id),
                 Verdict::Restore(m) => (2, m.region_id),
+                Verdict::Unreadable { region_id, .. } => (3, *region_id),
             })
             .collect();
         prop_assert!(order.is_sorted(), "{:?}", order);

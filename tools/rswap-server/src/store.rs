@@ -307,6 +307,40 @@ pub(crate) enum Verdict {
         /// Why, for the log.
         why: String,
     },
+    /// A region whose metadata could not be read (`EMFILE`, `EIO`, ...: nothing says
+    /// its files are bad). Its files are left alone, and the server does not start.
+    Unreadable {
+        /// The region id from the file names.
+        region_id: u64,
+        /// The metadata file's name.
+        name: String,
+        /// The error.
+        why: String,
+    },
+}
+
+/// How often [`Store::scan`] tries to read a metadata file.
+pub(crate) const META_READ_TRIES: u32 = 3;
+/// The pause between two tries.
+const META_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// `read` tried up to `tries` times, with `pause` between tries, until it succeeds or
+/// fails with `NotFound` (the file is gone: trying again cannot help).
+pub(crate) fn retrying<T>(
+    tries: u32,
+    mut pause: impl FnMut(),
+    mut read: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    let mut n = 1;
+    loop {
+        match read() {
+            Err(e) if e.kind() != io::ErrorKind::NotFound && n < tries => {
+                n += 1;
+                pause();
+            }
+            other => return other,
+        }
+    }
 }
 
 /// The files one region id has in the directory.
@@ -403,8 +437,18 @@ pub(crate) fn decide(
                     continue;
                 }
             },
+            // Gone since the listing: as if it had never been there.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                out.push(discard("metadata missing (removed during the scan)".into()));
+                continue;
+            }
+            // Nothing says the region is bad: keep it, and let the operator see why.
             Err(e) => {
-                out.push(discard(format!("metadata unreadable: {e}")));
+                out.push(Verdict::Unreadable {
+                    region_id: id,
+                    name: meta_l.name.clone(),
+                    why: e.to_string(),
+                });
                 continue;
             }
         };
@@ -445,6 +489,7 @@ pub(crate) fn decide(
         Verdict::Ignore { .. } => (0, 0),
         Verdict::Discard { region_id, .. } => (1, *region_id),
         Verdict::Restore(m) => (2, m.region_id),
+        Verdict::Unreadable { region_id, .. } => (3, *region_id),
     });
     out
 }
@@ -537,13 +582,19 @@ impl Store {
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(decide(&entries, |name| {
-            let f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(self.dir.join(name))?;
-            let mut buf = Vec::new();
-            f.take(META_MAX as u64 + 1).read_to_end(&mut buf)?;
-            Ok(buf)
+            retrying(
+                META_READ_TRIES,
+                || std::thread::sleep(META_READ_PAUSE),
+                || {
+                    let f = OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                        .open(self.dir.join(name))?;
+                    let mut buf = Vec::new();
+                    f.take(META_MAX as u64 + 1).read_to_end(&mut buf)?;
+                    Ok(buf)
+                },
+            )
         }))
     }
 
@@ -905,7 +956,9 @@ mod tests {
 
     fn why(v: &Verdict) -> &str {
         match v {
-            Verdict::Discard { why, .. } | Verdict::Ignore { why, .. } => why,
+            Verdict::Discard { why, .. }
+            | Verdict::Ignore { why, .. }
+            | Verdict::Unreadable { why, .. } => why,
             Verdict::Restore(_) => "restore",
         }
     }
@@ -1018,9 +1071,88 @@ mod tests {
             &[&meta, &mem],
             "not a regular file",
         );
-        // Unreadable metadata.
+        // Metadata gone since the listing.
         let v = run(&[file(&mem, m.map_length), file(&meta, 100)], &[]);
-        discarded(&v[0], &[&meta, &mem], "unreadable");
+        discarded(&v[0], &[&meta, &mem], "removed during the scan");
+    }
+
+    /// Metadata that cannot be read for a reason that says nothing about the region
+    /// (too many open files, an I/O error): the region is kept, not discarded.
+    #[test]
+    fn unreadable_metadata_keeps_the_region() {
+        let m = META;
+        let (mem, meta) = (
+            file_name(m.region_id, Part::Mem),
+            file_name(m.region_id, Part::Meta),
+        );
+        for errno in [
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::EIO,
+            libc::ENOMEM,
+            libc::EACCES,
+        ] {
+            let v = decide(&[file(&mem, m.map_length), file(&meta, 100)], |_| {
+                Err(io::Error::from_raw_os_error(errno))
+            });
+            match v.as_slice() {
+                [Verdict::Unreadable {
+                    region_id,
+                    name,
+                    why,
+                }] => {
+                    assert_eq!((*region_id, name.as_str()), (m.region_id, meta.as_str()));
+                    assert_eq!(why, &io::Error::from_raw_os_error(errno).to_string());
+                }
+                other => panic!("errno {errno}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn metadata_reads_are_retried() {
+        let eio = || io::Error::from_raw_os_error(libc::EIO);
+        // Fails twice, then reads: three tries, two pauses.
+        let (mut calls, mut pauses) = (0, 0);
+        let r = retrying(
+            3,
+            || pauses += 1,
+            || {
+                calls += 1;
+                if calls < 3 {
+                    Err(eio())
+                } else {
+                    Ok(7)
+                }
+            },
+        );
+        assert_eq!((r.ok(), calls, pauses), (Some(7), 3, 2));
+        // Always fails: gives up after the tries, with the error.
+        let (mut calls, mut pauses) = (0, 0);
+        let r: io::Result<()> = retrying(
+            3,
+            || pauses += 1,
+            || {
+                calls += 1;
+                Err(eio())
+            },
+        );
+        assert_eq!(
+            (r.map_err(|e| e.raw_os_error()), calls, pauses),
+            (Err(Some(libc::EIO)), 3, 2)
+        );
+        // Gone: no retry.
+        let mut calls = 0;
+        let r: io::Result<()> = retrying(
+            3,
+            || {},
+            || {
+                calls += 1;
+                Err(io::Error::from(io::ErrorKind::NotFound))
+            },
+        );
+        assert!(r.is_err());
+        assert_eq!(calls, 1);
     }
 
     #[test]

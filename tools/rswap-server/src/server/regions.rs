@@ -99,6 +99,21 @@ pub(super) fn restore(
     let verdicts = store
         .scan()
         .map_err(|e| format!("--state-dir: cannot read {dir}: {e}"))?;
+    // Before anything is deleted: a region that could not be read is not known to be
+    // bad, and a start without it would free it.
+    if let Some(Verdict::Unreadable {
+        region_id,
+        name,
+        why,
+    }) = verdicts
+        .iter()
+        .find(|v| matches!(v, Verdict::Unreadable { .. }))
+    {
+        return Err(format!(
+            "--state-dir: cannot read {dir}/{name} (region {region_id:016x}) after {} tries: {why}; its files are kept and nothing in {dir} was changed: fix the cause and start again",
+            store::META_READ_TRIES
+        ));
+    }
     let mut clients = BTreeMap::new();
     let mut used: u64 = 0;
     let grace_until = Instant::now() + cfg.grace;
@@ -125,6 +140,7 @@ pub(super) fn restore(
                 }
                 line.emit();
             }
+            Verdict::Unreadable { .. } => {}
             Verdict::Restore(meta) => {
                 let cannot = |e: &dyn std::fmt::Display| {
                     format!(
