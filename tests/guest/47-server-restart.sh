@@ -123,6 +123,42 @@ t_state_dir_locked() {
 }
 ktap_test "a second server on the same state directory is refused with one line" t_state_dir_locked
 
+# a state directory the server must not use: on a disk (the guest's ext4 root) unless
+#    --state-dir-on-disk, writable by others, or another user's; each refused with one
+#    line, exit 1; a tmpfs smaller than the pool is only a warning
+t_state_dir_checks() {
+	local disk=/var/tmp/rswap-47-disk t=/tmp/rswap-47-checks out=() rc=() i
+	rm -rf "$disk" "$t"; mkdir -p "$t"
+	mkdir -m 0700 "$t/open" "$t/foreign" && chmod 0777 "$t/open" && chown 65534:65534 "$t/foreign"
+	for d in "$disk" "$t/open" "$t/foreign"; do
+		out+=("$(timeout 20 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$d" --insecure 2>&1 >/dev/null)")
+		rc+=($?)
+	done
+	timeout 5 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$disk" --state-dir-on-disk --insecure \
+		>"$OUT/server-disk.log" 2>&1
+	mkdir -m 0700 "$t/small" && mount -t tmpfs -o size=4M,mode=0700 rswap-47-small "$t/small"
+	timeout 5 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$t/small" --insecure >"$OUT/server-small.log" 2>&1
+	umount "$t/small"
+	local bad=
+	for i in 0 1 2; do
+		{ [ "${rc[$i]}" = 1 ] && [ "$(printf '%s\n' "${out[$i]}" | grep -c .)" = 1 ]; } || bad+="case $i: exit ${rc[$i]}: ${out[$i]}; "
+	done
+	[[ ${out[0]} == *"$disk is not on tmpfs or hugetlbfs"*plaintext*--state-dir-on-disk* ]] || bad+="disk: ${out[0]}; "
+	[[ ${out[1]} == *"$t/open has mode 0777"*"chmod 700"* ]] || bad+="mode: ${out[1]}; "
+	[[ ${out[2]} == *"$t/foreign belongs to uid 65534"* ]] || bad+="owner: ${out[2]}; "
+	grep -q "level=warn event=state_dir_on_disk dir=$disk .*plaintext" "$OUT/server-disk.log" || bad+="no state_dir_on_disk warning; "
+	grep -q 'event=listening' "$OUT/server-disk.log" || bad+="--state-dir-on-disk did not start; "
+	grep -q "level=warn event=state_dir_small dir=$t/small fs_size=4M pool=8M" "$OUT/server-small.log" || bad+="no state_dir_small warning; "
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "${out[@]}"
+	else
+		ktap_fail "$bad"
+	fi
+	rm -rf "$disk" "$t"
+}
+ktap_test "a state directory on disk (without --state-dir-on-disk), writable by others or of another user is refused; a small tmpfs is a warning" t_state_dir_checks
+
 # SIGKILL, restart: region restored, client 1 gets it back
 t_sigkill_restart() {
 	wait_log "$LOG" "event=client_idle client_id=1 " 20

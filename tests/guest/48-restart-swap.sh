@@ -39,7 +39,7 @@ setup() {
 	dmesg_mark "48-restart-swap"
 
 	mkdir -p $SD
-	mount -t tmpfs -o size=$((WORK_MB + 64))M rswap-48 $SD && MOUNTED=1
+	mount -t tmpfs -o size=$((WORK_MB + 64))M,mode=0700 rswap-48 $SD && MOUNTED=1
 	start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((WORK_MB + 48))M --grace 60 --state-dir $SD --insecure; }
 	start_server || ktap_skip_rest "rswap-server --state-dir does not start: $(tail -3 "$OUT/server.log")"
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"

@@ -48,7 +48,7 @@ setup() {
 	dmesg_mark "49-md-mirror"
 
 	for d in $SDA $SDB; do
-		mkdir -p $d && mount -t tmpfs -o size=$((REGION_MB + 32))M rswap-49 $d && MOUNTS="$MOUNTS $d"
+		mkdir -p $d && mount -t tmpfs -o size=$((REGION_MB + 32))M,mode=0700 rswap-49 $d && MOUNTS="$MOUNTS $d"
 	done
 	# start_a / start_b: each server on its own port and state directory.
 	start_a() { server_start "$OUT/server-a.log" --listen "$IP:$PA" --size $((REGION_MB + 16))M --grace 120 --state-dir $SDA --insecure && SA=$SPID; }

@@ -74,7 +74,7 @@ suite_setup() {
 	dmesg_mark "56-encrypt"
 
 	mkdir -p $SD
-	mount -t tmpfs -o size=$((SIZE_MB + 64))M rswap-56 $SD && MOUNTED=1
+	mount -t tmpfs -o size=$((SIZE_MB + 64))M,mode=0700 rswap-56 $SD && MOUNTED=1
 	start_server() {
 		server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((SIZE_MB + 32))M --grace 60 \
 			--state-dir $SD --insecure

@@ -197,6 +197,8 @@ pub(crate) struct ServerConfig {
     pub(crate) log_level: Level,
     /// Keep regions as files here, so they outlive the process (`--state-dir`).
     pub(crate) state_dir: Option<PathBuf>,
+    /// Accept a state directory on a disk file system (`--state-dir-on-disk`).
+    pub(crate) state_dir_on_disk: bool,
     /// The clients that may connect, with their secrets (`--allow-list`).
     pub(crate) allow_list: Option<PathBuf>,
     /// Admit clients without an allow-list entry without authentication
@@ -340,9 +342,21 @@ struct ServerArgs {
     /// large enough for the whole pool: memory that survives the process but not a
     /// reboot. Created (mode 0700) if missing; one server per DIR. Incomplete or
     /// inconsistent entries are logged and deleted at start.
+    ///
+    /// Refused at start: a DIR on a disk file system (unless --state-dir-on-disk), on a
+    /// file system smaller than --size, that group or others may write, or that is not
+    /// the server user's.
     #[arg(long, value_name = "DIR", value_parser = parse_path, allow_hyphen_values = true,
           value_hint = clap::ValueHint::DirPath)]
     state_dir: Option<PathBuf>,
+
+    /// Accept a --state-dir on a disk file system (not tmpfs or hugetlbfs).
+    ///
+    /// The kernel then writes the regions' memory, the clients' swapped pages, to that
+    /// disk in plaintext (unless a client encrypts), where it stays in the free blocks
+    /// and backups after the regions are freed. Logged as a warning at start.
+    #[arg(long)]
+    state_dir_on_disk: bool,
 
     /// Serve the server's status on a Unix stream socket at PATH (recommended:
     /// /run/rswap/server.sock, where `rswapctl server-status` looks by default).
@@ -444,6 +458,9 @@ fn server_config(a: ServerArgs) -> Result<ServerConfig, String> {
     if a.allow_list.is_none() && !a.insecure {
         return Err(NO_ALLOW_LIST.into());
     }
+    if a.state_dir_on_disk && a.state_dir.is_none() {
+        return Err("--state-dir-on-disk needs --state-dir DIR".into());
+    }
     Ok(ServerConfig {
         listen,
         size,
@@ -456,6 +473,7 @@ fn server_config(a: ServerArgs) -> Result<ServerConfig, String> {
         mlock: !a.no_mlock,
         log_level: a.log_level,
         state_dir: a.state_dir,
+        state_dir_on_disk: a.state_dir_on_disk,
         allow_list: a.allow_list,
         insecure: a.insecure,
         status_socket: a.status_socket,
@@ -1062,6 +1080,7 @@ mod tests {
             ("--max-queues", Some("2")),
             ("--no-mlock", None),
             ("--state-dir", Some("d")),
+            ("--state-dir-on-disk", None),
             ("--status-socket", Some("s")),
             ("--test-wrong-server-proof", None),
         ];
@@ -1429,6 +1448,27 @@ mod tests {
             &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", "-1"],
             "invalid number",
         );
+        err(
+            &[
+                "--listen",
+                "1.2.3.4:5",
+                "--size",
+                "1G",
+                "--state-dir-on-disk",
+            ],
+            "--state-dir-on-disk needs --state-dir DIR",
+        );
+        let Ok(Parsed::Run(c)) = srv(&[
+            "--listen",
+            "1.2.3.4:5",
+            "--size",
+            "1G",
+            "--state-dir=/srv/s",
+            "--state-dir-on-disk",
+        ]) else {
+            panic!("--state-dir-on-disk did not parse");
+        };
+        assert!(c.state_dir_on_disk);
         for v in ["31622401", "18446744073709551615"] {
             err(
                 &["--listen", "1.2.3.4:5", "--size", "1G", "--grace", v],

@@ -451,7 +451,7 @@ proptest! {
 
 // --- command lines -----------------------------------------------------------------------
 
-const SERVER_OPTS: [&str; 19] = [
+const SERVER_OPTS: [&str; 20] = [
     "--help",
     "-h",
     "--version",
@@ -468,6 +468,7 @@ const SERVER_OPTS: [&str; 19] = [
     "--no-mlock",
     "--log-level",
     "--state-dir",
+    "--state-dir-on-disk",
     "--allow-list",
     "--insecure",
     "--test-wrong-server-proof",
@@ -593,6 +594,7 @@ struct ServerArgs {
     no_mlock: bool,
     log_level: Option<Level>,
     state_dir: Option<String>,
+    state_dir_on_disk: bool,
     allow_list: Option<String>,
     insecure: bool,
     status_socket: Option<String>,
@@ -623,6 +625,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
             any::<bool>(),
             prop::option::of("(?s).{1,16}"),
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -631,10 +634,12 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
                 (max_clients, max_queues, max_pending_per_source, grace, keepalive_ms),
                 (h, n, log_level),
                 dir,
-                (allow_list, insecure, status_socket, test_wrong_server_proof),
+                (allow_list, insecure, status_socket, test_wrong_server_proof, on_disk),
             )| {
                 // One of the two is required.
                 let insecure = insecure || allow_list.is_none();
+                // Only with a state directory.
+                let state_dir_on_disk = on_disk && dir.is_some();
                 ServerArgs {
                     listen,
                     size,
@@ -647,6 +652,7 @@ fn server_args() -> impl Strategy<Value = ServerArgs> {
                     no_mlock: n,
                     log_level,
                     state_dir: dir,
+                    state_dir_on_disk,
                     allow_list,
                     insecure,
                     status_socket,
@@ -692,6 +698,9 @@ impl ServerArgs {
         if let Some(d) = &self.state_dir {
             some("--state-dir", Some(d.clone()));
         }
+        if self.state_dir_on_disk {
+            some("--state-dir-on-disk", None);
+        }
         if let Some(f) = &self.allow_list {
             some("--allow-list", Some(f.clone()));
         }
@@ -734,6 +743,7 @@ impl ServerArgs {
             mlock: !self.no_mlock,
             log_level: self.log_level.unwrap_or(Level::Info),
             state_dir: self.state_dir.as_ref().map(PathBuf::from),
+            state_dir_on_disk: self.state_dir_on_disk,
             allow_list: self.allow_list.as_ref().map(PathBuf::from),
             insecure: self.insecure,
             status_socket: self.status_socket.as_ref().map(PathBuf::from),
@@ -762,6 +772,7 @@ proptest! {
                 prop_assert!(socket_len.is_none_or(|n| n > 0 && n <= STATUS_SOCKET_MAX));
                 // Never started without authentication unless --insecure was asked for.
                 prop_assert!(c.allow_list.is_some() || c.insecure);
+                prop_assert!(!c.state_dir_on_disk || c.state_dir.is_some());
             }
             Ok(Parsed::Help(_)) => prop_assert!(args.iter().any(|a| a == "-h" || a.split('=').next() == Some("--help"))),
             Ok(Parsed::Version) => prop_assert!(args.iter().any(|a| a == "-V" || a.split('=').next() == Some("--version"))),

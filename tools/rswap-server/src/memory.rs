@@ -189,15 +189,16 @@ pub fn try_lock_file(file: &File) -> io::Result<()> {
     rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive).map_err(io::Error::from)
 }
 
-/// Magic number (`f_type`) and block size of the file system holding `file`.
-pub fn fs_type(file: &File) -> io::Result<(u64, u64)> {
+/// Magic number (`f_type`), block size and size in blocks (`f_blocks`; 0: no limit,
+/// as a tmpfs mounted without one reports) of the file system holding `file`.
+pub fn fs_type(file: &File) -> io::Result<(u64, u64, u64)> {
     let st = rustix::fs::fstatfs(file).map_err(failed("fstatfs"))?;
     #[allow(
         clippy::unnecessary_cast,
         clippy::cast_sign_loss,
-        reason = "f_type and f_bsize differ in type between architectures"
+        reason = "f_type, f_bsize and f_blocks differ in type between architectures"
     )]
-    Ok((st.f_type as u64, st.f_bsize as u64))
+    Ok((st.f_type as u64, st.f_bsize as u64, st.f_blocks as u64))
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use crate::memory;
@@ -499,8 +499,26 @@ pub(crate) struct Store {
     dir: PathBuf,
     /// Holds the `flock` while the server runs.
     _lock: File,
-    /// File system magic and block size.
-    fs: (u64, u64),
+    /// File system magic, block size and size in blocks (0: no limit).
+    fs: (u64, u64, u64),
+}
+
+/// Refuses a state directory that is not the server's own: owned by another user
+/// (`uid` is not `euid`), or that group or others may write to (`mode & 0o022`), who
+/// could then create, replace or delete region files.
+pub(crate) fn check_dir_owner(uid: u32, mode: u32, euid: u32, dir: &str) -> Result<(), String> {
+    if uid != euid {
+        return Err(format!(
+            "--state-dir: {dir} belongs to uid {uid}, not to the server's user (uid {euid}): its owner could read or replace the regions; give the server a directory of its own"
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "--state-dir: {dir} has mode {:04o}: group or others may create, replace or delete region files in it; run: chmod 700 {dir}",
+            mode & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 /// `statfs` magic numbers of the file systems a state directory is meant for.
@@ -519,9 +537,16 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(format!("--state-dir: cannot create {show}: {e}")),
         }
-        if !fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        let md = fs::metadata(dir).map_err(|e| format!("--state-dir: {show}: {e}"))?;
+        if !md.is_dir() {
             return Err(format!("--state-dir: {show} is not a directory"));
         }
+        check_dir_owner(
+            md.uid(),
+            md.mode(),
+            rustix::process::geteuid().as_raw(),
+            &show.to_string(),
+        )?;
         let lock = OpenOptions::new()
             .read(true)
             .write(true)
@@ -551,8 +576,8 @@ impl Store {
         &self.dir
     }
 
-    /// The file system's `statfs` magic and block size.
-    pub(crate) fn fs_type(&self) -> (u64, u64) {
+    /// The file system's `statfs` magic, block size and size in blocks (0: no limit).
+    pub(crate) fn fs_type(&self) -> (u64, u64, u64) {
         self.fs
     }
 
@@ -699,6 +724,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::ids::random_u64;
+    use std::os::unix::fs::PermissionsExt as _;
 
     /// Metadata of a region whose owner is unknown: written in format 1.
     const META: Meta = Meta {
@@ -1233,6 +1259,32 @@ mod tests {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
         }
+    }
+
+    #[test]
+    fn the_state_dir_must_be_the_servers_own() {
+        assert_eq!(check_dir_owner(1000, 0o40700, 1000, "d"), Ok(()));
+        assert_eq!(check_dir_owner(0, 0o40755, 0, "d"), Ok(()));
+        assert_eq!(check_dir_owner(0, 0o41700, 0, "d"), Ok(()));
+        let e = check_dir_owner(1000, 0o40700, 0, "/run/x").expect_err("foreign");
+        assert!(
+            e.contains("/run/x belongs to uid 1000, not to the server's user (uid 0)"),
+            "{e}"
+        );
+        for mode in [0o40720, 0o40702, 0o40777, 0o41777] {
+            let e = check_dir_owner(0, mode, 0, "/run/x").expect_err("writable");
+            assert!(e.contains(&format!("mode {:04o}", mode & 0o7777)), "{e}");
+            assert!(e.contains("chmod 700 /run/x"), "{e}");
+        }
+        // On disk: a directory others may write to is refused, and left as it is.
+        let dir = Scratch::new("mode");
+        fs::DirBuilder::new().mode(0o700).create(&dir.0).unwrap();
+        fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Store::open(&dir.0).err().expect("opened");
+        assert!(e.contains("mode 0777"), "{e}");
+        assert!(!dir.0.join(LOCK_NAME).exists());
+        fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(Store::open(&dir.0).is_ok());
     }
 
     #[test]

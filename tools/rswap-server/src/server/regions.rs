@@ -56,11 +56,24 @@ fn map_region_file(
     Ok(mem)
 }
 
-/// Checks the state directory's file system against `--hugepages` and returns
-/// the allocation unit: a file on hugetlbfs is made of its hugepages.
+/// Checks the state directory's file system against `--hugepages`,
+/// `--state-dir-on-disk` and `--size`, and returns the allocation unit: a file on
+/// hugetlbfs is made of its hugepages.
 pub(super) fn state_dir_unit(store: &Store, cfg: &ServerConfig, unit: u64) -> Result<u64, String> {
-    let (magic, block) = store.fs_type();
+    let (magic, block, blocks) = store.fs_type();
     let dir = store.dir().display();
+    check_state_fs(magic, cfg, &dir.to_string())?;
+    if let Some(bytes) = too_small(block, blocks, cfg.size) {
+        log::warn("state_dir_small")
+            .kv("dir", &dir)
+            .kv("fs_size", format_size(bytes))
+            .kv("pool", format_size(cfg.size))
+            .kv(
+                "effect",
+                "new regions fail (NoMemory) once the file system is full; make it at least as large as the pool (mount -o remount,size=...)",
+            )
+            .emit();
+    }
     match (magic == store::HUGETLBFS_MAGIC, cfg.hugepages) {
         (true, true) => return Ok(block.max(PAGE)),
         (true, false) => {
@@ -75,17 +88,45 @@ pub(super) fn state_dir_unit(store: &Store, cfg: &ServerConfig, unit: u64) -> Re
         }
         (false, false) => {}
     }
-    if magic != store::TMPFS_MAGIC && magic != store::RAMFS_MAGIC {
-        log::warn("state_dir_not_tmpfs")
+    if !in_memory(magic) {
+        log::warn("state_dir_on_disk")
             .kv("dir", &dir)
             .hex("fs_magic", magic)
-            .kv(
-                "effect",
-                "regions are files on a disk file system; ibv_reg_mr may refuse them",
-            )
+            .kv("effect", DISK_EFFECT)
             .emit();
     }
     Ok(unit)
+}
+
+/// What a state directory on a disk file system means, for the log and the error.
+const DISK_EFFECT: &str = "the kernel writes the regions' memory (clients' swapped pages, in plaintext unless a client encrypts) to that disk, where it stays in free blocks and backups after the regions are freed";
+
+/// Whether a file system of `magic` keeps its files in memory.
+fn in_memory(magic: u64) -> bool {
+    [
+        store::TMPFS_MAGIC,
+        store::RAMFS_MAGIC,
+        store::HUGETLBFS_MAGIC,
+    ]
+    .contains(&magic)
+}
+
+/// Refuses a state directory's file system (of `magic`) that is on a disk, unless
+/// `--state-dir-on-disk`.
+fn check_state_fs(magic: u64, cfg: &ServerConfig, dir: &str) -> Result<(), String> {
+    if !in_memory(magic) && !cfg.state_dir_on_disk {
+        return Err(format!(
+            "--state-dir: {dir} is not on tmpfs or hugetlbfs (file system magic {magic:#x}): {DISK_EFFECT}; mount a tmpfs there (memory-server.md), or add --state-dir-on-disk to accept that"
+        ));
+    }
+    Ok(())
+}
+
+/// The size in bytes of a file system of `blocks` blocks of `block` bytes (0: no limit)
+/// if it cannot hold a pool of `pool` bytes.
+fn too_small(block: u64, blocks: u64, pool: u64) -> Option<u64> {
+    let bytes = blocks.saturating_mul(block);
+    (blocks > 0 && bytes < pool).then_some(bytes)
 }
 
 /// Scans the state directory: deletes what is incomplete or inconsistent, maps
@@ -426,5 +467,53 @@ impl Server {
                 .emit();
             // Dropping deregisters the MR and unmaps the memory; the files stay.
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: &[&str]) -> ServerConfig {
+        let args = ["--listen", "192.0.2.1", "--size", "64M", "--insecure"];
+        let args = args.iter().chain(extra).map(|s| s.to_string());
+        match config::parse_server_args(args) {
+            Ok(config::Parsed::Run(c)) => c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_state_dir_is_in_memory() {
+        const EXT4: u64 = 0xef53;
+        let c = cfg(&["--state-dir", "/run/s"]);
+        for magic in [
+            store::TMPFS_MAGIC,
+            store::RAMFS_MAGIC,
+            store::HUGETLBFS_MAGIC,
+        ] {
+            assert_eq!(check_state_fs(magic, &c, "/run/s"), Ok(()));
+        }
+        // A disk: refused, naming what it means and the way out.
+        let e = check_state_fs(EXT4, &c, "/run/s").expect_err("disk");
+        assert!(
+            e.contains("not on tmpfs or hugetlbfs (file system magic 0xef53)"),
+            "{e}"
+        );
+        assert!(e.contains("plaintext"), "{e}");
+        assert!(e.contains("--state-dir-on-disk"), "{e}");
+        // Unless told so.
+        let c = cfg(&["--state-dir", "/run/s", "--state-dir-on-disk"]);
+        assert_eq!(check_state_fs(EXT4, &c, "/run/s"), Ok(()));
+    }
+
+    #[test]
+    fn a_state_dir_smaller_than_the_pool() {
+        let pool = 64 << 20;
+        assert_eq!(too_small(4096, 16384, pool), None);
+        assert_eq!(too_small(4096, 0, pool), None, "no limit");
+        assert_eq!(too_small(2 << 20, 32, pool), None);
+        assert_eq!(too_small(4096, 16383, pool), Some(pool - 4096));
+        assert_eq!(too_small(2 << 20, 31, pool), Some(62 << 20));
     }
 }
