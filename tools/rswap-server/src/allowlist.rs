@@ -56,6 +56,17 @@ impl Entry {
     }
 }
 
+/// What changed from one allow-list to the next, by client id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Changes {
+    /// Listed now, not before.
+    pub(crate) added: Vec<u64>,
+    /// Listed before, not now.
+    pub(crate) removed: Vec<u64>,
+    /// Listed in both, with another secret or other addresses.
+    pub(crate) changed: Vec<u64>,
+}
+
 /// The clients of an allow-list, by client id.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AllowList {
@@ -179,6 +190,27 @@ impl AllowList {
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
+
+    /// What changed from `self` to `new` (secrets compared in constant time).
+    pub(crate) fn changes(&self, new: &Self) -> Changes {
+        let mut c = Changes::default();
+        for (id, e) in &new.entries {
+            match self.entries.get(id) {
+                None => c.added.push(*id),
+                Some(old) if !old.secret.ct_eq(&e.secret) || old.addrs != e.addrs => {
+                    c.changed.push(*id);
+                }
+                Some(_) => {}
+            }
+        }
+        c.removed = self
+            .entries
+            .keys()
+            .filter(|id| !new.entries.contains_key(id))
+            .copied()
+            .collect();
+        c
+    }
 }
 
 /// Refuses a file mode that lets group or others read, write or execute the file
@@ -200,6 +232,22 @@ mod tests {
 
     const S1: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
     const S2: &str = "5ec2e75ec2e75ec2e75ec2e75ec2e75e";
+
+    #[test]
+    fn changes_from_one_list_to_the_next() {
+        let old = parse(&format!("1 {S1}\n2 {S1}\n3 {S1} 192.0.2.3\n4 {S2}\n")).expect("old");
+        let new = parse(&format!("1 {S1}\n2 {S2}\n3 {S1} 192.0.2.4\n5 {S1}\n")).expect("new");
+        assert_eq!(
+            old.changes(&new),
+            Changes {
+                added: vec![5],
+                removed: vec![4],
+                changed: vec![2, 3],
+            }
+        );
+        assert_eq!(new.changes(&new), Changes::default());
+        assert_eq!(AllowList::default().changes(&old).added, vec![1, 2, 3, 4]);
+    }
 
     fn parse(text: &str) -> Result<AllowList, String> {
         AllowList::parse(text, "allow")

@@ -85,6 +85,19 @@ impl Gate {
         }
     }
 
+    /// The allow-list.
+    pub(crate) fn allow(&self) -> &AllowList {
+        &self.allow
+    }
+
+    /// Replaces the allow-list (a reload): every check from now on, also of a proof
+    /// whose hello came before, uses `allow`. Outstanding challenges are kept: the
+    /// proof of one whose client id is no longer listed is refused, and one whose
+    /// secret changed must be made with the new secret.
+    pub(crate) fn set_allow(&mut self, allow: AllowList) {
+        self.allow = allow;
+    }
+
     /// How many challenges are outstanding.
     pub(crate) fn outstanding(&self) -> usize {
         self.challenges.len()
@@ -522,6 +535,45 @@ mod tests {
             refused(&g.check(&proof(&h, n), a, t0, counter(0))).map(|r| r.0),
             Some(RejectCode::AuthFailed)
         );
+    }
+
+    /// A reload: a removed client id is refused from its next hello on, and a proof for
+    /// a challenge issued before the reload is checked against the new secret.
+    #[test]
+    fn a_new_allow_list_applies_to_the_next_request() {
+        let t0 = Instant::now();
+        let peer = ip("192.0.2.9");
+        let mut g = gate(false);
+        let h = hello(1);
+        let n = challenged(&g.check(&h, peer, t0, counter(0)));
+        let s2 = "11".repeat(32);
+        let rotated = format!("1 {s2}\n3 {S1}\n");
+        g.set_allow(AllowList::parse(&rotated, "allow").expect("allow-list"));
+        // The old secret's proof is wrong now; the new one's is right.
+        assert_eq!(
+            refused(&g.check(&proof(&h, n), peer, t0, counter(0))),
+            Some((RejectCode::AuthFailed, "wrong proof"))
+        );
+        let secret = Secret::from_hex(&s2).expect("hex");
+        let mac = crypto::client_mac(&secret, &h, 77, &CN, n);
+        let p = ConnectRequest {
+            auth: Auth::Proof {
+                server_nonce: n,
+                mac,
+            },
+            ..h
+        };
+        assert!(matches!(
+            g.check(&p, peer, t0, counter(0)),
+            Decision::Admit { instance: 77, .. }
+        ));
+        // Client 2 is gone, client 3 is new.
+        assert_eq!(
+            refused(&g.check(&hello(2), ip("192.0.2.2"), t0, counter(10))),
+            Some((RejectCode::AuthFailed, WHY_NOT_LISTED))
+        );
+        challenged(&g.check(&hello(3), peer, t0, counter(20)));
+        assert_eq!(g.allow().len(), 2);
     }
 
     #[test]

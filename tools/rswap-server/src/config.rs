@@ -411,7 +411,10 @@ SIGINT or SIGTERM disconnects all clients, deregisters and frees all regions and
 with status 0; with --state-dir it keeps the regions' files instead, for the next server \
 (SIGKILL and crashes keep them too; a reboot of a tmpfs loses them). SIGUSR1 disconnects \
 all clients but keeps their regions for the grace period: clients reconnect and find \
-their data (rswap does so by itself).
+their data (rswap does so by itself). SIGHUP reads the --allow-list FILE again: clients \
+added are admitted, a changed secret is required from the next connect on, a removed \
+client's queues are closed (its region is freed after the grace period); a file that does \
+not load is refused whole (logged with FILE:LINE) and the allow-list in use stays.
 
 A bad option exits with status 2 and one line on stderr; an address that cannot be bound \
 exits with status 1 and one line on stderr.";

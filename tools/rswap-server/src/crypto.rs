@@ -114,7 +114,6 @@ impl Secret {
 
     /// Whether `self` and `other` are the same secret, compared in time that does not
     /// depend on where they differ (only on their lengths).
-    #[cfg(test)]
     pub(crate) fn ct_eq(&self, other: &Self) -> bool {
         wire::mac_eq(&self.0, &other.0)
     }

@@ -129,6 +129,7 @@ impl Server {
             if ready.get(1).copied().unwrap_or(false) {
                 match signals.read().map_err(|e| format!("signalfd: {e}"))? {
                     Some(libc::SIGUSR1) => self.disconnect_all(),
+                    Some(libc::SIGHUP) => self.reload_allow_list(),
                     Some(sig) => {
                         log::info("shutdown").kv("signal", sig).emit();
                         return Ok(());

@@ -17,6 +17,7 @@
 mod connect;
 mod event_loop;
 mod regions;
+mod reload;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
@@ -232,7 +233,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         false
     };
     // Block the signals before anything could start a thread.
-    let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1])
+    let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGHUP])
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
     // Before anything slow: a path that cannot be used stops the start at once. Served
     // once the loop runs; removed when `status` is dropped, on every way out of here.
