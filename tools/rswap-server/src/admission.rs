@@ -220,14 +220,20 @@ mod tests {
         (r.code, r.why.into_owned())
     }
 
-    #[test]
-    fn parse_answers_version_1_in_version_1() {
+    /// Bytes whose header says protocol version 1 (a version-1 reject, encoded).
+    fn version_1_bytes() -> [u8; RejectReason::SIZE] {
         let mut v1 = [0u8; RejectReason::SIZE];
         RejectReason {
             code: RejectCode::TooLarge,
             max_size: 0,
         }
         .encode_as(VERSION_1, &mut v1);
+        v1
+    }
+
+    #[test]
+    fn parse_answers_version_1_in_version_1() {
+        let v1 = version_1_bytes();
         let r = parse(&v1).expect_err("a version-1 request parsed");
         assert_eq!((r.version, r.code), (VERSION_1, RejectCode::BadVersion));
         assert!(r.why.starts_with("protocol version 1"), "{}", r.why);
@@ -268,12 +274,7 @@ mod tests {
     /// unauthenticated peer, every one of `admit` as to an authenticated one.
     #[test]
     fn only_refusals_after_authentication_show_the_pool() {
-        let mut v1 = [0u8; RejectReason::SIZE];
-        RejectReason {
-            code: RejectCode::TooLarge,
-            max_size: 0,
-        }
-        .encode_as(VERSION_1, &mut v1);
+        let v1 = version_1_bytes();
         let mut bad_version = [0u8; ConnectRequest::SIZE];
         req(MIB, 0, 1).encode(&mut bad_version);
         bad_version[4] = 9;

@@ -292,7 +292,12 @@ mod tests {
 
     /// The proof a client with secret S1 sends for `hello` and `server_nonce`.
     fn proof(hello: &ConnectRequest, server_nonce: u64) -> ConnectRequest {
-        let secret = Secret::from_hex(S1).expect("hex");
+        proof_with(S1, hello, server_nonce)
+    }
+
+    /// The proof a client with secret `hex` sends for `hello` and `server_nonce`.
+    fn proof_with(hex: &str, hello: &ConnectRequest, server_nonce: u64) -> ConnectRequest {
+        let secret = Secret::from_hex(hex).expect("hex");
         let mac = crypto::client_mac(&secret, hello, 77, &CN, server_nonce);
         ConnectRequest {
             auth: Auth::Proof { server_nonce, mac },
@@ -465,15 +470,7 @@ mod tests {
             Some((RejectCode::AuthFailed, "wrong proof"))
         );
         let n = issue(&mut g);
-        let other = Secret::from_hex(&"11".repeat(32)).expect("hex");
-        let mac = crypto::client_mac(&other, &h, 77, &CN, n);
-        let p = ConnectRequest {
-            auth: Auth::Proof {
-                server_nonce: n,
-                mac,
-            },
-            ..h
-        };
+        let p = proof_with(&"11".repeat(32), &h, n);
         assert_eq!(
             refused(&g.check(&p, peer, t0, counter(0))),
             Some((RejectCode::AuthFailed, "wrong proof"))
@@ -554,17 +551,8 @@ mod tests {
             refused(&g.check(&proof(&h, n), peer, t0, counter(0))),
             Some((RejectCode::AuthFailed, "wrong proof"))
         );
-        let secret = Secret::from_hex(&s2).expect("hex");
-        let mac = crypto::client_mac(&secret, &h, 77, &CN, n);
-        let p = ConnectRequest {
-            auth: Auth::Proof {
-                server_nonce: n,
-                mac,
-            },
-            ..h
-        };
         assert!(matches!(
-            g.check(&p, peer, t0, counter(0)),
+            g.check(&proof_with(&s2, &h, n), peer, t0, counter(0)),
             Decision::Admit { instance: 77, .. }
         ));
         // Client 2 is gone, client 3 is new.
