@@ -32,7 +32,7 @@ ALLOW=/tmp/rswap-55-allow
 WORK_MB=48
 LIMIT_MB=20
 
-SPID=
+SPID= RSPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
 	local d
@@ -42,6 +42,7 @@ cleanup() {
 	done
 	rmdir $CG 2>/dev/null
 	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
+	[ -z "$RSPID" ] || kill -KILL "$RSPID" 2>/dev/null
 	ip addr del $IP2/24 dev eth0 2>/dev/null
 	true
 }
@@ -245,6 +246,78 @@ t_connect_log_rate() {
 	fi
 }
 ktap_test "auth: the log lines of a flood of unauthenticated connects are rate-limited, and what is dropped is counted" t_connect_log_rate
+
+# Live configuration: SIGHUP reads the allow-list again. A second server (grace 5 s) with
+# an allow-list of its own: while client $ID2 holds its region, client 0x5503 is added
+# and connects; a broken file is refused with FILE:LINE and the list in use stays; its
+# secret is rotated (the old one refused, the new one admitted); it is removed while it
+# holds its region: its queue is closed, its region freed after the grace, its hellos
+# refused. Client $ID2's queues stay through all of it.
+t_reload() {
+	local rport=$((PORT + 2)) ra=/tmp/rswap-55-reload id3=0x5503 s3a s3b bad= h2 h3 h3rc rlog=$OUT/server-reload.log
+	s3a=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	s3b=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	rclient() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$rport" "$@"; }
+	hup() { kill -HUP "$RSPID"; wait_log "$rlog" "$1" 20; }
+	( umask 077; printf '%s %s\n' "$ID2" "$SECRET2" > $ra )
+	if ! server_start "$rlog" --listen "$IP:$rport" --size 64M --grace 5 --allow-list $ra >/dev/null; then
+		SPID=$MAIN_SPID
+		ktap_fail "the second server does not start: $(tail -3 "$rlog")"
+		return
+	fi
+	RSPID=$SPID SPID=$MAIN_SPID
+	timeout 150 "$CLI" --connect "$IP:$rport" --client-id $ID2 --size 4M --queues 2 --secret "$SECRET2" \
+		--print-descriptor --hold 120 >"$OUT/reload-holder2.out" 2>&1 &
+	h2=$!
+	wait_log "$OUT/reload-holder2.out" '^queue=1 ' 60 || bad+="client $ID2 did not connect; "
+	# Added.
+	rclient --client-id $id3 --size 4M --secret "$s3a" --expect-reject AuthFailed
+	[ $CS = 0 ] || bad+="unlisted $id3 not refused: $CO; "
+	printf '%s %s\n' "$id3" "$s3a" >> $ra
+	hup 'event=allow_list_reloaded .*clients=2 added=21763 removed=none changed=none' || bad+="no reload (add); "
+	rclient --client-id $id3 --size 4M --secret "$s3a"
+	[ $CS = 0 ] || bad+="added $id3 does not connect: $CO; "
+	# A broken file.
+	echo "0x5504 zz" >> $ra
+	hup "level=error event=allow_list_rejected error=\"$ra:3: " || bad+="broken file not refused with $ra:3; "
+	rclient --client-id $id3 --size 4M --secret "$s3a"
+	[ $CS = 0 ] || bad+="$id3 refused after a broken reload: $CO; "
+	kill -0 "$RSPID" 2>/dev/null || bad+="the server died; "
+	# Rotated.
+	printf '%s %s\n%s %s\n' "$ID2" "$SECRET2" "$id3" "$s3b" > $ra
+	hup 'event=allow_list_reloaded .*changed=21763' || bad+="no reload (rotate); "
+	rclient --client-id $id3 --size 4M --secret "$s3a" --expect-reject AuthFailed
+	[ $CS = 0 ] || bad+="old secret of $id3 not refused: $CO; "
+	rclient --client-id $id3 --size 4M --secret "$s3b"
+	[ $CS = 0 ] || bad+="new secret of $id3 not admitted: $CO; "
+	# Removed while it holds its region.
+	timeout 150 "$CLI" --connect "$IP:$rport" --client-id $id3 --size 4M --secret "$s3b" \
+		--print-descriptor --hold 100 >"$OUT/reload-holder3.out" 2>&1 &
+	h3=$!
+	wait_log "$OUT/reload-holder3.out" '^queue=0 ' 60 || bad+="$id3 did not connect to hold; "
+	printf '%s %s\n' "$ID2" "$SECRET2" > $ra
+	hup 'event=allow_list_reloaded .*removed=21763' || bad+="no reload (remove); "
+	wait_exit "$h3" 30; h3rc=$?
+	{ [ $h3rc = 1 ] && grep -q 'server disconnected a queue' "$OUT/reload-holder3.out"; } \
+		|| bad+="$id3 not disconnected (exit $h3rc: $(tail -1 "$OUT/reload-holder3.out")); "
+	grep -q 'event=queue_closed client_id=21763 .*why="removed from the allow-list"' "$rlog" || bad+="no queue_closed of $id3; "
+	wait_log "$rlog" 'event=region_freed client_id=21763 .*why="grace period over"' 20 || bad+="region of $id3 not freed; "
+	rclient --client-id $id3 --size 4M --secret "$s3b" --expect-reject AuthFailed
+	[ $CS = 0 ] || bad+="removed $id3 not refused: $CO; "
+	# Client $ID2 undisturbed: still connected, no queue of it closed.
+	kill -0 "$h2" 2>/dev/null || bad+="client $ID2's holder ended: $(tail -2 "$OUT/reload-holder2.out"); "
+	! grep -q 'event=queue_closed client_id=21762 ' "$rlog" || bad+="a queue of $ID2 was closed; "
+	kill "$h2" 2>/dev/null; wait "$h2" 2>/dev/null
+	kill "$RSPID"; wait "$RSPID" 2>/dev/null; RSPID=
+	rm -f $ra
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "$(grep -E 'allow_list_(reloaded|rejected)' "$rlog" | sed 's/^ts=[^ ]* //')"
+	else
+		ktap_fail "$bad"
+	fi
+}
+ktap_test "auth: SIGHUP reloads the allow-list: a client added connects, a broken file keeps the old list, a rotated secret is required, a removed client is disconnected and its region freed after the grace; another client undisturbed" t_reload
 
 # A target with a secret the server does not have for its id.
 t_server_lacks_secret() {
