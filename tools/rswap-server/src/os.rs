@@ -3,7 +3,8 @@
 //! What the event loop waits on besides rdma_cm: signals as a descriptor
 //! (`signalfd`, through nix), `poll(2)` over descriptors, and the status socket's
 //! Unix listener bound with mode 0600 (through rustix); and the process made
-//! non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`).
+//! non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`) and part of the I/O path
+//! (`prctl(PR_SET_IO_FLUSHER)`).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -149,6 +150,17 @@ pub fn no_core_dumps() -> io::Result<()> {
         .map_err(|e| failed("prctl(PR_SET_DUMPABLE, 0)", e))
 }
 
+/// Declares the process part of the I/O path (`prctl(PR_SET_IO_FLUSHER, 1)`): its
+/// allocations never start I/O to reclaim memory (as with `GFP_NOIO`) and it is not
+/// throttled by dirty-page writeback. A memory server may share its host with clients that
+/// swap to it (every host lends and borrows): if its own allocations reclaimed by swapping
+/// out to an rswap disk, they could wait on I/O that only the server itself can complete.
+/// Needs `CAP_SYS_RESOURCE`; without it, `EPERM`.
+pub fn io_flusher() -> io::Result<()> {
+    rustix::process::configure_io_flusher_behavior(true)
+        .map_err(|e| failed("prctl(PR_SET_IO_FLUSHER, 1)", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +173,16 @@ mod tests {
             dumpable_behavior().expect("prctl"),
             DumpableBehavior::NotDumpable
         );
+    }
+
+    /// The process is an I/O flusher afterwards, or was not allowed to be (no
+    /// `CAP_SYS_RESOURCE`, as in a container): nothing else.
+    #[test]
+    fn an_io_flusher_after_io_flusher() {
+        match io_flusher() {
+            Ok(()) => assert!(rustix::process::is_io_flusher().expect("prctl")),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
+        }
     }
 
     #[test]

@@ -200,6 +200,20 @@ fn meminfo(field: &str) -> Option<u64> {
 fn run(cfg: ServerConfig) -> Result<(), String> {
     // Before any secret is read: no core file, no ptrace by the same user.
     os::no_core_dumps().map_err(|e| format!("cannot keep secrets out of core dumps: {e}"))?;
+    // Its own allocations must never wait on the swap it serves (memory-server.md).
+    let io_flusher = match os::io_flusher() {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn("io_flusher_failed")
+                .kv("error", e)
+                .kv(
+                    "effect",
+                    "the server's allocations may wait on swap it serves (needs CAP_SYS_RESOURCE)",
+                )
+                .emit();
+            false
+        }
+    };
     // A bad allow-list stops the start before anything else is set up.
     let allow = match &cfg.allow_list {
         Some(path) => AllowList::load(path)?,
@@ -271,7 +285,8 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
         .kv("grace_s", cfg.grace.as_secs())
         .kv("keepalive_ms", cfg.keepalive.as_millis())
         .kv("hugepages", cfg.hugepages)
-        .kv("memory_locked", memory_locked);
+        .kv("memory_locked", memory_locked)
+        .kv("io_flusher", io_flusher);
     if let Some(path) = &cfg.allow_list {
         line = line
             .kv("allow_list", path.display())
