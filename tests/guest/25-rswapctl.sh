@@ -103,6 +103,16 @@ assert t["sync_swapin"] is (False if has_sync else None), t
 # A number, not a bool (False == 0 in Python).
 assert (type(t["poll_queues"]) is int and t["poll_queues"] == 0) if has_poll else t["poll_queues"] is None, t
 assert t["auth_failures"] is None, t
+# The client id, and the counters of stats (the disk swapped on has been read at least
+# by swapon).
+assert t["client_id"] == "0x2501", t
+stats = t["stats"]
+assert type(stats["reads"]) is int and stats["reads"] > 0 and stats["errors"] == 0, stats
+assert [q["queue"] for q in stats["queues"]] == [0], stats
+assert sum(q["reads"] for q in stats["queues"]) == stats["reads"], stats
+hist = stats["read_latency_us"] or stats["latency_us"]
+assert hist and hist[-1]["le_us"] is None, stats
+assert st["stats"]["reads"] >= stats["reads"], st
 for k, v in want.items():
     assert st.get(k) == v, ("status", k, st.get(k), v)
 attrs = st["attributes"]
@@ -118,7 +128,7 @@ PY
 		ktap_fail "$(tail -3 "$OUT/check.out"; cat "$OUT/list.json")"
 	fi
 }
-ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it; --io-timeout-ms is the disk's io_timeout" t_list_status
+ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it (--io-timeout-ms is the disk's io_timeout), the client id and the stats counters" t_list_status
 
 # a refused add: nothing listens on port 1
 # and one the server refuses: more memory than its pool holds.

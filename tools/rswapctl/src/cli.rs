@@ -256,18 +256,6 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
-fn server(t: &TargetInfo) -> String {
-    match (
-        t.settings.get("addr").as_str(),
-        t.settings.get("port").as_u64(),
-    ) {
-        (Some(a), Some(p)) if a.contains(':') => format!("[{a}]:{p}"),
-        (Some(a), Some(p)) => format!("{a}:{p}"),
-        (Some(a), None) => a.to_string(),
-        (None, _) => "-".to_string(),
-    }
-}
-
 /// Columns left-aligned to their widest cell, two spaces apart, no trailing blanks.
 fn align(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let rows: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| h.to_string()).collect())
@@ -311,7 +299,7 @@ pub fn table(targets: &[TargetInfo]) -> String {
         let mut row = vec![
             t.name.clone(),
             dash(t.device.as_deref()),
-            server(t),
+            dash(t.server()),
             dash(t.settings.get("size_bytes").as_u64().map(human_size)),
             t.state.clone(),
             dash(t.recoveries),

@@ -345,6 +345,118 @@ pub fn parse_stats_encryption(stats: &str) -> Result<Option<Encryption>, StatsEr
     }))
 }
 
+/// A latency histogram line of `stats` (`read_latency_us le8=0 le16=3 ... inf=0`): the
+/// requests of each bucket, not cumulative (`leN`: more than the previous bound and at
+/// most N microseconds; `inf`: the rest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Histogram {
+    /// `(bound in microseconds, requests)`, bounds rising; `None` is `inf`, the last.
+    pub buckets: Vec<(Option<u64>, u64)>,
+}
+
+impl Histogram {
+    /// The requests of all buckets.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// A target's `stats` attribute (Documentation/configuration.md, "Counters").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// The `key=value` fields of the `total` line, in its order.
+    pub total: Vec<(String, u64)>,
+    /// `read_latency_us`: reads, from the block layer's start of the request to its end.
+    pub read_latency: Option<Histogram>,
+    /// `write_latency_us`: writes, likewise.
+    pub write_latency: Option<Histogram>,
+    /// `latency_us`: reads and writes together, from posting the work request to its
+    /// completion (a module older than the two lines above).
+    pub latency: Option<Histogram>,
+    pub encryption: Option<Encryption>,
+    /// The `queueN` lines: the queue's index and its fields.
+    pub queues: Vec<(u32, Vec<(String, u64)>)>,
+}
+
+impl Stats {
+    /// Field `key` of the `total` line.
+    pub fn total(&self, key: &str) -> Option<u64> {
+        self.total.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// The `key=N` fields of a line after its first word.
+fn fields(line: &str) -> Result<Vec<(String, u64)>, StatsError> {
+    line.split_whitespace()
+        .skip(1)
+        .map(|word| {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| StatsError(format!("{word:?} is not key=value")))?;
+            let n = value
+                .parse::<u64>()
+                .map_err(|_| StatsError(format!("{key}={value} is not a number")))?;
+            Ok((key.to_string(), n))
+        })
+        .collect()
+}
+
+/// A histogram line's fields: `leN=..` with rising bounds, then `inf=..`.
+fn histogram(line: &str) -> Result<Histogram, StatsError> {
+    let mut buckets: Vec<(Option<u64>, u64)> = Vec::new();
+    for (key, n) in fields(line)? {
+        if buckets.last().is_some_and(|(bound, _)| bound.is_none()) {
+            return Err(StatsError(format!("{key}= after inf= in {line:?}")));
+        }
+        let bound = match key.as_str() {
+            "inf" => None,
+            _ => match key.strip_prefix("le").map(str::parse::<u64>) {
+                Some(Ok(b)) if buckets.last().is_none_or(|(prev, _)| prev < &Some(b)) => Some(b),
+                _ => {
+                    return Err(StatsError(format!(
+                        "{key}= is not a rising leN in {line:?}"
+                    )))
+                }
+            },
+        };
+        buckets.push((bound, n));
+    }
+    if buckets.last().is_none_or(|(bound, _)| bound.is_some()) {
+        return Err(StatsError(format!("no inf= at the end of {line:?}")));
+    }
+    Ok(Histogram { buckets })
+}
+
+/// Parses a target's `stats` attribute: the `total` line, the latency histograms (the
+/// `read_latency_us` and `write_latency_us` pair, or a module's older single
+/// `latency_us`), the encryption line (as [`parse_stats_encryption`]) and the `queueN`
+/// lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
+/// module's) are skipped; a known line that does not parse is an error. A disabled
+/// target's `stats` is empty: all empty.
+pub fn parse_stats(stats: &str) -> Result<Stats, StatsError> {
+    let mut out = Stats {
+        encryption: parse_stats_encryption(stats)?,
+        ..Stats::default()
+    };
+    for line in stats.lines().map(str::trim) {
+        let Some(first) = line.split_whitespace().next() else {
+            continue;
+        };
+        match first {
+            "total" => out.total = fields(line)?,
+            "read_latency_us" => out.read_latency = Some(histogram(line)?),
+            "write_latency_us" => out.write_latency = Some(histogram(line)?),
+            "latency_us" => out.latency = Some(histogram(line)?),
+            _ => {
+                if let Some(Ok(q)) = first.strip_prefix("queue").map(str::parse::<u32>) {
+                    out.queues.push((q, fields(line)?));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Bytes in the kernel's suffixes (binary): `8G`, `1.5G`, `512K`, `100B`.
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [(&str, u64); 5] = [
@@ -610,6 +722,82 @@ mod tests {
                     .starts_with(&format!("unexpected stats line: {want}")),
                 "{line:?}: {e}"
             );
+        }
+    }
+
+    /// The `stats` of a module with the read and write histograms, as configuration.md
+    /// shows it (fewer buckets), with a page too full for its last queues.
+    const STATS_PAIR: &str = "total reads=5120 writes=1536 read_bytes=20971520 \
+        write_bytes=6291456 errors=1 requeues=2 recoveries=3 inflight=4 registered_reads=0\n\
+        read_latency_us le8=0 le16=2 le32=5 inf=1\n\
+        write_latency_us le8=1 le16=0 le32=0 inf=0\n\
+        encryption off\n\
+        queue0 reads=2575 writes=770 read_bytes=10547200\n\
+        queue1 reads=2545 writes=766 read_bytes=10424320\n\
+        queues 2..63: not shown, the page is full\n";
+
+    #[test]
+    fn stats_with_read_and_write_histograms() {
+        let s = parse_stats(STATS_PAIR).unwrap();
+        assert_eq!(s.total("reads"), Some(5120));
+        assert_eq!(s.total("registered_reads"), Some(0));
+        assert_eq!(s.total("nothing"), None);
+        assert_eq!(s.total.len(), 9);
+        assert_eq!(
+            s.read_latency,
+            Some(Histogram {
+                buckets: vec![(Some(8), 0), (Some(16), 2), (Some(32), 5), (None, 1)]
+            })
+        );
+        assert_eq!(s.read_latency.as_ref().map(Histogram::count), Some(8));
+        assert_eq!(s.write_latency.as_ref().map(Histogram::count), Some(1));
+        assert_eq!(s.latency, None);
+        assert_eq!(s.encryption, Some(Encryption::Off));
+        assert_eq!(s.queues.len(), 2);
+        assert_eq!(s.queues[1].0, 1);
+        assert_eq!(s.queues[1].1[2], ("read_bytes".to_string(), 10424320));
+    }
+
+    #[test]
+    fn stats_with_one_histogram_of_an_older_module() {
+        let s = parse_stats(&stats("encryption off")).unwrap();
+        assert_eq!(s.read_latency, None);
+        assert_eq!(s.write_latency, None);
+        assert_eq!(
+            s.latency,
+            Some(Histogram {
+                buckets: vec![(Some(8), 0), (Some(16), 3), (None, 0)]
+            })
+        );
+        assert_eq!(s.total("writes"), Some(9));
+        // A disabled target's: empty.
+        assert_eq!(parse_stats("").unwrap(), Stats::default());
+    }
+
+    #[test]
+    fn stats_bad_lines() {
+        for (line, why) in [
+            ("total reads=x", "reads=x is not a number"),
+            ("total reads", "\"reads\" is not key=value"),
+            (
+                "read_latency_us le8=1 le8=2 inf=0",
+                "le8= is not a rising leN",
+            ),
+            (
+                "read_latency_us le16=1 le8=2 inf=0",
+                "le8= is not a rising leN",
+            ),
+            (
+                "read_latency_us le8=1 lt16=2 inf=0",
+                "lt16= is not a rising leN",
+            ),
+            ("write_latency_us le8=1 le16=2", "no inf= at the end"),
+            ("latency_us inf=0 le8=1", "le8= after inf="),
+            ("latency_us", "no inf= at the end"),
+            ("queue3 reads=-1", "reads=-1 is not a number"),
+        ] {
+            let e = parse_stats(line).unwrap_err().to_string();
+            assert!(e.contains(why), "{line}: {e}");
         }
     }
 

@@ -5,7 +5,8 @@
 //! keys of the target files (`conf`), the flags of `rswapctl add` (`cli`), what `add`
 //! writes and `up` compares (`target`), the fields `list` and `status` show, and the
 //! fake configfs of the unit tests. A new setting is one row here (and its lines in
-//! Documentation/rswapctl.md).
+//! Documentation/rswapctl.md). [`COUNTERS`] does the same for the counters of a target's
+//! `stats`: the `stats` object of `list --json` and the families of `rswapctl metrics`.
 
 use crate::parse::{parse_bool_attr, parse_secret_attr};
 use crate::target;
@@ -471,6 +472,87 @@ pub const SETTINGS: &[Setting] = &[
         .since("synchronous swap-in", "without it")
         .up(Up::On("synchronous"))
         .sample("yes", "on"),
+];
+
+/// How Prometheus sees a number of `stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// Only grows, from 0 at `enable`.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// One field of the `total` line of a target's `stats` attribute: its key in `stats`
+/// (and in the `stats` object of `list --json` and `status --json`) and its metric
+/// family in `rswapctl metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    pub key: &'static str,
+    pub metric: &'static str,
+    pub kind: MetricKind,
+    /// The family's `# HELP`.
+    pub help: &'static str,
+}
+
+const fn counter(key: &'static str, metric: &'static str, help: &'static str) -> Counter {
+    Counter {
+        key,
+        metric,
+        kind: MetricKind::Counter,
+        help,
+    }
+}
+
+/// The fields of the `total` line of `stats`, in its order (configuration.md,
+/// "Counters"). A new field is one row here (and its line in Documentation/rswapctl.md).
+pub const COUNTERS: &[Counter] = &[
+    counter(
+        "reads",
+        "rswap_target_reads_total",
+        "Read requests completed successfully since the target was enabled.",
+    ),
+    counter(
+        "writes",
+        "rswap_target_writes_total",
+        "Write requests completed successfully since the target was enabled.",
+    ),
+    counter(
+        "read_bytes",
+        "rswap_target_read_bytes_total",
+        "Bytes read by successful requests since the target was enabled.",
+    ),
+    counter(
+        "write_bytes",
+        "rswap_target_write_bytes_total",
+        "Bytes written by successful requests since the target was enabled.",
+    ),
+    counter(
+        "errors",
+        "rswap_target_errors_total",
+        "Requests that ended with an I/O error since the target was enabled.",
+    ),
+    counter(
+        "requeues",
+        "rswap_target_requeues_total",
+        "Requests issued again after their queue failed under them.",
+    ),
+    counter(
+        "recoveries",
+        "rswap_target_recoveries_total",
+        "Successful reconnects of the target's queues.",
+    ),
+    Counter {
+        key: "inflight",
+        metric: "rswap_target_inflight",
+        kind: MetricKind::Gauge,
+        help: "Work requests on the wire now.",
+    },
+    counter(
+        "registered_reads",
+        "rswap_target_registered_reads_total",
+        "RDMA READs posted into a freshly registered memory region (iWARP).",
+    ),
 ];
 
 /// The setting of configfs attribute `attr`.

@@ -3,8 +3,10 @@
 //! The operations on rswap targets in configfs: add, remove, list, status.
 
 use crate::parse::{self, Secret, SwapEntry, TargetState};
-use crate::settings::{Kind, Setting, Shown, Up, SETTINGS};
+use crate::settings::{Kind, Setting, Shown, Up, COUNTERS, SETTINGS};
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
@@ -341,6 +343,79 @@ pub struct TargetInfo {
     pub auth_failures: Option<u64>,
     pub swap_used_bytes: Option<u64>,
     pub swap_priority: Option<i32>,
+    /// The target's `stats` attribute; null when it is disabled (its `stats` is empty)
+    /// or the attribute does not parse.
+    pub stats: Option<StatsInfo>,
+}
+
+impl TargetInfo {
+    /// Its memory server as `list` shows it: `192.0.2.2:7471`, `[fd00::2]:7471`.
+    pub fn server(&self) -> Option<String> {
+        let addr = self.settings.get("addr").as_str()?;
+        Some(match self.settings.get("port").as_u64() {
+            Some(p) if addr.contains(':') => format!("[{addr}]:{p}"),
+            Some(p) => format!("{addr}:{p}"),
+            None => addr.to_string(),
+        })
+    }
+}
+
+/// The `stats` object of `list --json` and `status --json`: the fields of the `total`
+/// line (those of [`COUNTERS`] first, in its order, null when missing; then any other),
+/// the latency histograms (`read_latency_us`, `write_latency_us`, and `latency_us` of a
+/// module older than those two; each null or a list of `{"le_us": BOUND, "count": N}`,
+/// not cumulative, the last bound null), then `queues`: per queue its `queue` index and
+/// fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsInfo(pub parse::Stats);
+
+/// A bucket of a latency histogram in `stats`.
+#[derive(Serialize)]
+struct Bucket {
+    le_us: Option<u64>,
+    count: u64,
+}
+
+fn histogram_json(h: Option<&parse::Histogram>) -> Option<Vec<Bucket>> {
+    h.map(|h| {
+        h.buckets
+            .iter()
+            .map(|&(le_us, count)| Bucket { le_us, count })
+            .collect()
+    })
+}
+
+impl Serialize for StatsInfo {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let s = &self.0;
+        let mut map = serializer.serialize_map(None)?;
+        for c in COUNTERS {
+            map.serialize_entry(c.key, &s.total(c.key))?;
+        }
+        for (k, v) in &s.total {
+            if !COUNTERS.iter().any(|c| c.key == k) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.serialize_entry("read_latency_us", &histogram_json(s.read_latency.as_ref()))?;
+        map.serialize_entry(
+            "write_latency_us",
+            &histogram_json(s.write_latency.as_ref()),
+        )?;
+        map.serialize_entry("latency_us", &histogram_json(s.latency.as_ref()))?;
+        let queues: Vec<Value> = s
+            .queues
+            .iter()
+            .map(|(q, fields)| {
+                let mut o = serde_json::Map::new();
+                o.insert("queue".to_string(), Value::from(*q));
+                o.extend(fields.iter().map(|(k, v)| (k.clone(), Value::from(*v))));
+                Value::Object(o)
+            })
+            .collect();
+        map.serialize_entry("queues", &queues)?;
+        map.end()
+    }
 }
 
 /// The fields of [`TargetInfo`] in their order (`status` prints them so).
@@ -360,6 +435,7 @@ pub fn fields() -> Vec<&'static str> {
         "auth_failures",
         "swap_used_bytes",
         "swap_priority",
+        "stats",
     ]);
     fields
 }
@@ -828,9 +904,10 @@ impl<'a> Ctl<'a> {
         let st = state.as_ref().and_then(TargetState::enabled);
         let swap = device.as_deref().and_then(|d| self.swap_entry(swaps, d));
         // Read only while enabled: a disabled target's `stats` is empty.
-        let encryption = st
+        let stats = st
             .and_then(|_| attr("stats"))
-            .and_then(|s| parse::parse_stats_encryption(&s).ok().flatten());
+            .and_then(|s| parse::parse_stats(&s).ok());
+        let encryption = stats.as_ref().and_then(|s| s.encryption.as_ref());
         TargetInfo {
             name: name.to_string(),
             device,
@@ -852,11 +929,10 @@ impl<'a> Ctl<'a> {
             retried: st.map(|s| s.retried),
             region: st.map(|s| s.region),
             epoch: st.map(|s| s.epoch),
-            auth_failures: encryption
-                .as_ref()
-                .and_then(parse::Encryption::auth_failures),
+            auth_failures: encryption.and_then(parse::Encryption::auth_failures),
             swap_used_bytes: swap.map(|e| e.used_kib * 1024),
             swap_priority: swap.map(|e| e.priority),
+            stats: stats.map(StatsInfo),
         }
     }
 

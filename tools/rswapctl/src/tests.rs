@@ -41,7 +41,8 @@ fn stats(encryption: &str) -> String {
     format!(
         "total reads=4 writes=8 read_bytes=16384 write_bytes=32768 errors=0 requeues=0 \
          recoveries=3 inflight=0\n\
-         latency_us le8=0 le16=12 inf=0\n\
+         read_latency_us le8=0 le16=3 inf=1\n\
+         write_latency_us le8=2 le16=5 inf=1\n\
          {encryption}\n\
          queue0 reads=4 writes=8 read_bytes=16384 write_bytes=32768 errors=0 requeues=0 \
          recoveries=3 inflight=0\n"
@@ -595,33 +596,56 @@ fn list_json() {
     fields.sort();
     assert_eq!(keys, fields);
     let cpus = settings::possible_cpus().clamp(1, 64);
-    assert_eq!(
-        out,
-        json!([
-            {
-                "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 7471,
-                "size_bytes": 8589934592u64, "secret": true, "state": "connected",
-                "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
-                "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
-                "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
-                "encrypt": false, "sync_swapin": false, "poll_queues": 0,
-                "auth_failures": null, "src_addr": null, "queues": cpus,
-                "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
-                "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": 30000
-            },
-            {
-                "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
-                "size_bytes": null, "secret": null, "state": "disabled",
-                "queues_live": null, "queues_total": null, "recovering": null,
-                "dead": null, "recoveries": null, "retried": null, "region": null,
-                "epoch": null, "swap_used_bytes": null, "swap_priority": null,
-                "encrypt": null, "sync_swapin": null, "poll_queues": null,
-                "auth_failures": null, "src_addr": null, "queues": cpus,
-                "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
-                "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": null
-            }
-        ])
-    );
+    // The `stats` of the fake disk (the module's read and write histograms).
+    let stats = json!({
+        "reads": 4, "writes": 8, "read_bytes": 16384, "write_bytes": 32768,
+        "errors": 0, "requeues": 0, "recoveries": 3, "inflight": 0,
+        "registered_reads": null,
+        "read_latency_us": [
+            {"le_us": 8, "count": 0}, {"le_us": 16, "count": 3},
+            {"le_us": null, "count": 1}
+        ],
+        "write_latency_us": [
+            {"le_us": 8, "count": 2}, {"le_us": 16, "count": 5},
+            {"le_us": null, "count": 1}
+        ],
+        "latency_us": null,
+        "queues": [{
+            "queue": 0, "reads": 4, "writes": 8, "read_bytes": 16384,
+            "write_bytes": 32768, "errors": 0, "requeues": 0,
+            "recoveries": 3, "inflight": 0
+        }]
+    });
+    let mut want = json!([
+        {
+            "name": "a", "device": "rswap0", "addr": "192.0.2.2", "port": 7471,
+            "size_bytes": 8589934592u64, "secret": true, "state": "connected",
+            "queues_live": 2, "queues_total": 2, "recovering": 0, "dead": 0,
+            "recoveries": 3, "retried": 5, "region": 7, "epoch": 1,
+            "swap_used_bytes": 2048 * 1024, "swap_priority": 100,
+            "encrypt": false, "sync_swapin": false, "poll_queues": 0,
+            "auth_failures": null, "src_addr": null, "queues": cpus,
+            "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
+            "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": 30000,
+            "stats": null
+        },
+        {
+            "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
+            "size_bytes": null, "secret": null, "state": "disabled",
+            "queues_live": null, "queues_total": null, "recovering": null,
+            "dead": null, "recoveries": null, "retried": null, "region": null,
+            "epoch": null, "swap_used_bytes": null, "swap_priority": null,
+            "encrypt": null, "sync_swapin": null, "poll_queues": null,
+            "auth_failures": null, "src_addr": null, "queues": cpus,
+            "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
+            "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": null,
+            "stats": null
+        }
+    ]);
+    want[0]["stats"] = stats;
+    assert_eq!(out, want);
+    // A bucket's bound before its count.
+    assert!(text.find("\"le_us\"") < text.find("\"count\""), "{text}");
 }
 
 #[test]
@@ -686,7 +710,8 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[target::fields().len() - 1], "swap_priority: -");
+    assert_eq!(lines[target::fields().len() - 2], "swap_priority: -");
+    assert_eq!(lines[target::fields().len() - 1], "stats: -");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"encrypt: -"));
@@ -721,6 +746,10 @@ fn status_text() {
         ),
         "{out}"
     );
+    // The stats object on one line.
+    let line = out.lines().find(|l| l.starts_with("stats: {")).unwrap();
+    let stats: Value = serde_json::from_str(&line["stats: ".len()..]).unwrap();
+    assert_eq!((&stats["reads"], &stats["writes"]), (&json!(4), &json!(8)));
     let attrs: Vec<&str> = out.lines().filter(|l| l.starts_with("attr.")).collect();
     assert_eq!(attrs.len(), SETTINGS.len() + 4);
     let queues = format!("attr.queues: {}", settings::possible_cpus().clamp(1, 64));
