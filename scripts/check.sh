@@ -92,6 +92,11 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	cargo_tests tools/rswapctl "rswapctl unit tests"
 	if o=$(bash "$RSWAP_TOP/scripts/build-server.sh" 2>&1); then result ok "host: rswap-server release build"
 	else result fail "host: rswap-server release build" "$(tail -20 <<<"$o")"; fi
+	if o=$(bash "$RSWAP_TOP/scripts/check-metrics.sh" 2>&1); then
+		result ok "host: rswapctl metrics parses as Prometheus text (prometheus_client)"
+	else
+		result fail "host: rswapctl metrics parses as Prometheus text (prometheus_client)" "$(tail -20 <<<"$o")"
+	fi
 fi
 
 # The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.

@@ -7,7 +7,7 @@
 # encrypt attribute), a synchronous one (add --sync-swapin, and up of a target file with
 # sync_swapin = yes; skipped on a module without the sync_swapin attribute), one with a
 # poll queue (add --poll-queues 1; skipped on a module without the poll_queues
-# attribute), and remove.
+# attribute), `rswapctl metrics` against what fio reports, and remove.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -31,7 +31,7 @@ list_cell() {
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	for t in $CFG/ctl0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1 $CFG/poll0; do
+	for t in $CFG/ctl0 $CFG/met0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1 $CFG/poll0; do
 		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
 		rmdir $t 2>/dev/null
 	done
@@ -47,8 +47,8 @@ setup() {
 	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 	dmesg_mark "25-rswapctl"
 	# A removed target's region stays for the server's --grace (60 s): the pool holds ctl0's
-	# 32 MiB and 16 MiB for each of enc0, sync0, sync1 and poll0.
-	server_start "$OUT/server.log" --listen "$IP:$PORT" --size 112M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
+	# 32 MiB and 16 MiB for each of met0, enc0, sync0, sync1 and poll0.
+	server_start "$OUT/server.log" --listen "$IP:$PORT" --size 128M --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 	swapoff -a 2>/dev/null
 }
@@ -129,6 +129,95 @@ PY
 	fi
 }
 ktap_test "rswapctl list --json and status --json: every field as configured and as the kernel reports it (--io-timeout-ms is the disk's io_timeout), the client id and the stats counters" t_list_status
+
+# rswapctl metrics before and after a fio run on a target of its own (met0, not swapped
+# on, merges off so that each fio I/O is one request); sets SPLIT (the module has the
+# read and write histograms) for the test after it.
+SPLIT=
+t_metrics() {
+	rm -f "$OUT"/met-*
+	if ! "$CTL" add met0 --server "$IP:$PORT" --size 16M --queues 1 --client-id 0x2506 >"$OUT/met-add.out" 2>&1; then
+		ktap_fail "$(cat "$OUT/met-add.out")"; return
+	fi
+	dev=$(cat $CFG/met0/device)
+	"$CTL" metrics >"$OUT/met-before.prom" 2>&1
+	echo 2 > "/sys/block/$dev/queue/nomerges"
+	fio --name=metrics --filename="/dev/$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=4 --size=16M --io_size=4M --output-format=json --output="$OUT/met-fio.json" \
+		>"$OUT/met-fio.log" 2>&1
+	frc=$?
+	"$CTL" metrics >"$OUT/met-after.prom" 2>&1
+	"$CTL" remove met0 >>"$OUT/met-add.out" 2>&1
+	if [ $frc = 0 ] && python3 - "$OUT/met-before.prom" "$OUT/met-after.prom" "$OUT/met-fio.json" \
+		>"$OUT/met-check.out" 2>&1 <<'PY'
+import json, re, sys
+
+def parse(path):
+    """The samples of met0: {(name, le): value}, and the family types."""
+    samples, types = {}, {}
+    for line in open(path):
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            types[name] = kind
+            continue
+        if line.startswith("#"):
+            continue
+        m = re.fullmatch(r'([a-z_]+)\{([^}]*)\} (\d+)\n', line)
+        assert m, line
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m[2]))
+        if labels["target"] == "met0":
+            assert labels["client_id"] == str(0x2506), line
+            samples[(m[1], labels.get("le"), labels.get("state"))] = int(m[3])
+    return samples, types
+
+before, _ = parse(sys.argv[1])
+after, types = parse(sys.argv[2])
+job = json.load(open(sys.argv[3]))["jobs"][0]
+d = lambda name, le=None: after[(name, le, None)] - before.get((name, le, None), 0)
+assert after[("rswap_target_state", None, "connected")] == 1, after
+assert after[("rswap_target_queues_live", None, None)] == 1, after
+want = {"rswap_target_reads_total": job["read"]["total_ios"],
+        "rswap_target_read_bytes_total": job["read"]["io_bytes"],
+        "rswap_target_writes_total": job["write"]["total_ios"],
+        "rswap_target_write_bytes_total": job["write"]["io_bytes"],
+        "rswap_target_errors_total": 0}
+bad = [f"{k}: moved {d(k)}, fio {v}" for k, v in want.items() if d(k) != v]
+reads, writes = want["rswap_target_reads_total"], want["rswap_target_writes_total"]
+split = ("rswap_target_read_latency_seconds_count", None, None) in after
+hists = ([("rswap_target_read_latency_seconds", reads), ("rswap_target_write_latency_seconds", writes)]
+         if split else [("rswap_target_latency_seconds", reads + writes)])
+for h, n in hists:
+    assert types[h] == "histogram", types
+    if d(h + "_count") != n:
+        bad.append(f"{h}_count moved {d(h + '_count')}, fio {n}")
+    if d(h + "_bucket", "+Inf") != n:
+        bad.append(f"{h} +Inf bucket moved {d(h + '_bucket', '+Inf')}, fio {n}")
+print("; ".join(bad) if bad else
+      f"reads +{reads}, writes +{writes} as fio reports; {'read and write histograms' if split else 'one histogram (reads and writes)'}")
+print("split" if split else "one")
+sys.exit(1 if bad else 0)
+PY
+	then
+		ktap_pass
+		ktap_diag "$(head -1 "$OUT/met-check.out")"
+	else
+		ktap_fail "fio exit $frc; $(cat "$OUT/met-check.out" "$OUT/met-add.out"; tail -5 "$OUT/met-fio.log")"
+	fi
+	[ "$(tail -1 "$OUT/met-check.out" 2>/dev/null)" = split ] && SPLIT=1
+	true
+}
+ktap_test "rswapctl metrics: a target's reads, writes and bytes move by what fio reports, its latency histograms' counts with them" t_metrics
+
+t_metrics_split() {
+	if [ -n "$SPLIT" ]; then
+		ktap_pass
+	elif grep -q "^rswap_target_latency_seconds_count" "$OUT/met-after.prom" 2>/dev/null; then
+		ktap_skip "rswap.ko has one latency_us histogram for reads and writes (a module older than the split)"
+	else
+		ktap_fail "no latency histogram in $OUT/met-after.prom"
+	fi
+}
+ktap_test "rswapctl metrics: reads and writes in separate latency histograms" t_metrics_split
 
 # a refused add: nothing listens on port 1
 # and one the server refuses: more memory than its pool holds.

@@ -4,6 +4,7 @@
 //! shell completions.
 
 use crate::conf;
+use crate::metrics;
 use crate::parse::{human_seconds, human_size};
 use crate::server_status::{self, ServerStatus};
 use crate::settings::{Kind, Setting, SETTINGS};
@@ -128,6 +129,12 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Every target's state and counters in the Prometheus text format.
+    ///
+    /// For node_exporter's textfile collector (rswap-metrics.timer writes them there) or
+    /// any scraper: families rswap_target_*, labelled target and client_id (decimal),
+    /// with the read and write latency histograms in seconds.
+    Metrics,
     /// A target's fields and every attribute's raw value.
     Status {
         /// The target's name.
@@ -498,6 +505,10 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             } else {
                 table(&targets)
             };
+            out.write_all(text.as_bytes()).map_err(io_fail)
+        }
+        Cmd::Metrics => {
+            let text = metrics::render(&ctl.list()?);
             out.write_all(text.as_bytes()).map_err(io_fail)
         }
         Cmd::Status {

@@ -2647,3 +2647,178 @@ fn the_settings_table() {
         "{why}"
     );
 }
+
+// --- metrics ---------------------------------------------------------------------------
+
+/// The samples of `text` whose line starts with `prefix`.
+fn samples<'t>(text: &'t str, prefix: &str) -> Vec<&'t str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+/// The exposition format's rules, checked on the text: each family once, HELP then TYPE
+/// then its samples (a histogram's `_bucket` with rising `le` ending in `+Inf` and
+/// cumulative counts, then `_count` equal to the `+Inf` bucket).
+fn check_exposition(text: &str) {
+    let mut seen = std::collections::HashSet::new();
+    let mut family: Option<(String, String)> = None;
+    let mut last_bucket: Option<(f64, u64)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap().to_string();
+            assert!(seen.insert(name.clone()), "{name} twice");
+            family = Some((name, String::new()));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            let f = family.as_mut().expect("TYPE after HELP");
+            assert_eq!(f.0, name, "TYPE right after its HELP");
+            f.1 = kind.to_string();
+            continue;
+        }
+        let (name, kind) = family.as_ref().expect("a sample after its TYPE");
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let value: u64 = value.parse().unwrap();
+        let metric = series.split('{').next().unwrap();
+        assert!(series.contains("target=\""), "{line}");
+        assert!(series.contains("client_id=\""), "{line}");
+        if kind == "histogram" {
+            if metric == format!("{name}_bucket") {
+                let le = series
+                    .split("le=\"")
+                    .nth(1)
+                    .unwrap()
+                    .trim_end_matches("\"}");
+                let le: f64 = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                };
+                if let Some((prev_le, prev)) = last_bucket {
+                    if prev_le.is_finite() {
+                        assert!(le > prev_le && value >= prev, "{line}");
+                    }
+                }
+                last_bucket = Some((le, value));
+            } else {
+                assert_eq!(metric, format!("{name}_count"), "{line}");
+                assert_eq!(last_bucket.take(), Some((f64::INFINITY, value)), "{line}");
+            }
+        } else {
+            assert_eq!(metric, name, "{line}");
+        }
+    }
+}
+
+#[test]
+fn metrics_of_every_target() {
+    let fake = two_targets();
+    // Encrypted, on a module with one histogram of reads and writes, its name quoted.
+    fake.target("old \"x\"", "fd00::2", "4096", Some("rswap1"));
+    fs::write(fake.dir("old \"x\"").join("client_id"), "0x2501\n").unwrap();
+    fs::write(
+        fake.dir("old \"x\"").join("stats"),
+        "total reads=5 writes=9 read_bytes=20480 write_bytes=36864 errors=0 requeues=0 \
+         recoveries=0 inflight=2 registered_reads=0\n\
+         latency_us le8=0 le16=3 le32=10 inf=1\n\
+         encryption aes-256-gcm sealed=9 opened=5 auth_failures=1\n",
+    )
+    .unwrap();
+    let text = run(&fake, &["metrics"]).unwrap();
+    check_exposition(&text);
+    let a = r#"target="a",client_id="24301""#;
+    let old = r#"target="old \"x\"",client_id="9473""#;
+    assert_eq!(
+        samples(&text, "rswap_target_info{"),
+        [
+            format!(r#"rswap_target_info{{{a},device="rswap0",server="192.0.2.2:7471"}} 1"#),
+            r#"rswap_target_info{target="b",client_id="24301",device="",server="192.0.2.3:7471"} 1"#
+                .to_string(),
+            format!(r#"rswap_target_info{{{old},device="rswap1",server="[fd00::2]:7471"}} 1"#),
+        ]
+    );
+    // One sample per state word and target; 1 for the one it is in.
+    assert_eq!(samples(&text, "rswap_target_state{").len(), 3 * 6);
+    assert!(text.contains(r#"rswap_target_state{target="b",client_id="24301",state="disabled"} 1"#));
+    assert!(text.contains(&format!(r#"rswap_target_state{{{a},state="connected"}} 1"#)));
+    assert!(text.contains(&format!(r#"rswap_target_state{{{a},state="dead"}} 0"#)));
+    // From `state`: enabled targets only.
+    assert_eq!(
+        samples(&text, "rswap_target_queues_live{"),
+        [
+            format!("rswap_target_queues_live{{{a}}} 2"),
+            format!("rswap_target_queues_live{{{old}}} 2"),
+        ]
+    );
+    assert!(text.contains(&format!("rswap_target_queues_dead{{{a}}} 0\n")));
+    assert!(text.contains(&format!("rswap_target_queues{{{a}}} 2\n")));
+    // Every counter of the table, with its type.
+    for c in settings::COUNTERS {
+        let kind = match c.kind {
+            settings::MetricKind::Counter => "counter",
+            settings::MetricKind::Gauge => "gauge",
+        };
+        assert!(
+            text.contains(&format!(
+                "# HELP {} {}\n# TYPE {} {kind}\n",
+                c.metric, c.help, c.metric
+            )),
+            "{}",
+            c.metric
+        );
+    }
+    assert!(text.contains(&format!("rswap_target_reads_total{{{a}}} 4\n")));
+    assert!(text.contains(&format!("rswap_target_write_bytes_total{{{old}}} 36864\n")));
+    assert!(text.contains(&format!("rswap_target_inflight{{{old}}} 2\n")));
+    // The fake module of `a` has no registered_reads.
+    assert_eq!(
+        samples(&text, "rswap_target_registered_reads_total{"),
+        [format!("rswap_target_registered_reads_total{{{old}}} 0")]
+    );
+    assert_eq!(
+        samples(&text, "rswap_target_auth_failures_total{"),
+        [format!("rswap_target_auth_failures_total{{{old}}} 1")]
+    );
+    // Cumulative buckets in seconds.
+    assert_eq!(
+        samples(&text, "rswap_target_read_latency_seconds"),
+        [
+            format!(r#"rswap_target_read_latency_seconds_bucket{{{a},le="0.000008"}} 0"#),
+            format!(r#"rswap_target_read_latency_seconds_bucket{{{a},le="0.000016"}} 3"#),
+            format!(r#"rswap_target_read_latency_seconds_bucket{{{a},le="+Inf"}} 4"#),
+            format!("rswap_target_read_latency_seconds_count{{{a}}} 4"),
+        ]
+    );
+    assert_eq!(
+        samples(&text, "rswap_target_write_latency_seconds_count"),
+        [format!("rswap_target_write_latency_seconds_count{{{a}}} 8")]
+    );
+    assert_eq!(
+        samples(&text, "rswap_target_latency_seconds"),
+        [
+            format!(r#"rswap_target_latency_seconds_bucket{{{old},le="0.000008"}} 0"#),
+            format!(r#"rswap_target_latency_seconds_bucket{{{old},le="0.000016"}} 3"#),
+            format!(r#"rswap_target_latency_seconds_bucket{{{old},le="0.000032"}} 13"#),
+            format!(r#"rswap_target_latency_seconds_bucket{{{old},le="+Inf"}} 14"#),
+            format!("rswap_target_latency_seconds_count{{{old}}} 14"),
+        ]
+    );
+    // No target: every family, no sample.
+    let empty = run(&Fake::new(), &["metrics"]).unwrap();
+    check_exposition(&empty);
+    assert!(empty.lines().all(|l| l.starts_with("# ")), "{empty}");
+    assert_eq!(
+        empty.lines().count(),
+        text.lines().filter(|l| l.starts_with("# ")).count()
+    );
+}
+
+#[test]
+fn microseconds_as_seconds() {
+    use crate::metrics::us_as_seconds;
+    assert_eq!(us_as_seconds(8), "0.000008");
+    assert_eq!(us_as_seconds(1024), "0.001024");
+    assert_eq!(us_as_seconds(1_000_000), "1");
+    assert_eq!(us_as_seconds(8_388_608), "8.388608");
+    assert_eq!(us_as_seconds(0), "0");
+}
