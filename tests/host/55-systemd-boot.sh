@@ -133,6 +133,40 @@ t_bad_target() {
 }
 ktap_test "systemd boot: rswap@bad (no listener at its port) fails within TimeoutStartSec, the boot still reaches multi-user.target, and no configfs target is left" t_bad_target
 
+# the metrics timer: node_exporter's textfile directory of each guest.
+t_metrics_client() {
+	f=$C/rswap.prom
+	read -r first second < "$C/rswap.prom.mtimes" 2>/dev/null
+	age=$(cat "$f.age" 2>/dev/null)
+	ls=$(tr '\n' ' ' < "$C/prom-ls" 2>/dev/null)
+	r="$(prop "$C/show/rswap-metrics.service" Result) $(prop "$C/show/rswap-metrics.timer" ActiveState)"
+	if grep -q '^rswap_target_state{target="swap0",client_id="21249",state="connected"} 1$' "$f" 2>/dev/null \
+		&& grep -q '^rswap_target_info{target="swap0",client_id="21249",device="rswap0",' "$f" \
+		&& [ "${first:-0}" -gt 0 ] && [ "${second:-0}" -gt "$first" ] && [ "${age:-99}" -le 5 ] \
+		&& [ "$ls" = "rswap.prom " ] && [ "$r" = "success active" ]; then
+		ktap_pass
+		ktap_diag "rswap.prom rewritten $(( second - first )) s after its first write, $age s old when read; $(grep -c '^rswap_' "$f") samples"
+	else
+		ktap_fail "mtimes ${first:-none} ${second:-none}, age ${age:-none}, directory: $ls; Result ActiveState: $r; $(grep -E 'swap0.*state="connected"|^rswap_target_info' "$f" 2>&1 | head -3)"
+	fi
+}
+ktap_test "systemd boot: rswap-metrics.timer writes the client's metrics (swap0 connected) into node_exporter's directory, rewritten 15 s later, no temporary file left" t_metrics_client
+
+t_metrics_server() {
+	age=$(cat "$S/rswap-server.prom.age" 2>/dev/null)
+	ls=$(tr '\n' ' ' < "$S/prom-ls" 2>/dev/null)
+	r=$(prop "$S/show/rswap-metrics.service" Result)
+	if grep -q '^rswap_server_client_region_bytes{client_id="21249"} 67108864$' "$S/rswap-server.prom-live" 2>/dev/null \
+		&& grep -q '^# TYPE rswap_server_clients gauge$' "$S/rswap-server.prom" \
+		&& [ "${age:-99}" -le 25 ] && [ "$ls" = "rswap-server.prom " ] && [ "$r" = success ]; then
+		ktap_pass
+		ktap_diag "rswap-server.prom $age s old when last read; $(grep '^rswap_server_clients ' "$S/rswap-server.prom")"
+	else
+		ktap_fail "age ${age:-none}, directory: $ls; Result: $r; $(grep -E '^rswap_server_client' "$S/rswap-server.prom" 2>&1 | head -3)"
+	fi
+}
+ktap_test "systemd boot: rswap-metrics.timer writes the server's metrics (the client's region) into node_exporter's directory, current (at most 25 s old), and no client file there" t_metrics_server
+
 # shutdown, from the client's console: systemd's "Stopped rswap@swap0..." and the
 # network unit's note come in this order, the note says no rswap swap or target is
 # left, and the kernel powered off.

@@ -13,14 +13,20 @@ CLIENT_ID=0x5301
 PORT=7471
 
 # prepare_common: what both guests get: rswapctl, rswap-server and rswap's units and
-# /etc/rswap as a package installs them, the test's network and report units, no
+# /etc/rswap as a package installs them, rswap-metrics.timer enabled, the test's network and report units, no
 # login prompts.
 prepare_common() {
 	local role=$1
 	arg rswap.host > /etc/hostname
 	install -m 755 "$TOP/tools/rswapctl/target/release/rswapctl" /usr/sbin/rswapctl
 	install -m 755 "$TOP/tools/rswap-server/target/release/rswap-server" /usr/sbin/rswap-server
-	install -m 644 "$TOP"/packaging/systemd/*.service /usr/lib/systemd/system/
+	install -m 644 "$TOP"/packaging/systemd/*.service "$TOP"/packaging/systemd/*.timer \
+		/usr/lib/systemd/system/
+	install -D -m 755 "$TOP/packaging/libexec/rswap-metrics" /usr/libexec/rswap/rswap-metrics
+	# node_exporter's textfile directory, as its package makes it, and the metrics timer
+	# enabled as a user would.
+	mkdir -p /var/lib/prometheus/node-exporter
+	systemctl enable rswap-metrics.timer
 	mkdir -p /etc/rswap
 	cp -r "$TOP"/packaging/etc/rswap/. /etc/rswap/
 	install -m 755 "$TOP/tests/systemd/net.sh" /usr/local/sbin/rswap-test-net

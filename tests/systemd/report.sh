@@ -26,11 +26,36 @@ show multi-user.target sysinit.target swap.target network.target network-online.
 systemctl --failed --no-legend --plain > "$out/failed-units" 2>&1
 systemd-analyze time > "$out/analyze-time" 2>&1
 systemd-analyze verify /usr/lib/systemd/system/rswap@.service \
-	/usr/lib/systemd/system/rswap-server.service > "$out/verify" 2>&1
+	/usr/lib/systemd/system/rswap-server.service /usr/lib/systemd/system/rswap-metrics.service \
+	/usr/lib/systemd/system/rswap-metrics.timer > "$out/verify" 2>&1
 echo "exit $?" >> "$out/verify"
+
+PROM=/var/lib/prometheus/node-exporter
+# metrics FILE: the textfile collector's FILE as it is now into $out/FILE, its age in
+# seconds into $out/FILE.age, the directory's listing into $out/prom-ls, and
+# rswap-metrics' units' properties.
+metrics() {
+	if [ -f "$PROM/$1" ]; then
+		fresh "$1" cat "$PROM/$1"
+		fresh "$1.age" echo $(( $(date +%s) - $(stat -c %Y "$PROM/$1") ))
+	fi
+	fresh prom-ls ls -A "$PROM"
+	show rswap-metrics.timer rswap-metrics.service
+}
 
 case $role in
 client)
+	# The timer's first run (15 s after boot), then another one (15 s later): the file
+	# must be there, and rewritten.
+	for _ in $(seq 120); do [ -s "$PROM/rswap.prom" ] && break; sleep 1; done
+	metrics rswap.prom
+	first=$(stat -c %Y "$PROM/rswap.prom" 2>/dev/null || echo 0)
+	for _ in $(seq 60); do
+		[ "$(stat -c %Y "$PROM/rswap.prom" 2>/dev/null || echo 0)" -gt "$first" ] && break
+		sleep 1
+	done
+	metrics rswap.prom
+	echo "$first $(stat -c %Y "$PROM/rswap.prom" 2>/dev/null || echo 0)" > "$out/rswap.prom.mtimes"
 	show rswap@swap0.service rswap@bad.service
 	cat /proc/swaps > "$out/swaps"
 	find /sys/kernel/config/rswap -mindepth 1 -maxdepth 1 -type d -printf '%f\n' > "$out/configfs" 2>&1
@@ -51,6 +76,12 @@ server)
 		# The first view with the client's region live is kept.
 		if ! [ -s "$out/server-status-live" ] && grep -qE '^0x5301 .* live ' "$out/server-status"; then
 			fresh server-status-live cat "$out/server-status"
+		fi
+		metrics rswap-server.prom
+		# The first metrics with the client's region (0x5301) are kept too.
+		if ! [ -s "$out/rswap-server.prom-live" ] \
+			&& grep -q '^rswap_server_client_region_bytes{client_id="21249"}' "$out/rswap-server.prom" 2>/dev/null; then
+			fresh rswap-server.prom-live cat "$out/rswap-server.prom"
 		fi
 		fresh journal journalctl -b --no-pager -o short-monotonic
 		sync
