@@ -7,7 +7,9 @@
 # encrypt attribute), a synchronous one (add --sync-swapin, and up of a target file with
 # sync_swapin = yes; skipped on a module without the sync_swapin attribute), one with a
 # poll queue (add --poll-queues 1; skipped on a module without the poll_queues
-# attribute), `rswapctl metrics` against what fio reports, and remove.
+# attribute), `rswapctl metrics` against what fio reports, `rswapctl monitor` (recovering
+# and reconnected for the server's SIGUSR1, dead for a SIGKILL with recovery_ms=0), and
+# remove.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -31,7 +33,7 @@ list_cell() {
 SPID=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
-	for t in $CFG/ctl0 $CFG/met0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1 $CFG/poll0; do
+	for t in $CFG/ctl0 $CFG/met0 $CFG/mon0 $CFG/bad0 $CFG/enc0 $CFG/sync0 $CFG/sync1 $CFG/poll0; do
 		{ [ -d $t ] && echo 0 > $t/enable; } 2>/dev/null
 		rmdir $t 2>/dev/null
 	done
@@ -218,6 +220,66 @@ t_metrics_split() {
 	fi
 }
 ktap_test "rswapctl metrics: reads and writes in separate latency histograms" t_metrics_split
+
+# monitor_until FILE PATTERN: waits up to 30 s for a line of FILE matching PATTERN.
+monitor_until() {
+	for _ in $(seq 300); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# rswapctl monitor while the server's SIGUSR1 closes ctl0's queue: the module's uevents
+# say recovering, then reconnected.
+t_monitor_recovery() {
+	"$CTL" monitor >"$OUT/mon-usr1.out" 2>&1 &
+	mpid=$!
+	sleep 1
+	kill -USR1 "$SPID"
+	line='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z ctl0 rswap0 queue=0'
+	monitor_until "$OUT/mon-usr1.out" "$line reconnected state=connected\$"
+	kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
+	rec=$(grep -nE "$line recovering state=recovering\$" "$OUT/mon-usr1.out" | head -1 | cut -d: -f1)
+	back=$(grep -nE "$line reconnected state=connected\$" "$OUT/mon-usr1.out" | head -1 | cut -d: -f1)
+	if [ -n "$rec" ] && [ -n "$back" ] && [ "$rec" -lt "$back" ]; then
+		ktap_pass
+		ktap_diag "$(tr '\n' '|' <"$OUT/mon-usr1.out")"
+	else
+		ktap_fail "monitor printed: $(cat "$OUT/mon-usr1.out"); ctl0: $(cat $CFG/ctl0/state 2>&1)"
+	fi
+}
+ktap_test "rswapctl monitor: the server's SIGUSR1 gives ctl0's queue 0 a recovering line, then a reconnected one (state connected)" t_monitor_recovery
+
+# rswapctl monitor while the server of a target with recovery_ms=0 is killed: dead.
+t_monitor_dead() {
+	main=$SPID
+	if ! server_start "$OUT/server2.log" --listen "$IP:$((PORT + 1))" --size 16M --insecure >"$OUT/mon-server2.out"; then
+		SPID=$main; ktap_fail "$(cat "$OUT/mon-server2.out")"; return
+	fi
+	s2=$SPID SPID=$main
+	if ! "$CTL" add mon0 --server "$IP:$((PORT + 1))" --size 16M --queues 1 --recovery-ms 0 \
+		--client-id 0x2507 >"$OUT/mon-add.out" 2>&1; then
+		kill -KILL "$s2"; wait "$s2" 2>/dev/null
+		ktap_fail "$(cat "$OUT/mon-add.out")"; return
+	fi
+	"$CTL" monitor --json >"$OUT/mon-kill.out" 2>&1 &
+	mpid=$!
+	sleep 1
+	kill -KILL "$s2"; wait "$s2" 2>/dev/null
+	monitor_until "$OUT/mon-kill.out" '"target":"mon0".*"event":"dead","state":"dead"'
+	kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
+	st=$(cat $CFG/mon0/state 2>&1)
+	"$CTL" remove mon0 >>"$OUT/mon-add.out" 2>&1
+	if grep -q '"target":"mon0","device":"rswap[0-9]*","queue":0,"event":"dead","state":"dead"}$' "$OUT/mon-kill.out" \
+		&& ! [ -d $CFG/mon0 ]; then
+		ktap_pass
+		ktap_diag "$(grep mon0 "$OUT/mon-kill.out" | tr '\n' '|')"
+	else
+		ktap_fail "monitor printed: $(cat "$OUT/mon-kill.out"); mon0: $st; $(cat "$OUT/mon-add.out")"
+	fi
+}
+ktap_test "rswapctl monitor --json: killing the server of a target with recovery_ms=0 gives its queue a dead line (state dead)" t_monitor_dead
 
 # a refused add: nothing listens on port 1
 # and one the server refuses: more memory than its pool holds.

@@ -5,6 +5,7 @@
 
 use crate::conf;
 use crate::metrics;
+use crate::monitor;
 use crate::parse::{human_seconds, human_size};
 use crate::server_status::{self, ServerStatus};
 use crate::settings::{Kind, Setting, SETTINGS};
@@ -135,6 +136,21 @@ pub enum Cmd {
     /// any scraper: families rswap_target_*, labelled target and client_id (decimal),
     /// with the read and write latency histograms in seconds.
     Metrics,
+    /// Print the targets' events as they happen, one line each.
+    ///
+    /// Listens to the kernel's uevents (NETLINK_KOBJECT_UEVENT) and prints one line per
+    /// event of a target's queue: TIME TARGET DEVICE queue=N EVENT state=STATE, the event
+    /// recovering (the queue's connection failed, it reconnects), reconnected or dead
+    /// (it gave up: its I/O fails), and the target's state after it. TIME is when
+    /// rswapctl received it, in UTC. Runs until interrupted.
+    Monitor {
+        /// One JSON object per line instead (time, target, device, queue, event, state).
+        #[arg(long)]
+        json: bool,
+        /// Exit after N events.
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
     /// A target's fields and every attribute's raw value.
     Status {
         /// The target's name.
@@ -429,6 +445,11 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
         };
         return out.write_all(text.as_bytes()).map_err(io_fail);
     }
+    if let Some(Cmd::Monitor { json, count }) = &cli.command {
+        let fail = |e: String| Failure::new("monitor", "", e);
+        let fd = monitor::open().map_err(fail)?;
+        return monitor::run(&fd, *json, *count, out).map_err(fail);
+    }
     let ctl = Ctl::new(
         Paths {
             configfs: cli.configfs,
@@ -523,7 +544,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             };
             out.write_all(text.as_bytes()).map_err(io_fail)
         }
-        // Answered above: it needs no configfs.
-        Cmd::ServerStatus { .. } => Ok(()),
+        // Answered above: they need no configfs.
+        Cmd::ServerStatus { .. } | Cmd::Monitor { .. } => Ok(()),
     }
 }

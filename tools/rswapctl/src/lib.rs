@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod conf;
 pub mod metrics;
+pub mod monitor;
 pub mod parse;
 pub mod server_status;
 pub mod settings;
