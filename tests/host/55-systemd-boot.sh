@@ -90,6 +90,21 @@ t_server_unit() {
 }
 ktap_test "systemd boot: rswap-server.service (Type=notify) is active (running): READY=1 and its STATUS= reached systemd" t_server_unit
 
+# the server's log in the journal, with priorities: -p warning shows the refusal of the
+# client the allow-list does not know, and none of the info lines.
+t_journal_priority() {
+	w=$S/journal-server-warning a=$S/journal-server
+	if grep -q 'level=warn event=connect_rejected .*reason=AuthRequired' "$w" 2>/dev/null \
+		&& ! grep -q 'level=info' "$w" && grep -q 'level=info event=listening' "$a" \
+		&& ! grep -q '^<[0-9]>' "$a"; then
+		ktap_pass
+		ktap_diag "journalctl -p warning: $(grep -c . "$w") of the server's $(grep -c . "$a") lines; $(grep -m1 -o 'level=warn event=connect_rejected .*reason=[A-Za-z]*' "$w")"
+	else
+		ktap_fail "-p warning: $(head -5 "$w" 2>&1); all: $(grep -E 'connect_rejected|listening' "$a" 2>&1 | head -3); client: $(cat "$C/unknown-add" 2>&1)"
+	fi
+}
+ktap_test "systemd boot: journalctl -p warning -u rswap-server shows the server's warning (a refused client) and none of its info lines" t_journal_priority
+
 # the client's region at the server (the report's first view of it live; later ones
 # may show it in its grace period, after the client guest powered off).
 t_region_live() {

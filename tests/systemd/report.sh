@@ -45,6 +45,11 @@ metrics() {
 
 case $role in
 client)
+	# A client the server's allow-list does not know: refused, which the server logs as a
+	# warning (checked in its journal with -p warning).
+	srv=$(sed -n 's/^server = //p' /etc/rswap/targets/swap0.conf)
+	rswapctl add unknown0 --server "$srv" --size 16M --queues 1 --client-id 0x5309 \
+		> "$out/unknown-add" 2>&1
 	# The timer's first run (15 s after boot), then another one (15 s later): the file
 	# must be there, and rewritten.
 	for _ in $(seq 120); do [ -s "$PROM/rswap.prom" ] && break; sleep 1; done
@@ -84,6 +89,9 @@ server)
 			fresh rswap-server.prom-live cat "$out/rswap-server.prom"
 		fi
 		fresh journal journalctl -b --no-pager -o short-monotonic
+		# The server's lines at priority warning and above, and all of them.
+		fresh journal-server-warning journalctl -b --no-pager -o cat -p warning -u rswap-server.service
+		fresh journal-server journalctl -b --no-pager -o cat -u rswap-server.service
 		sync
 		sleep 5
 	done
