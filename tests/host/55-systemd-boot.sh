@@ -105,6 +105,20 @@ t_journal_priority() {
 }
 ktap_test "systemd boot: journalctl -p warning -u rswap-server shows the server's warning (a refused client) and none of its info lines" t_journal_priority
 
+# the watchdog: WatchdogSec= in the unit, fed by the event loop after READY=1.
+t_watchdog() {
+	v=$S/show/rswap-server.service
+	ready=$(prop "$v" ActiveEnterTimestampMonotonic) fed=$(prop "$v" WatchdogTimestampMonotonic)
+	if [ "$(prop "$v" WatchdogUSec)" = 30s ] && [ "${fed:-0}" -gt $(( ${ready:-0} + 10000000 )) ] \
+		&& [ "$(prop "$v" NRestarts)" = 0 ] && [ "$(prop "$v" SubState)" = running ]; then
+		ktap_pass
+		ktap_diag "WatchdogSec 30s, last fed $(secs $(( fed - ready ))) s after ready"
+	else
+		ktap_fail "WatchdogUSec=$(prop "$v" WatchdogUSec) ready=$ready last fed=$fed NRestarts=$(prop "$v" NRestarts) SubState=$(prop "$v" SubState)"
+	fi
+}
+ktap_test "systemd boot: rswap-server.service has WatchdogSec=30s and its event loop feeds it (fed again after ready, never restarted)" t_watchdog
+
 # the client's region at the server (the report's first view of it live; later ones
 # may show it in its grace period, after the client guest powered off).
 t_region_live() {

@@ -10,6 +10,7 @@ role=$1 out=/mnt/out
 PROPS=Id,Type,ActiveState,SubState,Result,StatusText,NRestarts,TimeoutStartUSec
 PROPS+=,InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic
 PROPS+=,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ExecMainStatus
+PROPS+=,WatchdogUSec,WatchdogTimestampMonotonic
 # fresh FILE CMD...: CMD's output and errors into $out/FILE, written aside and renamed into
 # place. The host stops the server guest at any moment and reads the files then, so it
 # must never find one truncated and not yet written again (an empty journal failed the

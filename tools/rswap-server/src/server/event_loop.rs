@@ -112,12 +112,22 @@ impl Server {
         signals: &SignalFd,
         mut status: Option<&mut StatusService>,
     ) -> Result<(), String> {
+        // systemd's watchdog (WatchdogSec=): fed from here, so that a loop that stops
+        // turning is restarted.
+        let mut watchdog = notify::Watchdog::from_env();
         loop {
+            if let Some(w) = watchdog.as_mut() {
+                w.feed(Instant::now(), notify::notify);
+            }
             let mut fds = vec![
                 (self.chan.fd(), Interest::Read),
                 (signals.fd(), Interest::Read),
             ];
             let mut timeout = self.next_timeout();
+            if let Some(w) = &watchdog {
+                let left = w.deadline().saturating_duration_since(Instant::now());
+                timeout = Some(timeout.map_or(left, |d| d.min(left)));
+            }
             if let Some(st) = status.as_deref() {
                 fds.extend(st.poll_fds());
                 if let Some(t) = st.deadline() {
