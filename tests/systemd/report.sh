@@ -33,14 +33,17 @@ echo "exit $?" >> "$out/verify"
 
 PROM=/var/lib/prometheus/node-exporter
 # metrics FILE: the textfile collector's FILE as it is now into $out/FILE, its age in
-# seconds into $out/FILE.age, the directory's listing into $out/prom-ls, and
+# seconds into $out/FILE.age, the directory's files into $out/prom-ls, and
 # rswap-metrics' units' properties.
 metrics() {
 	if [ -f "$PROM/$1" ]; then
 		fresh "$1" cat "$PROM/$1"
 		fresh "$1.age" echo $(( $(date +%s) - $(stat -c %Y "$PROM/$1") ))
 	fi
-	fresh prom-ls ls -A "$PROM"
+	# Without a temporary file the service is writing at this moment (younger than 10 s):
+	# only one left behind counts.
+	fresh prom-ls find "$PROM" -mindepth 1 -maxdepth 1 \( -name '*.prom' -o ! -newermt '-10 seconds' \) \
+		-printf '%f\n'
 	show rswap-metrics.timer rswap-metrics.service
 }
 
