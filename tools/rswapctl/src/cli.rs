@@ -59,6 +59,36 @@ pub struct Cli {
     )]
     pub mounts: PathBuf,
 
+    /// The running kernel's release (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "FILE",
+        default_value = "/proc/sys/kernel/osrelease"
+    )]
+    pub osrelease: PathBuf,
+
+    /// The kernels' module directories (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/lib/modules"
+    )]
+    pub modules_dir: PathBuf,
+
+    /// Where rswap-dkms notes why a kernel has no module (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/var/lib/rswap-dkms"
+    )]
+    pub dkms_notes: PathBuf,
+
     /// Write man pages for rswapctl and its subcommands into DIR, then exit.
     #[arg(long, hide = true, value_name = "DIR")]
     pub generate_man: Option<PathBuf>,
@@ -456,6 +486,9 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             proc_swaps: cli.proc_swaps,
             dev_dir: cli.dev_dir,
             mounts: cli.mounts,
+            osrelease: cli.osrelease,
+            modules: cli.modules_dir,
+            dkms_notes: cli.dkms_notes,
         },
         host,
     );

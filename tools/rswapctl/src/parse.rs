@@ -495,6 +495,19 @@ pub fn human_seconds(secs: f64) -> String {
     }
 }
 
+/// Whether `modules_dep` (a kernel's `modules.dep`: `PATH: DEPENDENCIES` per line) lists
+/// module `name` (`.../name.ko`, compressed or not).
+pub fn lists_module(modules_dep: &str, name: &str) -> bool {
+    modules_dep.lines().any(|l| {
+        let path = l.split(':').next().unwrap_or_default();
+        let file = path.rsplit('/').next().unwrap_or_default();
+        let base = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+            .iter()
+            .find_map(|ext| file.strip_suffix(ext));
+        base == Some(name)
+    })
+}
+
 /// Whether `mounts` (the text of `/proc/self/mounts`) has a file system of type `fstype`
 /// mounted on `dir`. Mount points with blanks are octal-escaped there (`\040`).
 pub fn is_mounted(mounts: &str, dir: &std::path::Path, fstype: &str) -> bool {
@@ -799,6 +812,20 @@ mod tests {
             let e = parse_stats(line).unwrap_err().to_string();
             assert!(e.contains(why), "{line}: {e}");
         }
+    }
+
+    #[test]
+    fn modules_dep() {
+        let dep = "kernel/fs/ext4/ext4.ko.xz: kernel/fs/jbd2/jbd2.ko.xz\n\
+                   updates/dkms/rswap.ko.zst: kernel/drivers/infiniband/core/ib_core.ko.xz\n\
+                   extra/rswapx.ko:\n";
+        assert!(lists_module(dep, "rswap"));
+        assert!(lists_module(dep, "ext4"));
+        // Only as a dependency, or a longer name: no.
+        assert!(!lists_module(dep, "jbd2"));
+        assert!(!lists_module(dep, "rswa"));
+        assert!(lists_module("rswap.ko:\n", "rswap"));
+        assert!(!lists_module("", "rswap"));
     }
 
     #[test]

@@ -63,6 +63,13 @@ pub struct Paths {
     pub dev_dir: PathBuf,
     /// The mounted file systems, `/proc/self/mounts`.
     pub mounts: PathBuf,
+    /// The running kernel's release, `/proc/sys/kernel/osrelease`.
+    pub osrelease: PathBuf,
+    /// The kernels' modules, `/lib/modules` (`RELEASE/modules.dep` lists them).
+    pub modules: PathBuf,
+    /// Where rswap-dkms says why it has no module for a kernel (`no-module-RELEASE`),
+    /// `/var/lib/rswap-dkms`.
+    pub dkms_notes: PathBuf,
 }
 
 impl Default for Paths {
@@ -72,6 +79,9 @@ impl Default for Paths {
             proc_swaps: PathBuf::from("/proc/swaps"),
             dev_dir: PathBuf::from("/dev"),
             mounts: PathBuf::from("/proc/self/mounts"),
+            osrelease: PathBuf::from("/proc/sys/kernel/osrelease"),
+            modules: PathBuf::from("/lib/modules"),
+            dkms_notes: PathBuf::from("/var/lib/rswap-dkms"),
         }
     }
 }
@@ -758,7 +768,7 @@ impl<'a> Ctl<'a> {
         if !root.is_dir() {
             self.host
                 .run("modprobe", &["rswap"])
-                .map_err(|e| Failure::new(op, name, format!("modprobe rswap: {e}")))?;
+                .map_err(|e| Failure::new(op, name, self.modprobe_failed(&e)))?;
         }
         if !root.is_dir() {
             return Err(Failure::new(
@@ -768,6 +778,34 @@ impl<'a> Ctl<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// Why `modprobe rswap` failed (`error`, its exit): when the running kernel has no
+    /// rswap module (its `modules.dep` lists none), `no rswap.ko for kernel RELEASE`
+    /// and why, as rswap-dkms noted it at install time if it did; else the error and
+    /// where to look.
+    pub fn modprobe_failed(&self, error: &str) -> String {
+        let release = fs::read_to_string(&self.paths.osrelease)
+            .map(|r| r.trim().to_string())
+            .unwrap_or_default();
+        let dep = fs::read_to_string(self.paths.modules.join(&release).join("modules.dep"))
+            .unwrap_or_default();
+        if parse::lists_module(&dep, "rswap") {
+            return format!(
+                "modprobe rswap: {error} (the module is there but did not load: see dmesg; \
+                 under Secure Boot, is the DKMS signing key enrolled? See packages.md)"
+            );
+        }
+        let note = fs::read_to_string(self.paths.dkms_notes.join(format!("no-module-{release}")))
+            .ok()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty());
+        let why = note.unwrap_or_else(|| {
+            "rswap-dkms has not built it (`dkms status rswap` lists the kernels it built it \
+             for; `dkms autoinstall` builds it for the running kernel)"
+                .to_string()
+        });
+        format!("no rswap.ko for kernel {release}: {why}")
     }
 
     /// `rswapctl up`: `add`, for a target that may be up already. A target that exists,

@@ -96,6 +96,9 @@ impl Fake {
             proc_swaps: self.tmp.join("swaps"),
             dev_dir: self.tmp.join("dev"),
             mounts: self.tmp.join("mounts"),
+            osrelease: self.tmp.join("osrelease"),
+            modules: self.tmp.join("modules"),
+            dkms_notes: self.tmp.join("dkms"),
         }
     }
 
@@ -562,6 +565,9 @@ fn run(fake: &Fake, args: &[&str]) -> Result<String, String> {
     argv.extend(["--proc-swaps".into(), p.proc_swaps.display().to_string()]);
     argv.extend(["--dev-dir".into(), p.dev_dir.display().to_string()]);
     argv.extend(["--mounts".into(), p.mounts.display().to_string()]);
+    argv.extend(["--osrelease".into(), p.osrelease.display().to_string()]);
+    argv.extend(["--modules-dir".into(), p.modules.display().to_string()]);
+    argv.extend(["--dkms-notes".into(), p.dkms_notes.display().to_string()]);
     argv.extend(args.iter().map(|s| s.to_string()));
     let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
@@ -1705,8 +1711,49 @@ fn up_mounts_configfs_and_loads_the_module() {
     .unwrap();
     fake2.fail_command = Some("modprobe");
     let dir2 = conf_dir(&fake2, "t", "server = 192.0.2.2\nsize = 8G\n");
-    let e = run(&fake2, &up_args(&dir2.display().to_string(), "t")).unwrap_err();
-    assert_eq!(e, "rswapctl: up t: modprobe rswap: exit status: 1");
+    let up = |fake: &Fake| run(fake, &up_args(&dir2.display().to_string(), "t")).unwrap_err();
+    // The running kernel has no rswap.ko (modules.dep lists none): says so, and where to
+    // look.
+    fs::write(fake2.tmp.join("osrelease"), "7.4.1+bpo-amd64\n").unwrap();
+    let modules = fake2.tmp.join("modules/7.4.1+bpo-amd64");
+    fs::create_dir_all(&modules).unwrap();
+    fs::write(
+        modules.join("modules.dep"),
+        "kernel/fs/ext4/ext4.ko.xz: kernel/fs/jbd2/jbd2.ko.xz\n",
+    )
+    .unwrap();
+    assert_eq!(
+        up(&fake2),
+        "rswapctl: up t: no rswap.ko for kernel 7.4.1+bpo-amd64: rswap-dkms has not built it \
+         (`dkms status rswap` lists the kernels it built it for; `dkms autoinstall` builds \
+         it for the running kernel)"
+    );
+    // rswap-dkms noted why at install time: that reason.
+    fs::create_dir_all(fake2.tmp.join("dkms")).unwrap();
+    let why = "rswap-dkms 0.1.0 builds rswap.ko for kernels matching ^7\\.3\\. only";
+    fs::write(
+        fake2.tmp.join("dkms/no-module-7.4.1+bpo-amd64"),
+        format!("{why}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        up(&fake2),
+        format!("rswapctl: up t: no rswap.ko for kernel 7.4.1+bpo-amd64: {why}")
+    );
+    // The module is there (compressed) but does not load.
+    fs::write(
+        modules.join("modules.dep"),
+        "updates/dkms/rswap.ko.xz: kernel/drivers/infiniband/core/ib_core.ko.xz\n",
+    )
+    .unwrap();
+    assert!(
+        up(&fake2).starts_with(
+            "rswapctl: up t: modprobe rswap: exit status: 1 (the module is there but did not \
+             load: see dmesg"
+        ),
+        "{}",
+        up(&fake2)
+    );
     // down without the module: nothing there, success.
     assert_eq!(run(&fake2, &["down", "t"]).unwrap(), "t: not there\n");
 }
