@@ -224,6 +224,33 @@ t_tools() {
 }
 ktap_test "rswap-tools: rswap-server and rswapctl run, man pages, shell completions, units and conffiles in place" t_tools
 
+# A kernel outside the series rswap-dkms builds for: its kernel hook says so when the
+# kernel is installed (and notes why), and rswapctl up (rswap@NAME.service) under a
+# kernel without rswap.ko says so, with that note, instead of modprobe's failure. The
+# root's running kernel is the host's, for which DKMS built nothing.
+t_no_module() {
+	local other=7.99.1-1-amd64 hk hook up urc
+	hook=$(inchroot /etc/kernel/postinst.d/rswap-dkms "$other" 2>&1)
+	hk=$(uname -r)
+	inchroot /etc/kernel/postinst.d/rswap-dkms "$hk" >/dev/null 2>&1
+	mkdir -p "$root/etc/rswap/targets"
+	printf 'server = 192.0.2.2\nsize = 16M\n' > "$root/etc/rswap/targets/nomod.conf"
+	urc=0
+	up=$(inchroot rswapctl up nomod 2>&1) || urc=$?
+	why="rswap-dkms $ver builds rswap.ko for Debian's 7.3 kernels only"
+	if [[ $hook == *"rswap-dkms: WARNING: no rswap.ko for kernel $other: $why"* ]] \
+		&& [ -s "$root/var/lib/rswap-dkms/no-module-$other" ] && [ $urc = 1 ] \
+		&& [[ $up == *"rswapctl: up nomod: no rswap.ko for kernel $hk: "* ]] \
+		&& ! grep -q "no rswap.ko for kernel $kver" "$out/apt-install.log"; then
+		ktap_pass
+		ktap_diag "$(head -1 <<<"$hook")" "$(grep 'no rswap.ko' <<<"$up")"
+	else
+		ktap_fail "hook: $hook; up (exit $urc): $up; $(grep 'no rswap.ko' "$out/apt-install.log")"
+	fi
+	rm -f "$root/etc/rswap/targets/nomod.conf"
+}
+ktap_test "a kernel outside the 7.3 series: rswap-dkms's kernel hook reports it has no rswap.ko and why; rswapctl up under a kernel without rswap.ko says \"no rswap.ko for kernel X: ...\"" t_no_module
+
 # the purge, and the root's removal
 t_purge() {
 	inchroot apt-get purge -y -q rswap-dkms > "$out/apt-purge.log" 2>&1 || true
