@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the host packages rswap needs, idempotently. Only Debian's own suites are
-# used: bookworm, plus bookworm-backports (pinned low by Debian already) for QEMU 10.
+# used: bookworm, plus bookworm-backports (pinned low by Debian already) for QEMU 10; on
+# another release it installs nothing and names what is missing.
 . "$(dirname "$0")/common.sh"
 
 pkgs=(mmdebstrap e2fsprogs busybox-static cpio xz-utils zstd kmod file
@@ -17,6 +18,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 need_root
+# The sources added below are bookworm's: on another release they would mix suites.
+release=$( . /etc/os-release 2>/dev/null && echo "${ID:-?} ${VERSION_CODENAME:-?}" || echo "unknown")
+[ "$release" = "debian bookworm" ] \
+	|| die "installing the host packages needs Debian 12 (bookworm), this host is '$release': install these yourself (QEMU 10 or later): ${missing[*]}"
 log "installing host packages: ${missing[*]}"
 
 src=/etc/apt/sources.list.d/rswap-bookworm-backports.list
