@@ -97,6 +97,11 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	else
 		result fail "host: rswapctl metrics parses as Prometheus text (prometheus_client)" "$(tail -20 <<<"$o")"
 	fi
+	if o=$(bash "$RSWAP_TOP/scripts/check-docs.sh" 2>&1); then
+		result ok "host: the documentation: README indexes every page, rswapctl list samples have its columns"
+	else
+		result fail "host: the documentation: README indexes every page, rswapctl list samples have its columns" "$(tail -20 <<<"$o")"
+	fi
 fi
 
 # The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.
