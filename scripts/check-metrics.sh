@@ -53,8 +53,10 @@ encryption off
 "
 target off2 0 0x10 disabled ""
 : > "$tmp/swaps"
+mkdir "$tmp/module"
+echo 0.1.0+git20261127.abc1234 > "$tmp/module/version"
 
-"$ctl" --configfs "$cfg" --proc-swaps "$tmp/swaps" metrics > "$tmp/metrics.prom" \
+"$ctl" --configfs "$cfg" --proc-swaps "$tmp/swaps" --sys-module "$tmp/module" metrics > "$tmp/metrics.prom" \
 	|| die "rswapctl metrics failed"
 $py - "$tmp/metrics.prom" <<'PY'
 import sys
@@ -72,7 +74,7 @@ mem0 = {"target": "mem0", "client_id": str(0x2501)}
 old1 = {"target": "old1", "client_id": "4660"}
 off2 = {"target": "off2", "client_id": "16"}
 # prometheus_client names a counter family without its _total.
-for name, typ in [("rswap_target_info", "gauge"), ("rswap_target_state", "gauge"),
+for name, typ in [("rswap_module_info", "gauge"), ("rswap_target_info", "gauge"), ("rswap_target_state", "gauge"),
                   ("rswap_target_queues_live", "gauge"), ("rswap_target_queues_dead", "gauge"),
                   ("rswap_target_reads", "counter"), ("rswap_target_writes", "counter"),
                   ("rswap_target_read_bytes", "counter"), ("rswap_target_write_bytes", "counter"),
@@ -83,6 +85,7 @@ for name, typ in [("rswap_target_info", "gauge"), ("rswap_target_state", "gauge"
                   ("rswap_target_latency_seconds", "histogram")]:
     assert name in fams, (name, sorted(fams))
     assert fams[name].type == typ, (name, fams[name].type)
+assert value("rswap_module_info", "rswap_module_info", version="0.1.0+git20261127.abc1234") == 1
 assert value("rswap_target_state", "rswap_target_state", state="connected", **mem0) == 1
 assert value("rswap_target_state", "rswap_target_state", state="recovering", **old1) == 1
 assert value("rswap_target_state", "rswap_target_state", state="disabled", **off2) == 1

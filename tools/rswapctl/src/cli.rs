@@ -89,6 +89,16 @@ pub struct Cli {
     )]
     pub dkms_notes: PathBuf,
 
+    /// The module's sysfs directory (for tests).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/sys/module/rswap"
+    )]
+    pub sys_module: PathBuf,
+
     /// Write man pages for rswapctl and its subcommands into DIR, then exit.
     #[arg(long, hide = true, value_name = "DIR")]
     pub generate_man: Option<PathBuf>,
@@ -489,6 +499,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             osrelease: cli.osrelease,
             modules: cli.modules_dir,
             dkms_notes: cli.dkms_notes,
+            sys_module: cli.sys_module,
         },
         host,
     );
@@ -562,7 +573,7 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
             out.write_all(text.as_bytes()).map_err(io_fail)
         }
         Cmd::Metrics => {
-            let text = metrics::render(&ctl.list()?);
+            let text = metrics::render(ctl.module_version().as_deref(), &ctl.list()?);
             out.write_all(text.as_bytes()).map_err(io_fail)
         }
         Cmd::Status {

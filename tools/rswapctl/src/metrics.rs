@@ -2,7 +2,8 @@
 
 //! `rswapctl metrics`: every target in the Prometheus text exposition format, version
 //! 0.0.4, as Documentation/rswapctl.md lists the families. Each family is named
-//! `rswap_target_*`, has its `# HELP` and `# TYPE` lines and one sample per target that
+//! `rswap_target_*` (and `rswap_module_info`, the module's version), has its `# HELP` and
+//! `# TYPE` lines and one sample per target that
 //! has the value (a disabled target has only `rswap_target_info` and
 //! `rswap_target_state`), labelled `target` (the configfs name) and `client_id` (decimal,
 //! as the memory server's metrics label its clients). Counters end in `_total`; the
@@ -123,12 +124,25 @@ impl Text<'_> {
     }
 }
 
-/// The metrics of `targets` (as `Ctl::list` reads them).
-pub fn render(targets: &[TargetInfo]) -> String {
+/// The metrics of the module loaded (its `version`, `None` when it shows none) and of
+/// `targets` (as `Ctl::list` reads them).
+pub fn render(module_version: Option<&str>, targets: &[TargetInfo]) -> String {
     let mut text = Text {
         targets,
         out: String::new(),
     };
+    text.family(
+        "rswap_module_info",
+        "gauge",
+        "The rswap module loaded: its version (the package's); always 1.",
+    );
+    if let Some(v) = module_version {
+        let _ = writeln!(
+            text.out,
+            "rswap_module_info{{version=\"{}\"}} 1",
+            escape_label(v)
+        );
+    }
     text.family(
         "rswap_target_info",
         "gauge",

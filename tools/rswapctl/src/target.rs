@@ -70,6 +70,8 @@ pub struct Paths {
     /// Where rswap-dkms says why it has no module for a kernel (`no-module-RELEASE`),
     /// `/var/lib/rswap-dkms`.
     pub dkms_notes: PathBuf,
+    /// The module's sysfs directory, `/sys/module/rswap` (its `version`).
+    pub sys_module: PathBuf,
 }
 
 impl Default for Paths {
@@ -82,6 +84,7 @@ impl Default for Paths {
             osrelease: PathBuf::from("/proc/sys/kernel/osrelease"),
             modules: PathBuf::from("/lib/modules"),
             dkms_notes: PathBuf::from("/var/lib/rswap-dkms"),
+            sys_module: PathBuf::from("/sys/module/rswap"),
         }
     }
 }
@@ -902,6 +905,15 @@ impl<'a> Ctl<'a> {
             f
         })?;
         Ok(true)
+    }
+
+    /// The loaded module's version (`MODULE_VERSION`, the package's); `None` when it is
+    /// not loaded or shows none.
+    pub fn module_version(&self) -> Option<String> {
+        fs::read_to_string(self.paths.sys_module.join("version"))
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
     }
 
     /// An attribute's text without its trailing newline.

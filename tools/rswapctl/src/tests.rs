@@ -99,6 +99,7 @@ impl Fake {
             osrelease: self.tmp.join("osrelease"),
             modules: self.tmp.join("modules"),
             dkms_notes: self.tmp.join("dkms"),
+            sys_module: self.tmp.join("module"),
         }
     }
 
@@ -568,6 +569,7 @@ fn run(fake: &Fake, args: &[&str]) -> Result<String, String> {
     argv.extend(["--osrelease".into(), p.osrelease.display().to_string()]);
     argv.extend(["--modules-dir".into(), p.modules.display().to_string()]);
     argv.extend(["--dkms-notes".into(), p.dkms_notes.display().to_string()]);
+    argv.extend(["--sys-module".into(), p.sys_module.display().to_string()]);
     argv.extend(args.iter().map(|s| s.to_string()));
     let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
@@ -2727,8 +2729,10 @@ fn check_exposition(text: &str) {
         let (series, value) = line.rsplit_once(' ').unwrap();
         let value: u64 = value.parse().unwrap();
         let metric = series.split('{').next().unwrap();
-        assert!(series.contains("target=\""), "{line}");
-        assert!(series.contains("client_id=\""), "{line}");
+        if metric.starts_with("rswap_target_") {
+            assert!(series.contains("target=\""), "{line}");
+            assert!(series.contains("client_id=\""), "{line}");
+        }
         if kind == "histogram" {
             if metric == format!("{name}_bucket") {
                 let le = series
@@ -2849,6 +2853,24 @@ fn metrics_of_every_target() {
             format!(r#"rswap_target_latency_seconds_bucket{{{old},le="+Inf"}} 14"#),
             format!("rswap_target_latency_seconds_count{{{old}}} 14"),
         ]
+    );
+    // The module shows no version: its family, no sample.
+    assert!(!text.contains("\nrswap_module_info{"), "{text}");
+    fs::create_dir_all(fake.tmp.join("module")).unwrap();
+    fs::write(
+        fake.tmp.join("module/version"),
+        "0.1.0+git20261127.abc1234\n",
+    )
+    .unwrap();
+    let text = run(&fake, &["metrics"]).unwrap();
+    check_exposition(&text);
+    assert!(
+        text.starts_with(
+            "# HELP rswap_module_info The rswap module loaded: its version (the package's); \
+             always 1.\n# TYPE rswap_module_info gauge\n\
+             rswap_module_info{version=\"0.1.0+git20261127.abc1234\"} 1\n"
+        ),
+        "{text}"
     );
     // No target: every family, no sample.
     let empty = run(&Fake::new(), &["metrics"]).unwrap();
