@@ -167,7 +167,8 @@ def parse(path):
         m = re.fullmatch(r'([a-z_]+)\{([^}]*)\} (\d+)\n', line)
         assert m, line
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m[2]))
-        if labels["target"] == "met0":
+        # rswap_module_info has no target.
+        if labels.get("target") == "met0":
             assert labels["client_id"] == str(0x2506), line
             samples[(m[1], labels.get("le"), labels.get("state"))] = int(m[3])
     return samples, types
@@ -230,12 +231,23 @@ monitor_until() {
 	return 1
 }
 
+# monitor_ready PID: waits up to 10 s for process PID (rswapctl monitor) to have bound
+# its uevent socket (/proc/net/netlink: protocol 15, NETLINK_KOBJECT_UEVENT, its port
+# id the process's id), so that no event before that is missed.
+monitor_ready() {
+	for _ in $(seq 100); do
+		awk -v pid="$1" '$2 == 15 && $3 == pid { f = 1 } END { exit !f }' /proc/net/netlink && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # rswapctl monitor while the server's SIGUSR1 closes ctl0's queue: the module's uevents
 # say recovering, then reconnected.
 t_monitor_recovery() {
 	"$CTL" monitor >"$OUT/mon-usr1.out" 2>&1 &
 	mpid=$!
-	sleep 1
+	monitor_ready "$mpid"
 	kill -USR1 "$SPID"
 	line='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z ctl0 rswap0 queue=0'
 	monitor_until "$OUT/mon-usr1.out" "$line reconnected state=connected\$"
@@ -265,10 +277,16 @@ t_monitor_dead() {
 	fi
 	"$CTL" monitor --json >"$OUT/mon-kill.out" 2>&1 &
 	mpid=$!
-	sleep 1
+	# What udev hears of the kernel's uevents meanwhile, for the diagnosis.
+	upid=
+	if command -v udevadm >/dev/null; then
+		udevadm monitor --kernel --property --subsystem-match=block >"$OUT/mon-kill-udevadm.out" 2>&1 &
+		upid=$!
+	fi
+	monitor_ready "$mpid"
 	kill -KILL "$s2"; wait "$s2" 2>/dev/null
 	monitor_until "$OUT/mon-kill.out" '"target":"mon0".*"event":"dead","state":"dead"'
-	kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
+	kill "$mpid" $upid 2>/dev/null; wait "$mpid" $upid 2>/dev/null
 	st=$(cat $CFG/mon0/state 2>&1)
 	"$CTL" remove mon0 >>"$OUT/mon-add.out" 2>&1
 	if grep -q '"target":"mon0","device":"rswap[0-9]*","queue":0,"event":"dead","state":"dead"}$' "$OUT/mon-kill.out" \
@@ -276,7 +294,7 @@ t_monitor_dead() {
 		ktap_pass
 		ktap_diag "$(grep mon0 "$OUT/mon-kill.out" | tr '\n' '|')"
 	else
-		ktap_fail "monitor printed: $(cat "$OUT/mon-kill.out"); mon0: $st; $(cat "$OUT/mon-add.out")"
+		ktap_fail "monitor printed: $(cat "$OUT/mon-kill.out"); mon0: $st; $(cat "$OUT/mon-add.out"); udevadm: $(grep -E 'RSWAP|^KERNEL' "$OUT/mon-kill-udevadm.out" 2>&1 | tr '\n' ' ')"
 	fi
 }
 ktap_test "rswapctl monitor --json: killing the server of a target with recovery_ms=0 gives its queue a dead line (state dead)" t_monitor_dead
