@@ -192,6 +192,16 @@ void rswap_memalloc_noio_restore(unsigned int flags)
 	memalloc_noio_restore(flags);
 }
 
+unsigned int rswap_memalloc_noreclaim_save(void)
+{
+	return memalloc_noreclaim_save();
+}
+
+void rswap_memalloc_noreclaim_restore(unsigned int flags)
+{
+	memalloc_noreclaim_restore(flags);
+}
+
 static DEFINE_MUTEX(configfs_root_lock);
 
 void rswap_configfs_root_lock(void)

@@ -69,9 +69,11 @@ void rswap_inet_set_port(struct sockaddr_storage *addr, u16 port);
 /* Prints @addr (with its port if @port) into @buf as %pISc / %pISpc; returns the length. */
 int rswap_inet_print(const struct sockaddr_storage *addr, bool port, char *buf, size_t len);
 
-/* memalloc_noio_save()/restore() (noio.rs). */
+/* memalloc_noio_save()/restore(), memalloc_noreclaim_save()/restore() (alloc_scope.rs). */
 unsigned int rswap_memalloc_noio_save(void);
 void rswap_memalloc_noio_restore(unsigned int flags);
+unsigned int rswap_memalloc_noreclaim_save(void);
+void rswap_memalloc_noreclaim_restore(unsigned int flags);
 
 /*
  * The lock under which the configfs subsystem that takes item dependencies is recorded

@@ -4,22 +4,22 @@
 //! neither RDMA nor blk-mq specific.
 
 mod aead;
+mod alloc_scope;
 mod configfs;
 mod hmac;
 mod inet;
 mod io_page;
-mod noio;
 mod owned;
 mod scatterlist;
 mod text;
 mod workqueue;
 
 pub(crate) use aead::{AesGcm, OpenError, PageCipher, Tag as AeadTag};
+pub(crate) use alloc_scope::{NoIoScope, ReserveScope};
 pub(crate) use configfs::{DependableSubsystem, ItemDependency};
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use io_page::{IoSink, IoSource};
-pub(crate) use noio::NoIoScope;
 pub(crate) use owned::IntoRaw;
 pub(crate) use scatterlist::SgTable;
 pub(crate) use text::TextBuf;

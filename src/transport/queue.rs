@@ -32,7 +32,7 @@ use super::{
 };
 use crate::{
     ib::DeviceUser,
-    kernel_ext::{NoIoScope, ReclaimWorkqueue},
+    kernel_ext::{NoIoScope, ReclaimWorkqueue, ReserveScope},
 };
 
 /// Where a queue is in its life.
@@ -633,8 +633,15 @@ impl WorkItem for Queue {
         // The disk's I/O may be what reclaim would wait on: allocate without starting any.
         let _noio = NoIoScope::enter();
         let recovering = this.state.get() == State::Recovering;
-        // Tells of `Recovering` once the old link is retired.
-        Self::recover(&this);
+        {
+            // The teardown of the old link (its DREQ) and the new connection (cm_id, QP,
+            // MADs, the hello and the proof) are what reclaim may be waiting on: they take
+            // the memory reserves rather than wait for reclaim, and fail at once when
+            // those are gone too, to be tried again within `recovery_ms`.
+            let _reserve = ReserveScope::enter();
+            // Tells of `Recovering` once the old link is retired.
+            Self::recover(&this);
+        }
         // Live again or dead: the I/O that waited goes on (or fails) either way, and only
         // then is the event told (its uevent allocates and may take a while).
         this.resumed();
