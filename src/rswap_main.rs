@@ -70,6 +70,11 @@ module! {
                           device that loses them would (rswap then completes them itself \
                           when their queue pair is destroyed)",
         },
+        fault_fail_reconnect_allocs: u32 {
+            default: 0,
+            description: "For tests: fail this many allocating steps of queue recoveries \
+                          with ENOMEM, each step in turn, as when the memory reserves are gone",
+        },
     },
 }
 
@@ -92,6 +97,10 @@ impl kernel::InPlaceModule for RswapModule {
         blk::DiskIndex::init();
         #[cfg(rswap_fault_injection)]
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
+        #[cfg(rswap_fault_injection)]
+        transport::fault::fail_reconnect_allocs(
+            module_parameters::fault_fail_reconnect_allocs.value(),
+        );
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
             configfs <- configfs::subsystem(settings::ModuleContext {

@@ -10,6 +10,8 @@ extern "C" {
     fn rswap_memalloc_noio_restore(flags: u32);
     fn rswap_memalloc_noreclaim_save() -> u32;
     fn rswap_memalloc_noreclaim_restore(flags: u32);
+    #[cfg(rswap_fault_injection)]
+    fn rswap_current_uses_reserves() -> bool;
 }
 
 /// Defines a scope type that saves a task flag with `$save` on entry and restores it
@@ -73,3 +75,11 @@ task_scope!(
     rswap_memalloc_noreclaim_save,
     rswap_memalloc_noreclaim_restore
 );
+
+/// Whether the current task is in a [`ReserveScope`] (or otherwise has `PF_MEMALLOC`):
+/// fault injection fails allocations only there.
+#[cfg(rswap_fault_injection)]
+pub(crate) fn current_uses_reserves() -> bool {
+    // SAFETY: reads a flag of the current task.
+    unsafe { rswap_current_uses_reserves() }
+}

@@ -202,6 +202,11 @@ void rswap_memalloc_noreclaim_restore(unsigned int flags)
 	memalloc_noreclaim_restore(flags);
 }
 
+bool rswap_current_uses_reserves(void)
+{
+	return current->flags & PF_MEMALLOC;
+}
+
 static DEFINE_MUTEX(configfs_root_lock);
 
 void rswap_configfs_root_lock(void)

@@ -74,6 +74,7 @@ unsigned int rswap_memalloc_noio_save(void);
 void rswap_memalloc_noio_restore(unsigned int flags);
 unsigned int rswap_memalloc_noreclaim_save(void);
 void rswap_memalloc_noreclaim_restore(unsigned int flags);
+bool rswap_current_uses_reserves(void);
 
 /*
  * The lock under which the configfs subsystem that takes item dependencies is recorded

@@ -15,6 +15,8 @@ mod text;
 mod workqueue;
 
 pub(crate) use aead::{AesGcm, OpenError, PageCipher, Tag as AeadTag};
+#[cfg(rswap_fault_injection)]
+pub(crate) use alloc_scope::current_uses_reserves;
 pub(crate) use alloc_scope::{NoIoScope, ReserveScope};
 pub(crate) use configfs::{DependableSubsystem, ItemDependency};
 pub(crate) use hmac::HmacSha256;

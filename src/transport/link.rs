@@ -37,6 +37,7 @@ use kernel::{
 };
 
 use super::{
+    fault::{self, AllocStep},
     name::Name,
     remote::RemoteRegion,
     wire::{
@@ -669,6 +670,7 @@ impl Link {
                 ),
             ));
         }
+        fault::alloc(AllocStep::Link)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 region: RemoteRegion {
@@ -708,6 +710,7 @@ impl Link {
         let settings = &params.settings;
         let ms = settings.timeout_ms;
         let server = settings.server().ok_or(EDESTADDRREQ)?;
+        fault::alloc(AllocStep::CmId)?;
         let cm = CmId::new(events.clone())?;
 
         cm.resolve_addr(settings.src_addr.as_ref(), &server, ms)?;
@@ -752,7 +755,9 @@ impl Link {
             read_pages: max_sge + 1,
             polled: index >= settings.queue_count().saturating_sub(settings.poll_queues),
         };
+        fault::alloc(AllocStep::QueuePair)?;
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
+        fault::alloc(AllocStep::RecvBuffer)?;
         let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
         qp.post_recv(recv).map_err(|(e, _)| e)?;
         let initiator_depth =

@@ -7,6 +7,7 @@
 //!
 //! No RDMA bindings here: everything goes through the safe wrappers in [`crate::ib`].
 
+pub(crate) mod fault;
 pub(crate) mod io;
 pub(crate) mod keepalive;
 pub(crate) mod link;

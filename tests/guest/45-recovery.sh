@@ -378,6 +378,78 @@ t_lost_completions() {
 }
 ktap_test "recovery: a device that loses flushed completions (rswap.ko fault_lose_flushes=16): the server closes every connection under fio verify; rswap completes the lost work requests itself when their QP goes, fio ends with 0 errors, disable and rmmod work" t_lost_completions
 
+# Allocations fail while the queues reconnect under a swap load: rswap.ko's
+# fault_fail_reconnect_allocs=8 fails the next 8 allocating steps of recoveries (the
+# cm_id, the QP, the RECV buffer, the link, in turn) with ENOMEM, as when even the memory
+# reserves are gone. Each failed attempt must end at once, not wait out a timeout, and be
+# tried again; once the failures are spent both queues reconnect and every page of the
+# swap load comes back intact.
+SWAPLOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
+NOMEM_CG=/sys/fs/cgroup/rswap-nomem
+t_nomem_swap() {
+	[ -x "$SWAPLOAD" ] || { ktap_skip "no swapload binary at $SWAPLOAD"; return; }
+	if ! { rswap_load fault_fail_reconnect_allocs=8 && start_server && mkdir $T && enable_with 60000 0x4508 \
+		&& mkswap $DEV >/dev/null && swapon -p 100 $DEV; }; then
+		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
+		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null; return
+	fi
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+	mkdir -p $NOMEM_CG; echo $((16 << 20)) > $NOMEM_CG/memory.max
+	base=$(vm pswpout) r0=$(recoveries)
+	SWAPLOAD_PASSES=1 sh -c "echo \$\$ > $NOMEM_CG/cgroup.procs && exec $SWAPLOAD 40 11 20" \
+		>"$OUT/nomem.json" 2>"$OUT/nomem.err" &
+	lpid=$!
+	out=$(wait_swapping $lpid "$base")
+	dmesg_mark "45-recovery: nomem"
+	kill -USR1 "$SPID"
+	wait_exit $lpid 600; lrc=$?
+	since=$(dmesg | sed -n '/rswap-test-mark: 45-recovery: nomem/,$p')
+	failed=$(printf '%s\n' "$since" | grep -c 'connecting failed: .*ENOMEM')
+	attempts=$(printf '%s\n' "$since" | sed -n 's/.*reconnected after [0-9]* ms (\([0-9]*\) attempt.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+	waited=$(printf '%s\n' "$since" | grep -c 'timed out')
+	r1=$(recoveries) st=$(cat $T/state)
+	s_rc=1; swapoff $DEV && s_rc=0
+	d_rc=1; echo 0 > $T/enable && d_rc=0
+	rmdir $T; rmdir $NOMEM_CG 2>/dev/null
+	m_rc=1; rmmod rswap && m_rc=0
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+	if [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/nomem.json" && [ "$out" -ge 2000 ] \
+		&& [ $failed -ge 8 ] && [ $attempts -ge 10 ] && [ $waited = 0 ] && [ $((r1 - r0)) -ge 2 ] \
+		&& [ $s_rc = 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
+		ktap_pass
+		ktap_diag "attempts failed with ENOMEM: $failed, attempts in all: $attempts, recoveries $r0 -> $r1; $(printf '%s\n' "$since" | grep -o 'queue [0-9]*: reconnected after .*' | tr '\n' ' '); swapload: $(cat "$OUT/nomem.json")"
+	else
+		ktap_fail "swapload exit $lrc ($(cat "$OUT/nomem.err" "$OUT/nomem.json" | tail -2)), pages out before the break $out, ENOMEM attempts $failed (want >= 8), attempts $attempts (want >= 10), timed-out waits $waited, recoveries $r0 -> $r1, swapoff=$s_rc disable=$d_rc rmmod=$m_rc; state $st; $(printf '%s\n' "$since" | grep rswap | tail -5)"
+	fi
+}
+ktap_test "recovery: allocations fail during the reconnect under a swap load (rswap.ko fault_fail_reconnect_allocs=8): each attempt fails at once and is retried, the queues reconnect, 0 bad pages, swapoff, disable and rmmod work" t_nomem_swap
+
+# The allocations of every reconnect fail for longer than recovery_ms: the I/O fails
+# cleanly once that window ends, and disable and rmmod work.
+t_nomem_forever() {
+	if ! { rswap_load fault_fail_reconnect_allocs=100000 && start_server && mkdir $T && enable_with 3000 0x4509; }; then
+		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
+		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null; return
+	fi
+	kill -USR1 "$SPID"
+	start=$(date +%s)
+	timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
+	took=$(( $(date +%s) - start ))
+	st=$(cat $T/state)
+	d_rc=1; echo 0 > $T/enable && d_rc=0
+	rmdir $T
+	m_rc=1; rmmod rswap && m_rc=0
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+	if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
+		&& dmesg | grep -q 'not reconnected within 3000 ms (.*ENOMEM'; then
+		ktap_pass
+		ktap_diag "read failed after ${took}s: $(dmesg | grep 'not reconnected within 3000 ms' | tail -1 | sed 's/^\[[^]]*\] //')"
+	else
+		ktap_fail "dd exit $rc after ${took}s, disable=$d_rc rmmod=$m_rc, state $st; $(dmesg | grep rswap | tail -4)"
+	fi
+}
+ktap_test "recovery: every allocation of the reconnects fails (fault_fail_reconnect_allocs=100000, recovery_ms=3000): the I/O fails with EIO after that window, never hangs; disable and rmmod work" t_nomem_forever
+
 t_dmesg() {
 	dmesg_note_rxe_races
 	ktap_check dmesg_clean

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Allocation failures injected into reconnects, for tests: a module built with fault
+//! injection (`make RSWAP_FAULT_INJECTION=y`) takes `fault_fail_reconnect_allocs=N`, and
+//! the next N allocating steps of queue recoveries fail with `ENOMEM`, as they would when
+//! even the memory reserves are gone. Without fault injection nothing fails here.
+//!
+//! Only allocations made in a recovery (the current task in a
+//! [`ReserveScope`](crate::kernel_ext::ReserveScope)) are failed, never those of `enable`;
+//! the steps fail in turn, so that every one of them is seen failing: the k-th injected
+//! failure hits the step numbered k modulo the number of steps.
+
+use kernel::prelude::*;
+
+/// An allocating step of a connection attempt.
+#[derive(Clone, Copy)]
+pub(crate) enum AllocStep {
+    /// The rdma_cm id.
+    CmId = 0,
+    /// The queue pair, its CQ and the region of READ sinks.
+    QueuePair = 1,
+    /// The buffer of the RECV for the server's descriptor.
+    RecvBuffer = 2,
+    /// The link itself, once connected and authenticated.
+    Link = 3,
+}
+
+#[cfg(rswap_fault_injection)]
+mod inject {
+    use super::AllocStep;
+    use core::sync::atomic::{AtomicU32, Ordering};
+
+    /// Injected failures still to come.
+    static BUDGET: AtomicU32 = AtomicU32::new(0);
+    /// Injected failures so far: which step the next one hits.
+    static DONE: AtomicU32 = AtomicU32::new(0);
+    /// How many steps [`AllocStep`] has.
+    const STEPS: u32 = AllocStep::Link as u32 + 1;
+
+    /// Makes the next `n` allocating steps of recoveries fail.
+    pub(crate) fn fail_reconnect_allocs(n: u32) {
+        BUDGET.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether `step` of the current connection attempt is to fail.
+    pub(super) fn fails(step: AllocStep) -> bool {
+        crate::kernel_ext::current_uses_reserves()
+            && DONE.load(Ordering::Relaxed) % STEPS == step as u32
+            && BUDGET
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+            && {
+                DONE.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+    }
+}
+
+#[cfg(rswap_fault_injection)]
+pub(crate) use inject::fail_reconnect_allocs;
+
+/// `Err(ENOMEM)` if a test asked for `step` of this connection attempt to fail (see the
+/// module's documentation); `Ok` otherwise, and always without fault injection.
+#[inline]
+pub(crate) fn alloc(step: AllocStep) -> Result {
+    #[cfg(rswap_fault_injection)]
+    if inject::fails(step) {
+        return Err(ENOMEM);
+    }
+    #[cfg(not(rswap_fault_injection))]
+    let _ = step;
+    Ok(())
+}
