@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Memory under a sustained swap load: 4 processes of 48 MiB each (swapload) rewrite their
 # pages in a random order (each page checked, then written with a new checksummed
-# pattern) in a 64 MiB cgroup for 5 minutes, with swap on one rswap target whose server
-# runs in the guest; halfway through, the server closes every connection (SIGUSR1) and
-# the queues recover under the load. Before the load, about every 30 s during it and
+# pattern) in a 64 MiB cgroup for 5 minutes, with swap striped at equal priority over two
+# rswap targets on two servers in the guest, each target with its secret; halfway
+# through, both servers close every connection (SIGUSR1) and the queues recover, and
+# authenticate again, under the load. Before the load, about every 30 s during it and
 # after it, the suite records the unreclaimable slab (SUnreclaim), the largest
 # unreclaimable caches, skbuff_head_cache, kmalloc-1k and -2k, soft-RoCE's counters, the
 # RoCE UDP socket's queues and the qdisc backlog, in $RSWAP_OUT/41-memory/series.tsv (a
@@ -22,6 +23,11 @@ IP=${RSWAP_GUEST_IP:-192.0.2.1}
 PORT=18541
 CFG=/sys/kernel/config/rswap
 T=$CFG/memory
+T2=$CFG/memory2
+ALLOW=/tmp/rswap-41-allow
+ID=0x4101 ID2=0x4102
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+SECRET2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CG=/sys/fs/cgroup/rswap-memory
 OUT=$RSWAP_OUT/41-memory
 PROCS=4 PROC_MB=48 LIMIT_MB=64
@@ -36,10 +42,13 @@ SLAB_CEILING_PCT=40
 COUNTERS="sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_seq_err rcvd_rnr_err
 send_rnr_err ack_deferred completer_retry_err retry_exceeded_err retry_rnr_exceeded_err send_err"
 
-SPID= LPIDS=()
+SPID= SPID2= LPIDS=()
 cleanup() {
 	[ ${#LPIDS[@]} = 0 ] || kill "${LPIDS[@]}" 2>/dev/null
-	swapoff /dev/rswap0 2>/dev/null
+	swapoff /dev/rswap0 2>/dev/null; swapoff /dev/rswap1 2>/dev/null
+	{ [ -d "$T2" ] && echo 0 > "$T2/enable"; } 2>/dev/null
+	rmdir "$T2" 2>/dev/null
+	[ -z "$SPID2" ] || kill -KILL "$SPID2" 2>/dev/null
 	target_cleanup
 	rmdir $CG 2>/dev/null
 	true
@@ -75,12 +84,14 @@ top_unreclaimable() {
 		NR > 2 && !($1 in rcl) { printf "%-28s %8d kB %8d objects\n", $1, $3 * $4 / 1024, $2 }' /proc/slabinfo \
 		| sort -k2 -rn | head -10
 }
+# The reconnects of both targets' queues so far.
+recoveries() { echo $(( $(state_field $T recoveries 2>/dev/null || echo 0) + $(state_field $T2 recoveries 2>/dev/null || echo 0) )); }
 # sample LABEL: one row of series.tsv; the largest caches and the QPs in slab-LABEL.txt.
 SERIES=$OUT/series.tsv
 T0=$(date +%s)
 sample() {
 	local c v row
-	row="$1	$(( $(date +%s) - T0 ))	$(meminfo SUnreclaim)	$(meminfo MemFree)	$(slab skbuff_head_cache)	$(slab skbuff_small_head)	$(slab kmalloc-1k)	$(slab kmalloc-2k)	$(udp_queues)	$(qdisc_backlog)	$(vm pswpout)	$(vm pswpin)	$(state_field $T recoveries 2>/dev/null)"
+	row="$1	$(( $(date +%s) - T0 ))	$(meminfo SUnreclaim)	$(meminfo MemFree)	$(slab skbuff_head_cache)	$(slab skbuff_small_head)	$(slab kmalloc-1k)	$(slab kmalloc-2k)	$(udp_queues)	$(qdisc_backlog)	$(vm pswpout)	$(vm pswpin)	$(recoveries)"
 	for c in $COUNTERS; do
 		v=$(cat "/sys/class/infiniband/$RDMA_DEV/ports/1/hw_counters/$c" 2>/dev/null)
 		row+="	${v:--}"
@@ -105,23 +116,34 @@ setup() {
 	RECLAIMABLE=$(grep -lx 1 /sys/kernel/slab/*/reclaim_account 2>/dev/null | awk -F/ '{ printf "%s ", $5 }')
 	printf 'label\tt_s\tSUnreclaim_kB\tMemFree_kB\tskbuff_head_cache\tskbuff_small_head\tkmalloc-1k\tkmalloc-2k\tudp_rx/tx_B\tqdisc_backlog\tpswpout\tpswpin\trecoveries' > "$SERIES"
 	printf '\t%s' $COUNTERS >> "$SERIES"; echo >> "$SERIES"
-	server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((PROCS * PROC_MB + 96))M --insecure \
+	printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW
+	chmod 600 $ALLOW
+	server_start "$OUT/server2.log" --listen "$IP:$((PORT + 1))" --size $((PROCS * PROC_MB / 2 + 96))M --allow-list $ALLOW \
+		|| ktap_skip_rest "the second rswap-server does not start"
+	SPID2=$SPID
+	server_start "$OUT/server.log" --listen "$IP:$PORT" --size $((PROCS * PROC_MB / 2 + 96))M --allow-list $ALLOW \
 		|| ktap_skip_rest "rswap-server does not start"
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 	swapoff -a 2>/dev/null
 }
 
+# target_on DIR PORT ID SECRET DEV: enables a target of half the load (and a margin) and
+# swaps on it at priority 100.
+target_on() {
+	mkdir -p "$1"
+	echo "$IP" > "$1/addr"; echo "$2" > "$1/port"; echo $((PROCS * PROC_MB / 2 + 64))M > "$1/size"
+	echo "$3" > "$1/client_id"; echo "$4" > "$1/secret"
+	echo 1 > "$1/enable" && mkswap "$5" >/dev/null && swapon -p 100 "$5"
+}
 t_swapon() {
-	mkdir -p $T
-	echo "$IP" > $T/addr; echo $PORT > $T/port; echo $((PROCS * PROC_MB + 64))M > $T/size
-	if echo 1 > $T/enable && mkswap /dev/rswap0 >/dev/null && swapon -p 100 /dev/rswap0; then
+	if target_on $T $PORT $ID "$SECRET" /dev/rswap0 && target_on $T2 $((PORT + 1)) $ID2 "$SECRET2" /dev/rswap1; then
 		ktap_pass
-		ktap_diag "$(cat $T/state)"
+		ktap_diag "$(cat /proc/swaps | tr -s ' ' | tr '\n' ';')"
 	else
-		ktap_fail "$(cat $T/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3)"; ktap_skip_rest "no swap"
+		ktap_fail "$(cat $T/last_error $T2/last_error 2>/dev/null); $(dmesg | grep rswap | tail -3)"; ktap_skip_rest "no swap"
 	fi
 }
-ktap_test "memory: /dev/rswap0 as swap on a server in the guest" t_swapon
+ktap_test "memory: swap striped at equal priority over /dev/rswap0 and /dev/rswap1, each on its own server in the guest with its secret" t_swapon
 
 # The load, with the rows "before" and "during-N" (every $SAMPLE_S s, plus the time a
 # sample takes), and slab-peak.txt at the largest SUnreclaim seen.
@@ -143,7 +165,7 @@ t_load() {
 		LPIDS+=($!)
 	done
 	peak=0 k=0 stopped= usr1=
-	rec0=$(state_field $T recoveries)
+	rec0=$(recoveries)
 	# Until every process ended, at most 10 minutes past the deadline.
 	while kill -0 "${LPIDS[@]}" 2>/dev/null; do
 		sleep $SAMPLE_S
@@ -151,11 +173,11 @@ t_load() {
 		sample "during-$k"
 		su=$(row_field "during-$k" SUnreclaim_kB)
 		if [ "$su" -gt "$peak" ]; then peak=$su; cp "$OUT/slab-during-$k.txt" "$OUT/slab-peak.txt"; fi
-		# Halfway through, a transport error: the server closes every connection (keeping
-		# the region), and the queues recover under the load.
+		# Halfway through, a transport error: both servers close every connection
+		# (keeping the regions), and the queues recover under the load.
 		if [ -z "$usr1" ] && [ "$(date +%s)" -ge $((start + LOAD_S / 2)) ]; then
 			usr1=$(( $(date +%s) - start ))
-			kill -USR1 "$SPID"
+			kill -USR1 "$SPID" "$SPID2"
 		fi
 		if [ -z "$stopped" ] && [ "$su" -gt "$ceiling" ]; then
 			stopped="unreclaimable slab ${su} kB passed ${SLAB_CEILING_PCT}% of the guest's memory at $(( $(date +%s) - start ))s"
@@ -169,17 +191,21 @@ t_load() {
 	took=$(( $(date +%s) - start ))
 	runs=$(cat "$OUT"/load-*.json 2>/dev/null | grep -c '"bad_pages": *0')
 	rewrites=$(cat "$OUT"/load-*.json 2>/dev/null | sed -n 's/.*"rewrites": *\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
-	killed=$(dmesg | sed -n '/rswap-test-mark: 41-memory/,$p' | grep -c 'Killed process')
+	since=$(dmesg | sed -n '/rswap-test-mark: 41-memory/,$p')
+	killed=$(printf '%s\n' "$since" | grep -c 'Killed process')
+	timedout=$(printf '%s\n' "$since" | grep -c 'rswap.*: queue [0-9]*: .* timed out after [0-9]* ms')
+	rec1=$(recoveries)
 	ktap_diag "load: $PROCS x $PROC_MB MiB in $LIMIT_MB MiB for ${took}s: $rewrites pages rewritten; $runs of $PROCS processes ended with 0 bad pages, $failed failed; peak SUnreclaim ${peak} kB" \
-		"the server closed every connection at ${usr1:-(never)}s; recoveries $rec0 -> $(state_field $T recoveries)"
+		"the servers closed every connection at ${usr1:-(never)}s; recoveries $rec0 -> $rec1; steps timed out: $timedout"
 	[ -z "$stopped" ] || ktap_diag "stopped: $stopped"
-	if [ -z "$stopped" ] && [ "$runs" = $PROCS ] && [ "$failed" = 0 ] && [ "$killed" = 0 ]; then
+	if [ -z "$stopped" ] && [ "$runs" = $PROCS ] && [ "$failed" = 0 ] && [ "$killed" = 0 ] \
+		&& [ "$timedout" = 0 ] && [ -n "$usr1" ] && [ "$rec1" -gt "$rec0" ]; then
 		ktap_pass
 	else
-		ktap_fail "$(cat "$OUT"/load-*.err 2>/dev/null | tail -4); killed $killed"
+		ktap_fail "$(cat "$OUT"/load-*.err 2>/dev/null | tail -4); killed $killed; timed out $timedout; recoveries $rec0 -> $rec1; $(printf '%s\n' "$since" | grep rswap | tail -4)"
 	fi
 }
-ktap_test "memory: the swap load ($PROCS x $PROC_MB MiB rewritten in a $LIMIT_MB MiB cgroup for ${LOAD_S}s) ends with 0 bad pages, no process killed, slab below its ceiling" t_load
+ktap_test "memory: the swap load ($PROCS x $PROC_MB MiB rewritten in a $LIMIT_MB MiB cgroup for ${LOAD_S}s, both servers closing every connection halfway) ends with 0 bad pages, no process killed, the queues reconnected with no step timed out, slab below its ceiling" t_load
 
 # The rows of t_load; a minute after the load, the same figures again.
 t_back() {
@@ -210,11 +236,13 @@ t_teardown() {
 	rmdir $CG 2>/dev/null
 	ok=1
 	swapoff /dev/rswap0 || ok=0
+	swapoff /dev/rswap1 || ok=0
 	shrink; sample swapoff
 	echo 0 > $T/enable || ok=0
-	rmdir $T || ok=0
+	echo 0 > $T2/enable || ok=0
+	rmdir $T $T2 || ok=0
 	sleep 5; shrink; sample disabled
-	kill "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+	kill "$SPID" "$SPID2"; wait "$SPID" "$SPID2" 2>/dev/null; SPID= SPID2=
 	sleep 5; shrink; sample no-server
 	rmmod rswap || ok=0
 	shrink; sample rmmod
@@ -223,7 +251,7 @@ t_teardown() {
 	done
 	if [ $ok = 1 ]; then ktap_pass; else ktap_fail "$(dmesg | tail -5)"; fi
 }
-ktap_test "memory: swapoff, disable, server stop and rmmod work; the figures after each are recorded" t_teardown
+ktap_test "memory: swapoff, disable, servers stop and rmmod work; the figures after each are recorded" t_teardown
 
 ktap_test "dmesg: no BUG/WARNING/Oops in the memory tests" dmesg_check_noting
 
