@@ -352,13 +352,12 @@ impl configfs::AttributeOperations<8> for TargetConfig {
                 let summary = h.summary();
                 writeln!(
                     w,
-                    "{} queues={}/{} region={} epoch={} rkey={:#x} length={} recovering={} dead={} recoveries={} retried={}",
+                    "{} queues={}/{} region={} epoch={} length={} recovering={} dead={} recoveries={} retried={}",
                     summary,
                     h.live,
                     h.total,
                     d.region_id,
                     d.epoch,
-                    d.rkey,
                     s.settings.bytes(),
                     h.recovering,
                     h.dead,

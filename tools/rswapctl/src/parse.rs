@@ -16,7 +16,6 @@ pub struct State {
     pub queues_total: u32,
     pub region: u64,
     pub epoch: u64,
-    pub rkey: u64,
     pub length: u64,
     pub recovering: u32,
     pub dead: u32,
@@ -71,7 +70,7 @@ fn small(key: &str, value: &str) -> Result<u32, StateError> {
 }
 
 /// Parses the `state` attribute: `disabled`, or `SUMMARY queues=L/N region=.. epoch=..
-/// rkey=.. length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
+/// length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
 /// fields are ignored (a newer module may add some); a missing known one is an error.
 pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
     let line = line.trim();
@@ -83,7 +82,7 @@ pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
         Some(w) => w.to_string(),
     };
     let mut queues = None;
-    let (mut region, mut epoch, mut rkey, mut length) = (None, None, None, None);
+    let (mut region, mut epoch, mut length) = (None, None, None);
     let (mut recovering, mut dead, mut recoveries, mut retried) = (None, None, None, None);
     for word in words {
         let Some((key, value)) = word.split_once('=') else {
@@ -98,7 +97,6 @@ pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
             }
             "region" => region = Some(number(key, value)?),
             "epoch" => epoch = Some(number(key, value)?),
-            "rkey" => rkey = Some(number(key, value)?),
             "length" => length = Some(number(key, value)?),
             "recovering" => recovering = Some(small(key, value)?),
             "dead" => dead = Some(small(key, value)?),
@@ -115,7 +113,6 @@ pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
         queues_total,
         region: region.ok_or_else(|| missing("region"))?,
         epoch: epoch.ok_or_else(|| missing("epoch"))?,
-        rkey: rkey.ok_or_else(|| missing("rkey"))?,
         length: length.ok_or_else(|| missing("length"))?,
         recovering: recovering.ok_or_else(|| missing("recovering"))?,
         dead: dead.ok_or_else(|| missing("dead"))?,
@@ -530,7 +527,7 @@ mod tests {
 
     fn line(summary: &str) -> String {
         format!(
-            "{summary} queues=1/2 region=7 epoch=3 rkey=0x1a2b length=8589934592 \
+            "{summary} queues=1/2 region=7 epoch=3 length=8589934592 \
              recovering=1 dead=0 recoveries=4 retried=12\n"
         )
     }
@@ -539,6 +536,17 @@ mod tests {
     fn disabled() {
         assert_eq!(parse_state("disabled\n"), Ok(TargetState::Disabled));
         assert_eq!(TargetState::Disabled.summary(), "disabled");
+    }
+
+    #[test]
+    fn older_module_rkey_ignored() {
+        // Earlier modules also showed the region's rkey: still parsed, the key ignored.
+        let old = "connected queues=2/2 region=7 epoch=3 rkey=0x1a2b length=8589934592 \
+                   recovering=0 dead=0 recoveries=0 retried=0";
+        let TargetState::Enabled(s) = parse_state(old).unwrap() else {
+            panic!("not enabled")
+        };
+        assert_eq!((s.region, s.epoch, s.length), (7, 3, 8589934592));
     }
 
     #[test]
@@ -560,7 +568,6 @@ mod tests {
                     queues_total: 2,
                     region: 7,
                     epoch: 3,
-                    rkey: 0x1a2b,
                     length: 8 << 30,
                     recovering: 1,
                     dead: 0,

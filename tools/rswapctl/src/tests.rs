@@ -33,7 +33,7 @@ const FAKE_CLIENT_ID: &str = "0x5eed";
 /// A 32-byte secret, and its digits as they must never appear in any output.
 const SECRET: &str = "6b1f0c93a4d25e7f80b1c2d3e4f5061728394a5b6c7d8e9f0a1b2c3d4e5f60e2";
 
-const CONNECTED: &str = "connected queues=2/2 region=7 epoch=1 rkey=0x1234 length=8589934592 \
+const CONNECTED: &str = "connected queues=2/2 region=7 epoch=1 length=8589934592 \
                          recovering=0 dead=0 recoveries=3 retried=5";
 
 /// The `stats` of an enabled disk, with this encryption line.
