@@ -7,6 +7,15 @@ use std::env;
 use std::path::PathBuf;
 
 fn main() {
+    // The version the server reports: the package's, and after a `+` (SemVer build
+    // metadata) the build tag a packager or a test build sets in RSWAP_BUILD_TAG.
+    println!("cargo:rerun-if-env-changed=RSWAP_BUILD_TAG");
+    let mut version = env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
+    if let Some(tag) = env::var("RSWAP_BUILD_TAG").ok().filter(|t| !t.is_empty()) {
+        version = format!("{version}+{tag}");
+    }
+    println!("cargo:rustc-env=RSWAP_SERVER_VERSION={version}");
+
     println!("cargo:rerun-if-changed=csrc/shim.h");
     println!("cargo:rerun-if-changed=csrc/shim.c");
 

@@ -56,7 +56,7 @@ pub(crate) fn version_line(program: &str) -> String {
 fn version() -> String {
     format!(
         "{} (wire protocol {})",
-        env!("CARGO_PKG_VERSION"),
+        env!("RSWAP_SERVER_VERSION"),
         crate::wire::VERSION
     )
 }
@@ -1327,7 +1327,7 @@ mod tests {
             line,
             format!(
                 "rswap-server {} (wire protocol {})",
-                env!("CARGO_PKG_VERSION"),
+                env!("RSWAP_SERVER_VERSION"),
                 crate::wire::VERSION
             )
         );

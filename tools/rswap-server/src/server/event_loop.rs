@@ -203,7 +203,7 @@ impl Server {
             })
             .collect();
         Snapshot {
-            version: env!("CARGO_PKG_VERSION"),
+            version: env!("RSWAP_SERVER_VERSION"),
             wire_version: wire::VERSION,
             listen: self.cfg.listen.to_string(),
             started: self.started.0,

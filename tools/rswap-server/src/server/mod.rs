@@ -301,7 +301,7 @@ fn run(cfg: ServerConfig) -> Result<(), String> {
             .kv("state_dir", s.dir().display())
             .kv("restored", clients.len());
     }
-    line.emit();
+    line.kv("version", env!("RSWAP_SERVER_VERSION")).emit();
     // Type=notify: the service is up once the listener is (and after a restore).
     notify::notify(&format!(
         "READY=1\nSTATUS=listening on {}, pool {}, {} regions restored",

@@ -143,7 +143,7 @@ impl ClientInfo {
 /// The server at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Snapshot {
-    /// The server's version (`CARGO_PKG_VERSION`).
+    /// The server's version (the package's, and its build tag if it has one).
     pub(crate) version: &'static str,
     /// The wire protocol version it speaks.
     pub(crate) wire_version: u16,
