@@ -16,4 +16,16 @@ cargo build --release --locked -j "${RSWAP_JOBS:-2}" --manifest-path "$ctl/Cargo
 [ -x "$ctl/target/release/rswapctl" ] || die "no rswapctl under $ctl/target/release"
 bin=$crate/target/release/rswap-server
 [ -x "$bin" ] && [ -x "$crate/target/release/rswap-testclient" ] || die "no binaries under $crate/target/release"
+# A second build of the same server, tagged (`rswap-server -V`: 0.1.0+upgrade-test), for
+# the package-style upgrade test (tests/guest/48-restart-swap.sh): made again only when
+# the server was rebuilt since.
+next=$bin-upgrade-test
+if [ ! -x "$next" ] || [ "$bin" -nt "$next" ]; then
+	RSWAP_BUILD_TAG=upgrade-test cargo build --release --locked -j "${RSWAP_JOBS:-2}" --bin rswap-server \
+		--manifest-path "$crate/Cargo.toml" >&2 || die "cargo build of the tagged rswap-server failed"
+	cp "$bin" "$next.tmp" && mv "$next.tmp" "$next"
+	cargo build --release --locked -j "${RSWAP_JOBS:-2}" --bin rswap-server --manifest-path "$crate/Cargo.toml" >&2 \
+		|| die "cargo build of tools/rswap-server failed"
+	touch "$next"
+fi
 echo "$bin"

@@ -111,6 +111,39 @@ t_workload() {
 }
 ktap_test "restart: the swap workload ends with 0 bad pages and no process killed" t_workload
 
+# A package-style upgrade under a swap load: the server is stopped as a package upgrade
+# stops it (SIGTERM: it closes every queue and keeps its regions), and another build of
+# the binary (rswap-server-upgrade-test: scripts/build-server.sh builds it tagged, -V
+# 0.1.0+upgrade-test) starts on the same state directory. The queues reconnect to the
+# same region under the load, and every page reads back.
+SRV_NEXT=$SRV-upgrade-test
+t_upgrade() {
+	[ -x "$SRV_NEXT" ] || { ktap_skip "no second build at $SRV_NEXT (scripts/build-server.sh)"; return; }
+	dmesg_mark "48-restart-swap: upgrade"
+	region0=$(state_field $T region) rec0=$(state_field $T recoveries) out0=$(vm pswpout)
+	# One verify pass: it reads every page back across the upgrade.
+	SWAPLOAD_PASSES=1 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 12" >"$OUT/upgrade.json" 2>"$OUT/upgrade.err" &
+	LPID=$!
+	swapping=$(wait_swapping $LPID $out0)
+	kill -TERM "$SPID"; wait "$SPID"; trc=$?; SPID=
+	SRV=$SRV_NEXT start_server || ktap_diag "the new build did not start: $(tail -3 "$OUT/server.log")"
+	timeout 900 tail --pid=$LPID -f /dev/null
+	wait $LPID; lrc=$?
+	listening=$(grep 'event=listening' "$OUT/server.log" | tail -1)
+	killed=$(dmesg | sed -n '/rswap-test-mark: 48-restart-swap: upgrade/,$p' | grep -c 'Killed process')
+	rec1=$(state_field $T recoveries) st=$(cat $T/state)
+	if [ $trc = 0 ] && [ "$swapping" -ge 2000 ] && [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/upgrade.json" \
+		&& [ "$killed" = 0 ] && [[ $listening == *" restored=1 "*"version=0.1.0+upgrade-test"* ]] \
+		&& [[ $st == connected* ]] && [ "$(state_field $T region)" = "$region0" ] && [ "$rec1" -gt "$rec0" ]; then
+		ktap_pass
+		ktap_diag "stopped after $swapping pages went out; recoveries $rec0 -> $rec1; $(cat "$OUT/upgrade.json")" \
+			"${listening#*event=}"
+	else
+		ktap_fail "old server exit $trc, pages out before the stop $swapping, swapload exit $lrc ($(cat "$OUT/upgrade.err" "$OUT/upgrade.json" | tail -2)), killed $killed, recoveries $rec0 -> $rec1, state $st; new server: $listening; $(dmesg | grep rswap | tail -4)"
+	fi
+}
+ktap_test "restart: a package-style upgrade under the swap load (SIGTERM, another build of the server started on the state directory): the same region, 0 bad pages, no process killed" t_upgrade
+
 t_teardown() {
 	rmdir $CG 2>/dev/null
 	ok=1
