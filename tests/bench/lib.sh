@@ -36,3 +36,42 @@ wait_bdev() {
 
 # Minimal JSON string quoting for values we write ourselves.
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  ')"; }
+
+# ---- the swap workload (tests/bench/swapload.c) ---------------------------------------------
+# swap_run needs SWAPLOAD (the binary), SWAP_MB (its working set), SWAP_LIMIT_MB and
+# SWAP_HIGH_KB (the cgroup's memory.max and memory.high) and SWAP_TIMEOUT (seconds).
+# SWAP_TRACE_START and SWAP_TRACE_STOP, if set, are commands run right before the workload
+# starts and right after it ends (tests/bench/trace-write.sh traces it).
+SWAPLOAD=/tmp/swapload
+vmstat_get() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# swap_ra: pages the swap cache read ahead (0 on a swap area with synchronous I/O).
+swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
+	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 ra0 ra1 oom
+	swapoff -a 2>/dev/null || true
+	# zswap would keep compressed pages in RAM and hide the device: the device must be the
+	# only place pages go.
+	[ -w /sys/module/zswap/parameters/enabled ] && echo N > /sys/module/zswap/parameters/enabled
+	mkswap -f "$dev" > "$d/mkswap-$n.log" 2>&1 && swapon "$dev" 2>> "$d/mkswap-$n.log" \
+		|| { echo "mkswap/swapon $dev failed: $(tail -1 "$d/mkswap-$n.log")"; return 1; }
+	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control || echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+	rmdir "$cg" 2>/dev/null; mkdir "$cg"
+	echo "${SWAP_LIMIT_MB}M" > "$cg/memory.max"
+	echo "${SWAP_HIGH_KB}K" > "$cg/memory.high"
+	[ -f "$cg/memory.swap.max" ] && echo max > "$cg/memory.swap.max"
+	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout) ra0=$(vmstat_get swap_ra)
+	${SWAP_TRACE_START:-}
+	t0=$(date +%s.%N)
+	timeout "$SWAP_TIMEOUT" bash -c "echo \$\$ > $cg/cgroup.procs && exec $SWAPLOAD $SWAP_MB" \
+		> "$d/swapload-$n.json" 2> "$d/swapload-$n.err" || rc=$?
+	t1=$(date +%s.%N)
+	${SWAP_TRACE_STOP:-}
+	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout) ra1=$(vmstat_get swap_ra)
+	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.events")
+	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "swap_ra": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
+		"$(json_str "$dev")" "$n" "$rc" "$(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }")" \
+		$((in1 - in0)) $((out1 - out0)) $((${ra1:-0} - ${ra0:-0})) "${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
+		"$(json_str "$(tail -n +2 /proc/swaps)")" > "$d/swap-$n.json"
+	timeout 300 swapoff "$dev" || echo "swapoff $dev failed or timed out"
+	rmdir "$cg" 2>/dev/null
+	[ $rc = 0 ] || { echo "swapload on $dev: exit $rc $(cat "$d/swapload-$n.err")"; return 1; }
+}
