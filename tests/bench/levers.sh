@@ -70,7 +70,7 @@ restore() {
 echo "levers client: $(uname -r), $(nproc) vCPU, peer $PEER, swap ${SWAP_MB} MiB x $RUNS rounds"
 rdma_up || exit 1
 ctl --wait=180 ping || { echo "levers: the server guest never answered"; exit 1; }
-rc=0
+rc=0 k=0
 ALL=("baseline:" "${LEVERS[@]//+/ }")
 for r in $(seq "$RUNS"); do
 	if [ $NVME = 1 ]; then
@@ -79,6 +79,7 @@ for r in $(seq "$RUNS"); do
 		if backend_nvme_rdma_setup; then
 			swap_run "$BK_DEV" "$BK_DIR" "$r" || rc=1
 			cp "$BK_DIR/swap-$r.json" "$OUT/nvme-rdma-$r.json"
+			cp "$BK_DIR/swapload-$r.json" "$OUT/nvme-rdma-$r.swapload"
 		else
 			echo "levers: nvme-rdma: $BK_REASON"; rc=1
 		fi
@@ -100,14 +101,16 @@ for r in $(seq "$RUNS"); do
 			lever=${lever/t.encrypt=1/}
 		fi
 		apply "$lever" "${BK_DEV#/dev/}"
-		swap_run "$BK_DEV" "$BK_DIR" "$name-$r" || rc=1
+		k=$((k + 1))
+		swap_run "$BK_DEV" "$BK_DIR" "$k" || rc=1
 		restore
 		if [ $enc = 1 ]; then
 			cat "$RSWAP_CFG/stats" > "$OUT/stats-$name-$r.txt"
 			backend_rswap_teardown
 			backend_rswap_setup || { echo "levers: rswap set-up failed: $BK_REASON"; exit 1; }
 		fi
-		cp "$BK_DIR/swap-$name-$r.json" "$OUT/$name-$r.json"
+		cp "$BK_DIR/swap-$k.json" "$OUT/$name-$r.json"
+		cp "$BK_DIR/swapload-$k.json" "$OUT/$name-$r.swapload"
 		echo "levers: round $r $name: $(grep -o '"wall_s": [0-9.]*' "$OUT/$name-$r.json")"
 	done
 	cat "$RSWAP_CFG/stats" > "$OUT/stats-$r.txt"
@@ -132,6 +135,14 @@ for k, v in runs.items():
     pin = statistics.median(r["pswpin"] for r in v)
     pout = statistics.median(r["pswpout"] for r in v)
     print(f"{k}: median {med[k]:.1f} s ({walls}); pswpin {pin:.0f}, pswpout {pout:.0f}{extra}")
+    # The workload's phases (swapload's own line): write, in-order and strided verify.
+    loads = [json.loads(f.read_text()) for f in sorted(d.glob(f"{k}-*.swapload"))
+             if f.read_text().strip()]
+    if loads:
+        ph = ", ".join(f"{p} {statistics.median(x[p] for x in loads):.1f} s"
+                       for p in ("write_s", "verify1_s", "verify2_s"))
+        mf = statistics.median(x["majflt"] for x in loads)
+        print(f"  phases (medians): {ph}; major faults {mf:.0f}")
 EOF
 cat "$OUT/summary.txt"
 ctl stop > /dev/null
