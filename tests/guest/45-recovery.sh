@@ -325,10 +325,10 @@ t_server_dies() {
 }
 ktap_test "recovery: the server is SIGKILLed under writes (recovery_ms=4000, keepalive_ms=2000): the writes fail within recovery_ms + keep-alive + 2 s" t_server_dies
 
-# The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
-t_server_exits() {
-	enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
-	kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+# read_then_unload: a 1 MiB direct read of $DEV, its exit status in rc and its seconds in
+# took; the target's state in st; then disable (d_rc), rmdir and rmmod (m_rc).
+read_then_unload() {
+	local start
 	start=$(date +%s)
 	timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
 	took=$(( $(date +%s) - start ))
@@ -336,6 +336,13 @@ t_server_exits() {
 	d_rc=1; echo 0 > $T/enable && d_rc=0
 	rmdir $T
 	m_rc=1; rmmod rswap && m_rc=0
+}
+
+# The server exits and stays away: recovery tries for recovery_ms, then the I/O fails.
+t_server_exits() {
+	enable_with 3000 0x4503 || ktap_skip_rest "enable failed"
+	kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=
+	read_then_unload
 	if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -ge 2 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
 		&& dmesg | grep -q 'not reconnected within 3000 ms'; then
 		ktap_pass
@@ -432,13 +439,7 @@ t_nomem_forever() {
 		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null; return
 	fi
 	kill -USR1 "$SPID"
-	start=$(date +%s)
-	timeout 120 dd if=$DEV of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null; rc=$?
-	took=$(( $(date +%s) - start ))
-	st=$(cat $T/state)
-	d_rc=1; echo 0 > $T/enable && d_rc=0
-	rmdir $T
-	m_rc=1; rmmod rswap && m_rc=0
+	read_then_unload
 	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 	if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 60 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ] \
 		&& dmesg | grep -q 'not reconnected within 3000 ms (.*ENOMEM'; then
