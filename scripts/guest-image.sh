@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Build (once) the QEMU guest: a trixie rootfs with the stock trixie-backports kernel,
-# rdma-core tools, perftest, fio, nvme-cli, mdadm and systemd (for guests booted with
-# systemd as init, qemu/run.sh --systemd; the others never start it), packed into an
-# ext4 image; the kernel's uncompressed vmlinux (fast PVH boot under TCG); and a busybox
-# initramfs that loads the few modules needed to mount the root and switches to
-# qemu/guest-init.sh (or, with rswap.systemd, to systemd).
+# rdma-core tools, perftest, fio, nvme-cli, mdadm, redis (the key-value store of `make
+# bench-apps`) and systemd (for guests booted with systemd as init, qemu/run.sh
+# --systemd; the others never start it), packed into an ext4 image; the kernel's
+# uncompressed vmlinux (fast PVH boot under TCG); and a busybox initramfs that loads the
+# few modules needed to mount the root and switches to qemu/guest-init.sh (or, with
+# rswap.systemd, to systemd).
 # Prints the image directory on stdout.
 . "$(dirname "$0")/common.sh"
 
@@ -14,7 +15,8 @@ kver=$(bash "$RSWAP_TOP/scripts/buildroot.sh" --kver 2>/dev/null) || {
 	kver=$(bash "$RSWAP_TOP/scripts/buildroot.sh" --kver)
 }
 pkgs=("linux-image-$kver" linux-base rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
-      perftest iproute2 fio nvme-cli mdadm kmod procps util-linux psmisc systemd-sysv)
+      perftest iproute2 fio nvme-cli mdadm redis-server redis-tools kmod procps util-linux psmisc
+      systemd-sysv)
 key=$(printf '%s\n' "${pkgs[@]}" "$(cat "$RSWAP_TOP/qemu/initramfs-init.sh")" v1 | sha256sum | cut -c1-12)
 IMG=$RSWAP_CACHE/guest-$kver-$key
 if [ -f "$IMG/.rswap-ready" ]; then echo "$IMG"; exit 0; fi
