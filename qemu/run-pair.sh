@@ -10,6 +10,8 @@
 #     --server-smp N       vCPUs of the server guest (default 1)
 #     --client-smp N       vCPUs of the client guest (default 2)
 #     --server-arg ARG     an argument for SERVER_SCRIPT (repeatable)
+#     --client-scratch MB  a scratch virtio disk of MB MiB for the client guest
+#                          (qemu/run.sh --scratch; /dev/vdb there)
 #     --systemd            both guests boot with systemd as PID 1 (qemu/run.sh --systemd):
 #                          the two scripts prepare their roots for it
 #     --grace SEC          how long the server guest may take to finish on its own once
@@ -23,7 +25,7 @@
 # Unless RSWAP_QUIET is set, both consoles are echoed with [server] / [client] prefixes.
 . "$(dirname "$0")/../scripts/common.sh"
 
-out= timeout=900 grace=30 ssmp=1 csmp=2 common=() sargs=()
+out= timeout=900 grace=30 ssmp=1 csmp=2 common=() sargs=() cargs=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--server-smp) ssmp=$2; shift 2 ;;
 	--client-smp) csmp=$2; shift 2 ;;
 	--server-arg) sargs+=("$2"); shift 2 ;;
+	--client-scratch) cargs+=(--scratch "$2"); shift 2 ;;
 	--) shift; break ;;
 	-*) die "qemu/run-pair.sh: unknown option $1" ;;
 	*) break ;;
@@ -91,7 +94,7 @@ for _ in $(seq 300); do
 done
 [ -S "$sock" ] || die "the server guest's QEMU did not create $sock"
 
-bash "$RSWAP_TOP/qemu/run.sh" "${common[@]}" --out "$out/client" --smp "$csmp" --timeout "$timeout" \
+bash "$RSWAP_TOP/qemu/run.sh" "${common[@]}" "${cargs[@]}" --out "$out/client" --smp "$csmp" --timeout "$timeout" \
 	--ip 192.0.2.1/24 --peer 192.0.2.2 --role client --net-connect "$sock" \
 	"$cscript" "$@" &
 cpid=$!

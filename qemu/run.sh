@@ -15,6 +15,8 @@
 #     --systemd              boot with systemd as PID 1: SCRIPT then runs before it, in a
 #                            chroot of the (snapshot) root, to prepare it (install and
 #                            enable units); the guest's units write exit-code themselves
+#     --scratch MB           a second virtio disk of MB MiB (/dev/vdb in the guest): a
+#                            sparse file in the results folder, removed when the guest ends
 #
 # RSWAP_RDMA=siw makes the suites use soft-iWARP (siw0) instead of soft-RoCE (rxe0).
 # The guest's exit code becomes this script's. A guest that hangs is killed at the
@@ -22,7 +24,7 @@
 . "$(dirname "$0")/../scripts/common.sh"
 
 kernel=${KERNEL:-stock} out= mem=2048 smp=2 timeout=900 ip=192.0.2.1/24 peer= role=single
-net= accel=${RSWAP_ACCEL:-tcg} host=rswap-guest systemd=
+net= accel=${RSWAP_ACCEL:-tcg} host=rswap-guest systemd= scratch=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=$2; shift 2 ;; --out) out=$2; shift 2 ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--net-connect) net="stream,server=off,reconnect-ms=200,addr.type=unix,addr.path=$2"; shift 2 ;;
 	--accel) accel=$2; shift 2 ;;
 	--systemd) systemd=1; shift ;;
+	--scratch) scratch=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "qemu/run.sh: unknown option $1" ;;
 	*) break ;;
@@ -42,6 +45,7 @@ done
 script=$1; shift
 [ -f "$RSWAP_TOP/$script" ] || die "no such script in the work tree: $script"
 case $accel in tcg|kvm) ;; *) die "--accel must be tcg or kvm" ;; esac
+[ -z "$scratch" ] || [[ $scratch =~ ^[0-9]+$ && $scratch -ge 1 ]] || die "--scratch wants MiB >= 1"
 if [ "$accel" = kvm ] && [ -d /sys/module/kvm_pvm ]; then
 	log "KVM here is paravirtual (kvm_pvm) and cannot boot a guest kernel; using TCG"
 	accel=tcg
@@ -78,6 +82,13 @@ if [ -n "$kmod" ]; then shares+=" $(share "$kmod" kmod ,readonly=on)"; cmdline+=
 # byte collided one time in 200).
 IFS=. read -r _ _ o3 o4 <<< "${ip%/*}"
 mac=$(printf '52:54:00:12:%02x:%02x' $((o3 % 256)) $((o4 % 256)))
+# The scratch disk: a raw file the host's page cache holds (cache=writeback, QEMU's
+# default), so the guest sees a fast local disk.
+disks=
+if [ -n "$scratch" ]; then
+	rm -f "$out/scratch.img"; truncate -s "${scratch}M" "$out/scratch.img"
+	disks="-drive file=$out/scratch.img,format=raw,if=virtio,file.locking=off"
+fi
 
 # shellcheck disable=SC2086
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
@@ -86,7 +97,7 @@ timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
 	-kernel "$vmlinux" -initrd "$img/initramfs.cpio.gz" -append "$cmdline" \
 	-drive "file=$img/rootfs.ext4,format=raw,if=virtio,snapshot=on,file.locking=off" \
 	-netdev "$net,id=n0" -device virtio-net-pci,netdev=n0,mac="$mac" \
-	$shares &
+	$shares $disks &
 qpid=$!
 # timeout(1) runs QEMU in a process group of its own, so a signal to this script (Ctrl-C,
 # or a two-guest driver stopping the server guest) would otherwise leave QEMU running
@@ -95,6 +106,7 @@ trap 'kill -TERM $qpid 2>/dev/null; wait $qpid 2>/dev/null; log "guest stopped b
 [ -n "${RSWAP_QUIET:-}" ] || { tail --pid=$qpid -n +1 -F "$out/serial.log" 2>/dev/null & }
 qrc=0; wait $qpid || qrc=$?
 wait || true
+[ -z "$scratch" ] || rm -f "$out/scratch.img"
 if [ -f "$out/exit-code" ]; then
 	exit "$(cat "$out/exit-code")"
 fi
