@@ -31,6 +31,7 @@
 # baseline (perftest, the in-kernel RDMA benchmark, nvme-rdma, local) produced its numbers.
 . "$RSWAP_TOP/tests/bench/lib.sh"
 . "$BENCH/backends.sh"
+. "$BENCH/session.sh"
 
 quick=0 loopback=0 T= REPEATS= SWAP_MB= ONLY=()
 while [ $# -gt 0 ]; do
@@ -59,20 +60,6 @@ else
 	: "${T:=5}" "${REPEATS:=3}" "${SWAP_MB:=96}"; RAMP=1 LAT_N=1000 BW_N=4000 REGION_MB=64 DEV_MB=256
 	SWAP_TIMEOUT=600 KB_MS=4000 SWAP_RUNS=3 FIO_MS=$((T * 1000))
 fi
-# selected NAME...: whether any of NAME (an id, a label, perftest, kernel) is to run.
-selected() {
-	local n
-	[ ${#ONLY[@]} = 0 ] && return 0
-	for n in "$@"; do [[ " ${ONLY[*]} " == *" $n "* ]] && return 0; done
-	return 1
-}
-NOT_SELECTED="not selected (RSWAP_BENCH_BACKENDS)"
-# id -> label and description of every backend.
-declare -A BK_LABEL=() BK_DESC=()
-for b in "${BACKENDS[@]}"; do
-	IFS=: read -r id label desc <<< "$b"
-	BK_LABEL[$id]=$label BK_DESC[$id]=$desc
-done
 # The items of a round, in round 1's order: the in-kernel benchmark ("kbench") and every
 # selected backend that has fio jobs.
 ROUND=()
@@ -100,35 +87,6 @@ PEER=${RSWAP_PEER_IP:-}
 [ $loopback = 1 ] && PEER=$RSWAP_GUEST_IP
 : > "$R/status.tsv"
 failures=0
-
-# ---- progress --------------------------------------------------------------------------
-# The plan: one "key est_seconds label" per step. A skipped backend drops its steps.
-PLAN=()
-plan_add() { PLAN+=("$1 $2 $3"); }
-STEP_DONE=()
-plan_left() { # seconds estimated for the steps not started yet
-	local p k e sum=0
-	for p in "${PLAN[@]}"; do
-		read -r k e _ <<< "$p"
-		[[ " ${STEP_DONE[*]} " == *" $k "* ]] || sum=$((sum + e))
-	done
-	echo $sum
-}
-step() { # KEY: this step starts now
-	local p k e l i=0 n=${#PLAN[@]}
-	for p in "${PLAN[@]}"; do
-		i=$((i + 1)); read -r k e l <<< "$p"
-		if [ "$k" = "$1" ]; then
-			STEP_DONE+=("$k")
-			echo "@@BENCH step $i/$n left=$(( $(plan_left) + e )) $l"
-			return 0
-		fi
-	done
-}
-skip_steps() { # PREFIX: drop the steps of a backend that is not available
-	local p k
-	for p in "${PLAN[@]}"; do read -r k _ <<< "$p"; [[ $k == "$1".* ]] && STEP_DONE+=("$k"); done
-}
 
 FIO_JOBS=(rr_qd1 rw_qd1 rr_qd32 rw_qd32 seqread)
 lat_est=$((LAT_N * 8 / 1000 + 6)) bw_est=$((BW_N / 600 + 6))
@@ -163,10 +121,7 @@ for b in "${BACKENDS[@]}"; do
 		else plan_add "$id.swap.$n" $((SWAP_MB * 2 / 3 + 5)) "$label:swap-$n"; fi
 	done
 done
-echo "@@BENCH plan ${#PLAN[@]} left=$(plan_left)"
-
-# ---- control channel to the memory-server guest ------------------------------------------
-ctl() { timeout 700 python3 "$BENCH/ctl.py" send "$PEER" "$CTL_PORT" "$@"; }
+plan_announce
 
 # ---- environment ---------------------------------------------------------------------------
 {
@@ -284,47 +239,13 @@ cp "$RSWAP_OUT/swapload" "$SWAPLOAD" 2>/dev/null && chmod +x "$SWAPLOAD" \
 	|| echo "bench client: no swapload binary in \$RSWAP_OUT (scripts/bench.sh builds it)"
 
 # ---- the rounds, then the swap workload -------------------------------------------------------
-# A session sets a backend up, measures and tears it down: in round R (TAG R) it fills the
-# test region and runs every fio job once (<label>/fio-JOB-R.json); in TAG "swap" it runs
-# the swap workload SWAP_RUNS times. A backend whose first set-up fails is n/a from then
-# on; anything failing later makes it "partial".
-declare -A BK_NA=() BK_BAD=() BK_DEVICE=()
-bk_status() { # ID: the backend's line of status.tsv as it stands
-	local id=$1 label=${BK_LABEL[$1]}
-	if ! selected "$id" "$label"; then
-		printf '%s\tn/a\t-\t%s\n' "$label" "$NOT_SELECTED"
-	elif [ -n "${BK_NA[$id]+set}" ]; then
-		printf '%s\tn/a\t-\t%s\n' "$label" "${BK_NA[$id]}"
-	elif [ -n "${BK_BAD[$id]:-}" ]; then
-		printf '%s\tpartial\t%s\tfailed:%s\n' "$label" "${BK_DEVICE[$id]}" "${BK_BAD[$id]}"
-	else
-		printf '%s\tok\t%s\t%s\n' "$label" "${BK_DEVICE[$id]}" "${BK_DESC[$id]}"
-	fi
-}
+# A session (tests/bench/session.sh) sets a backend up, measures and tears it down: in
+# round R (TAG R) it fills the test region and runs every fio job once
+# (<label>/fio-JOB-R.json); in TAG "swap" it runs the swap workload SWAP_RUNS times.
 session() { # ID TAG
-	local id=$1 tag=$2 label=${BK_LABEL[$1]} desc=${BK_DESC[$1]} d j n msg
+	local id=$1 tag=$2 label=${BK_LABEL[$1]} d j n msg
 	d=$R/$label
-	[ -z "${BK_NA[$id]+set}" ] || return 0
-	step "$id.$tag.setup"
-	BK_DEV= BK_REASON= BK_DIR=$d BK_FIO=(--ioengine=libaio)
-	dmesg_mark "bench $label $tag"
-	if ! "backend_${id}_setup"; then
-		"backend_${id}_teardown" 2>/dev/null || true
-		if [ -z "${BK_DEVICE[$id]:-}" ]; then
-			echo "bench client: $label n/a: $BK_REASON"
-			BK_NA[$id]=$BK_REASON
-			skip_steps "$id"
-			backend_optional "$id" || failures=$((failures + 1))
-		else
-			echo "bench client: $label: set-up for $tag failed: $BK_REASON"
-			BK_BAD[$id]+=" setup-$tag"
-			skip_steps "$id.$tag"
-		fi
-		bk_status "$id" >> "$R/status.tsv"
-		return 0
-	fi
-	[ -n "${BK_DEVICE[$id]:-}" ] || echo "bench client: $label is $BK_DEV ($desc)"
-	BK_DEVICE[$id]=$BK_DEV
+	bk_begin "$id" "$tag" || return 0
 	if [ "$tag" = swap ]; then
 		for n in $(seq "$SWAP_RUNS"); do
 			step "$id.swap.$n"
@@ -343,15 +264,7 @@ session() { # ID TAG
 				tail -3 "$d/fio-$j-$tag.json.log"; }
 		done
 	fi
-	"backend_${id}_teardown" || true
-	# This set-up's counters (backend_rswap_teardown saves the target's stats).
-	[ ! -f "$d/stats.txt" ] || mv "$d/stats.txt" "$d/stats-$tag.txt"
-	msg=$(dmesg_clean) || {
-		printf '%s:\n%s\n' "$tag" "$msg" >> "$d/dmesg-bad.txt"; BK_BAD[$id]+=" dmesg-$tag"
-		echo "bench client: kernel warnings during $label ($tag)"; }
-	# Each session appends the backend's status (report.py takes a label's last line), so
-	# that a run the driver under test crashes still reports what was measured before.
-	bk_status "$id" >> "$R/status.tsv"
+	bk_end "$id" "$tag"
 }
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"

@@ -37,6 +37,31 @@ wait_bdev() {
 # Minimal JSON string quoting for values we write ourselves.
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  ')"; }
 
+# The device under test as the only swap, freshly made: SWAP_FRESH DEV LOG [ZSWAP]. zswap
+# is off unless ZSWAP names its compressor (zswap in front of DEV, shrinker on): otherwise
+# it would keep compressed pages in RAM and hide the device.
+swap_fresh() {
+	local z=/sys/module/zswap/parameters
+	swapoff -a 2>/dev/null || true
+	if [ -n "${3:-}" ]; then
+		echo "$3" > $z/compressor && echo Y > $z/shrinker_enabled && echo Y > $z/enabled \
+			|| { echo "zswap with $3 could not be turned on"; return 1; }
+	elif [ -w $z/enabled ]; then
+		echo N > $z/enabled
+	fi
+	mkswap -f "$1" > "$2" 2>&1 && swapon "$1" 2>> "$2" \
+		|| { echo "mkswap/swapon $1 failed: $(tail -1 "$2")"; return 1; }
+}
+
+# A fresh cgroup v2 group CG with MAX and HIGH (each "max", or a size such as 12345K) as
+# memory.max and memory.high, and no limit of swap: CG_MAKE CG MAX HIGH.
+cg_make() {
+	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control || echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+	rmdir "$1" 2>/dev/null; mkdir "$1" || return 1
+	echo "$2" > "$1/memory.max" && echo "$3" > "$1/memory.high" || return 1
+	[ ! -f "$1/memory.swap.max" ] || echo max > "$1/memory.swap.max"
+}
+
 # ---- the swap workload (tests/bench/swapload.c) ---------------------------------------------
 # swap_run needs SWAPLOAD (the binary), SWAP_MB (its working set), SWAP_LIMIT_MB and
 # SWAP_HIGH_KB (the cgroup's memory.max and memory.high) and SWAP_TIMEOUT (seconds).
@@ -47,17 +72,8 @@ vmstat_get() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 # swap_ra: pages the swap cache read ahead (0 on a swap area with synchronous I/O).
 swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
 	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 ra0 ra1 oom
-	swapoff -a 2>/dev/null || true
-	# zswap would keep compressed pages in RAM and hide the device: the device must be the
-	# only place pages go.
-	[ -w /sys/module/zswap/parameters/enabled ] && echo N > /sys/module/zswap/parameters/enabled
-	mkswap -f "$dev" > "$d/mkswap-$n.log" 2>&1 && swapon "$dev" 2>> "$d/mkswap-$n.log" \
-		|| { echo "mkswap/swapon $dev failed: $(tail -1 "$d/mkswap-$n.log")"; return 1; }
-	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control || echo +memory > /sys/fs/cgroup/cgroup.subtree_control
-	rmdir "$cg" 2>/dev/null; mkdir "$cg"
-	echo "${SWAP_LIMIT_MB}M" > "$cg/memory.max"
-	echo "${SWAP_HIGH_KB}K" > "$cg/memory.high"
-	[ -f "$cg/memory.swap.max" ] && echo max > "$cg/memory.swap.max"
+	swap_fresh "$dev" "$d/mkswap-$n.log" || return 1
+	cg_make "$cg" "${SWAP_LIMIT_MB}M" "${SWAP_HIGH_KB}K"
 	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout) ra0=$(vmstat_get swap_ra)
 	${SWAP_TRACE_START:-}
 	t0=$(date +%s.%N)

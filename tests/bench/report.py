@@ -363,16 +363,8 @@ def engines(entry):
     return seen
 
 
-def load(raw, host_env):
-    env = {}
-    try:
-        env.update(json.load(open(os.path.join(raw, "env.json"))))
-    except (OSError, ValueError) as e:
-        env["guest_env_error"] = str(e)
-    env.update(host_env)
-    res = {"env": env, "raw_rdma": {}, "raw_kernel": parse_kbench(raw), "backends": {}}
-    for tool in ["ib_read_lat", "ib_write_lat", "ib_read_bw", "ib_write_bw"]:
-        res["raw_rdma"][tool] = parse_perftest(os.path.join(raw, "perftest", tool + ".txt"))
+def read_status(raw):
+    """raw/status.tsv (tests/bench/session.sh bk_status): {label: {status, device, note}}."""
     status = {}
     try:
         # A backend's line as it stood after each of its set-ups: the last one counts.
@@ -383,6 +375,26 @@ def load(raw, host_env):
                                 "note": f[3]}
     except OSError:
         pass
+    return status
+
+
+def read_env(raw, host_env):
+    """raw/env.json (the guest's) with host_env's keys over it."""
+    env = {}
+    try:
+        env.update(json.load(open(os.path.join(raw, "env.json"))))
+    except (OSError, ValueError) as e:
+        env["guest_env_error"] = str(e)
+    env.update(host_env)
+    return env
+
+
+def load(raw, host_env):
+    env = read_env(raw, host_env)
+    res = {"env": env, "raw_rdma": {}, "raw_kernel": parse_kbench(raw), "backends": {}}
+    for tool in ["ib_read_lat", "ib_write_lat", "ib_read_bw", "ib_write_bw"]:
+        res["raw_rdma"][tool] = parse_perftest(os.path.join(raw, "perftest", tool + ".txt"))
+    status = read_status(raw)
     for b in BACKENDS:
         st = status.get(b, {"status": "n/a", "device": None,
                             "note": "the run ended before this backend was measured"
