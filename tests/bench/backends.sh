@@ -10,8 +10,9 @@
 # the results show the backend as "n/a" with that reason. $BK_DIR is the backend's results
 # folder, for any extra record it wants to keep. setup may also set BK_FIO, the fio options
 # that choose the engine of its fio jobs (an array; client.sh resets it to
-# --ioengine=libaio before each setup; the fill always uses libaio). teardown also runs
-# after a failed setup, so it must cope with a half-built backend.
+# --ioengine=libaio before each setup; the fill always uses libaio), and BK_ZSWAP, the
+# compressor of a zswap in front of the device (apps-client.sh; empty: zswap off).
+# teardown also runs after a failed setup, so it must cope with a half-built backend.
 
 # Run order (of the first round of fio jobs and of the swap workload; later rounds rotate
 # it, see client.sh). The rswap family goes last: a crash of the driver under test must
@@ -27,13 +28,23 @@ BACKENDS=(
 	"rswap_enc_wq:rswap-enc-wq:/dev/rswap0 with encrypt=1, rswap.ko crypt_workqueue=1 (reads opened in a workqueue)"
 	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
 )
+# The swap backends only `make bench-apps` has (tests/bench/apps-client.sh), beside the
+# ones above it shares (rswap, rswap-enc, rswap-md1, nvme-rdma): the alternatives a user
+# picks from on one machine. The zram and virtio-disk ones must produce their figures
+# there; zswap-rswap is optional like the rest of the rswap family.
+APP_BACKENDS=(
+	"zram_lz4:zram-lz4:zram (compressed RAM disk on the client guest), lz4"
+	"zram_zstd:zram-zstd:zram (compressed RAM disk on the client guest), zstd"
+	"vdisk:virtio-disk:the client guest's scratch virtio disk (a file on the host: the local SSD stand-in)"
+	"zswap_rswap:zswap-rswap:zswap (lz4, shrinker on) in front of /dev/rswap0: compressed pages stay in the client's RAM, the coldest are written back to rswap"
+)
 # Backends that run the swap workload only (no fill, no fio jobs).
 SWAP_ONLY=(rswap_sync rswap_md)
 # Backends that run the fill and the fio jobs only (no swap workload).
 FIO_ONLY=(rswap_uring rswap_poll)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md)
+OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md zswap_rswap)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 fio_only() { [[ " ${FIO_ONLY[*]} " == *" $1 "* ]]; }          # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
@@ -247,3 +258,55 @@ backend_local_setup() {
 	BK_DEV=$BRD_LOCAL_DEV
 }
 backend_local_teardown() { :; }
+
+# ---- the backends of `make bench-apps` only (APP_BACKENDS) ---------------------------------
+# zram: a compressed RAM disk on the client guest, DEV_MB large, with the given algorithm.
+# Its memory (zsmalloc) is the kernel's, not charged to the application's cgroup: the
+# figures of apps-client.sh record its peak (mm_stat mem_used_max) for each run.
+backend_zram_setup() { # ALGO
+	local out
+	[ -e /sys/module/zram ] || modprobe zram || { BK_REASON="not available: modprobe zram failed"; return 1; }
+	out=$(zramctl --find --size "${DEV_MB}M" --algorithm "$1" 2>&1) \
+		|| { BK_REASON="zramctl --find --algorithm $1 failed: $(echo "$out" | tail -1)"; return 1; }
+	wait_bdev "$out" 10 || { BK_REASON="zramctl gave $out, which is not a block device"; return 1; }
+	echo "$out: $(cat "/sys/block/${out#/dev/}/comp_algorithm")" > "$BK_DIR/zram.txt"
+	BK_DEV=$out
+}
+backend_zram_teardown() {
+	[ -n "$BK_DEV" ] && [ -b "$BK_DEV" ] || return 0
+	cat "/sys/block/${BK_DEV#/dev/}/mm_stat" >> "$BK_DIR/zram.txt" 2>/dev/null
+	zramctl --reset "$BK_DEV" 2>/dev/null
+	true
+}
+backend_zram_lz4_setup() { backend_zram_setup lz4; }
+backend_zram_lz4_teardown() { backend_zram_teardown; }
+backend_zram_zstd_setup() { backend_zram_setup zstd; }
+backend_zram_zstd_teardown() { backend_zram_teardown; }
+
+# virtio-disk: swap on the client guest's second virtio disk, a scratch file on the host
+# (qemu/run.sh --scratch), the stand-in for a local SSD. The host's page cache holds it,
+# so it is a fast SSD: no seek, no flash latency, only the virtio round trip.
+VDISK_DEV=/dev/vdb
+backend_vdisk_setup() {
+	[ -b "$VDISK_DEV" ] || { BK_REASON="not available: no scratch virtio disk $VDISK_DEV (qemu/run.sh --scratch MB)"; return 1; }
+	[ "$(($(cat /sys/block/vdb/size) / 2048))" -ge "$DEV_MB" ] \
+		|| { BK_REASON="$VDISK_DEV has $(($(cat /sys/block/vdb/size) / 2048)) MiB, not $DEV_MB"; return 1; }
+	BK_DEV=$VDISK_DEV
+}
+backend_vdisk_teardown() { :; }
+
+# zswap-rswap: zswap in front of rswap. BK_ZSWAP names the compressor: apps-client.sh turns
+# zswap on with it for each run on this backend (off for every other one). The shrinker
+# writes the coldest compressed pages back to /dev/rswap0 under memory pressure, so what
+# reaches the remote memory is what zswap could not keep.
+backend_zswap_rswap_setup() {
+	[ -w /sys/module/zswap/parameters/enabled ] \
+		|| { BK_REASON="not available: this kernel has no zswap"; return 1; }
+	modprobe -q lz4 2>/dev/null
+	backend_rswap_setup || return 1
+	BK_ZSWAP=lz4
+}
+backend_zswap_rswap_teardown() {
+	[ -w /sys/module/zswap/parameters/enabled ] && echo N > /sys/module/zswap/parameters/enabled
+	backend_rswap_teardown
+}
