@@ -8,6 +8,8 @@
 #   make fuzz            the parsers' fuzz tests, FUZZ_CASES (1000000) inputs each (host only)
 #   make demo            boot a guest, create rxe0, load rswap and show what it found
 #   make bench           benchmarks (see Documentation/benchmarks.md)
+#   make bench-apps      real applications at 100/75/50/25% local memory on every swap
+#                        backend (also `make bench BENCH_ARGS=--apps`)
 #   make fmt | fmtcheck  rustfmt with the kernel's settings
 #   make deb             Debian packages rswap-dkms and rswap-tools in results/deb
 #   make CLIPPY=1        build with clippy
@@ -28,7 +30,7 @@ RSWAP_FAULT_INJECTION ?=
 kbuild_args = M=$(CURDIR) V=$(V) $(if $(CLIPPY),CLIPPY=1) \
 	$(if $(RSWAP_FAULT_INJECTION),RSWAP_FAULT_INJECTION=$(RSWAP_FAULT_INJECTION))
 
-.PHONY: all modules check fuzz demo bench fmt fmtcheck clean server deb
+.PHONY: all modules check fuzz demo bench bench-apps fmt fmtcheck clean server deb
 
 all: modules
 
@@ -60,6 +62,12 @@ bench:
 	-$(MAKE) -s modules
 	-bash scripts/build-server.sh >/dev/null
 	bash scripts/bench.sh $(BENCH_ARGS)
+
+# BENCH_ARGS: --quick (smallest sizes), --full (the full sweep), --repeats N, --out DIR.
+bench-apps:
+	-$(MAKE) -s modules
+	-bash scripts/build-server.sh >/dev/null
+	bash scripts/bench.sh --apps $(BENCH_ARGS)
 
 fmt:
 	bash scripts/rustfmt.sh

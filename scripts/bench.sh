@@ -4,6 +4,7 @@
 #
 #   scripts/bench.sh [--quick] [--loopback] [--out DIR] [--time SECS] [--repeats N]
 #                    [--swap-mb MIB]
+#   scripts/bench.sh --apps [--quick|--full] [--out DIR] [--repeats N]
 #     --quick      smoke test for make check: tiny sizes and durations; fails unless the
 #                  harness produced every baseline number (values are not judged)
 #     --loopback   one guest runs both sides (rxe loops back inside the guest: ~10x lower
@@ -14,6 +15,10 @@
 #                  interleaved; the tables show the median (default 3, --quick 2)
 #     --swap-mb M  working set of the swap workload (default 96, --quick 8); the cgroup
 #                  limit is half of it. It runs 3 times per backend (--quick: 2)
+#     --apps       `make bench-apps` instead: real applications at 100/75/50/25% of their
+#                  peak memory on every swap backend (tests/bench/apps-client.sh); about
+#                  an hour under TCG; --quick: the smallest sizes, 100 and 50% only;
+#                  --full: larger sizes, 3 repeats; --repeats N: N runs of each
 #
 # Environment:
 #   RSWAP_BENCH_BACKENDS="rswap rswap_sync"   run only these (words separated by spaces or
@@ -26,27 +31,36 @@
 # Default: two guests (qemu/run-pair.sh), a memory server 192.0.2.2 (1 vCPU: nvmet target,
 # perftest servers, rswap-server) and a client 192.0.2.1 (2 vCPUs: the in-kernel RDMA
 # benchmark, block devices, fio, swap).
-# Writes OUT/table.md (also on stdout), OUT/results.json, OUT/bench.png and the guests' raw
-# output under OUT/client (and OUT/server). Progress goes to stderr.
+# Writes OUT/table.md (also on stdout), OUT/results.json, OUT/bench.png (--apps: one
+# OUT/apps-APP.png per application) and the guests' raw output under OUT/client (and
+# OUT/server). Progress goes to stderr.
 # See Documentation/benchmarks.md.
 . "$(dirname "$0")/common.sh"
 
-quick=0 loopback=0 out= T= repeats= swap_mb=
+quick=0 loopback=0 out= T= repeats= swap_mb= apps=0 full=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
+	--apps) apps=1; shift ;;
+	--full) full=1; shift ;;
 	--loopback) loopback=1; shift ;;
 	--out) out=$2; shift 2 ;;
 	--time) T=$2; shift 2 ;;
 	--swap-mb) swap_mb=$2; shift 2 ;;
 	--repeats) repeats=$2; shift 2 ;;
-	-h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench.sh: unknown option $1 (see --help)" ;;
 	esac
 done
 [ -z "$T" ] || [[ $T =~ ^[0-9]+$ && $T -ge 1 ]] || die "--time wants whole seconds >= 1"
 [ -z "$repeats" ] || [[ $repeats =~ ^[0-9]+$ && $repeats -ge 1 ]] || die "--repeats wants a count >= 1"
 [ -z "$swap_mb" ] || [[ $swap_mb =~ ^[0-9]+$ && $swap_mb -ge 8 ]] || die "--swap-mb wants MiB >= 8"
+if [ $apps = 1 ]; then
+	[ $loopback = 0 ] && [ -z "$T$swap_mb" ] || die "--apps runs two guests, with no fio jobs and no swap workload: no --loopback, --time or --swap-mb"
+	[ $quick = 0 ] || [ $full = 0 ] || die "--quick or --full, not both"
+else
+	[ $full = 0 ] || die "--full is an option of --apps"
+fi
 # RSWAP_BENCH_BACKENDS: checked here against the names backends.sh knows, so that a typo
 # fails now rather than after the guests booted.
 only=()
@@ -59,7 +73,7 @@ if [ -n "${RSWAP_BENCH_BACKENDS:-}" ]; then
 	done
 fi
 stamp=$(date +%Y%m%d-%H%M%S)
-[ -n "$out" ] || out=$RSWAP_TOP/results/bench-$stamp
+[ -n "$out" ] || out=$RSWAP_TOP/results/bench$([ $apps = 0 ] || echo -apps)-$stamp
 mkdir -p "$out/client"
 out=$(cd "$out" && pwd)
 t_start=$(date +%s) date_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -85,14 +99,20 @@ if ! $PY -c 'import matplotlib' 2>/dev/null; then
 	fi
 fi
 
-# The guest image (built once, cached) and the swap workload (built here, run in the guest).
+# The guest image (built once, cached) and the swap workload or the applications (built
+# here, run in the guest).
 prog "guest image"
 bash "$RSWAP_TOP/scripts/guest-image.sh" > /dev/null || die "the guest image is not available"
-gcc -O2 -Wall -Wextra -o "$out/client/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
-	|| die "building tests/bench/swapload.c failed"
+if [ $apps = 1 ]; then
+	bash "$RSWAP_TOP/tests/bench/apps/build.sh" "$out/client" || die "building tests/bench/apps failed"
+else
+	gcc -O2 -Wall -Wextra -o "$out/client/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
+		|| die "building tests/bench/swapload.c failed"
+fi
 
 args=()
 [ $quick = 1 ] && args+=(--quick)
+[ $full = 1 ] && args+=(--full)
 [ -n "$T" ] && args+=(--time "$T")
 [ -n "$repeats" ] && args+=(--repeats "$repeats")
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
@@ -100,7 +120,13 @@ args+=("${only[@]}")
 # Every guest is bounded: at the defaults the whole run stays under 47 minutes, --quick
 # under 10. The swap workload runs 3 times per backend, at up to ~3 s per MiB on the
 # slowest; each repeat runs 35 fio jobs of T seconds plus set-ups.
-if [ $quick = 1 ]; then limit=600
+# --apps: 40 minutes for --quick, two hours a repeat by default, six hours a repeat with
+# --full (three repeats unless told).
+if [ $apps = 1 ]; then
+	if [ $quick = 1 ]; then limit=2400
+	elif [ $full = 1 ]; then limit=$((21600 * ${repeats:-3}))
+	else limit=$((7200 * ${repeats:-1})); fi
+elif [ $quick = 1 ]; then limit=600
 else limit=$((1200 + 40 * ${repeats:-3} * ${T:-5} + 10 * ${swap_mb:-96})); fi
 
 accel=${RSWAP_ACCEL:-tcg}
@@ -113,8 +139,13 @@ if [ $loopback = 1 ]; then
 	server_vcpus=null mode=loopback
 else
 	prog "booting two guests (memory server + client, $accel), guest limit ${limit}s"
+	# --apps: the client's scratch virtio disk (virtio-disk, the local SSD stand-in) holds
+	# the largest application whole.
+	pair=(tests/bench/server.sh tests/bench/client.sh)
+	[ $apps = 0 ] || pair=(--client-scratch "$([ $full = 1 ] && echo 1024 || echo 512)" \
+		tests/bench/server.sh tests/bench/apps-client.sh)
 	bash "$RSWAP_TOP/qemu/run-pair.sh" --out "$out" --timeout "$limit" --grace 30 \
-		tests/bench/server.sh tests/bench/client.sh "${args[@]}" > "$out/run.log" 2>&1 &
+		"${pair[@]}" "${args[@]}" > "$out/run.log" 2>&1 &
 	server_vcpus=1 mode=two-guests
 fi
 runpid=$!
@@ -161,11 +192,13 @@ cat > "$out/host-env.json" <<EOF
  "guest_exit_code": $grc, "wall_s": $(( $(date +%s) - t_start )),
  "results_dir": "$out"}
 EOF
-[ -f "$out/client/bench/env.json" ] || { cat "$out/run.log" >&2; die "the client guest produced no results (guest exit $grc, see $out/client/serial.log)"; }
+raw=$out/client/bench report=report.py
+[ $apps = 0 ] || raw=$out/client/bench-apps report=apps_report.py
+[ -f "$raw/env.json" ] || { cat "$out/run.log" >&2; die "the client guest produced no results (guest exit $grc, see $out/client/serial.log)"; }
 [ -z "$mpl_pid" ] || { prog "waiting for the python3-matplotlib install"; wait $mpl_pid || true; }
 rrc=0
-$PY "$RSWAP_TOP/tests/bench/report.py" --raw "$out/client/bench" --host-env "$out/host-env.json" \
+$PY "$RSWAP_TOP/tests/bench/$report" --raw "$raw" --host-env "$out/host-env.json" \
 	--out "$out" --plot --check || rrc=$?
-prog "results: $out/results.json, $out/table.md$([ -f "$out/bench.png" ] && echo ", $out/bench.png")"
+prog "results: $out/results.json, $out/table.md$(cd "$out" && for f in bench.png apps-*.png; do [ -f "$f" ] && printf ', %s' "$out/$f"; done)"
 [ $rrc = 0 ] && [ $grc = 0 ] || { prog "FAILED (guest exit $grc, report check $rrc)"; exit 1; }
 prog "done in $(( $(date +%s) - t_start ))s"
