@@ -122,6 +122,17 @@ if o=$("$out/guest/swapload" 4 1 1 2>&1) && grep -q '"rewrites": [1-9].*"bad_pag
 else
 	result fail "host: swapload: a 1 s random-order rewrite phase, 0 bad pages; a flipped bit is caught" "$o"
 fi
+# make bench-apps's own programs (tests/guest/42-apps.sh runs appqsort), and their checks:
+# a swapped pair in the sorted output is caught.
+if o=$(bash "$RSWAP_TOP/tests/bench/apps/build.sh" "$out/guest" 2>&1) \
+	&& o=$("$out/guest/appqsort" 2 2>&1) && grep -q '"sorted": 1, "checksum_ok": 1' <<<"$o" \
+	&& o=$("$out/guest/appstream" 2 2>&1) && grep -q '"sorted": 1, "checksum_ok": 1' <<<"$o" \
+	&& ! APPS_CORRUPT=1 "$out/guest/appqsort" 2 >/dev/null 2>&1 \
+	&& ! APPS_CORRUPT=1 "$out/guest/appstream" 2 >/dev/null 2>&1; then
+	result ok "host: bench-apps programs build; appqsort and appstream sort and catch a swapped pair"
+else
+	result fail "host: bench-apps programs build; appqsort and appstream sort and catch a swapped pair" "$o"
+fi
 # shellcheck disable=SC2206
 suites=(${RSWAP_SUITES:-$(cd "$RSWAP_TOP" && ls tests/guest/[0-9][0-9]-*.sh)})
 log "booting the $KERNEL guest for ${#suites[@]} suites: ${suites[*]}"
