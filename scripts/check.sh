@@ -104,6 +104,10 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	fi
 fi
 
+n="host: bench-apps report: slowdowns, targets, --check of outputs and runs (apps_report_test.py)"
+if o=$(python3 "$RSWAP_TOP/tests/bench/apps_report_test.py" 2>&1); then result ok "$n"
+else result fail "$n" "$(tail -30 <<<"$o")"; fi
+
 # The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.
 o=$(bash "$RSWAP_TOP/tests/lib/ktap-selftest.sh" 2>&1) && r=0 || r=$?
 tally "host: tests/lib/ktap.sh" "$o"
