@@ -599,6 +599,8 @@ fn run(client: &Registration<BenchClient>, bench: &Arc<Bench>, p: &Params) -> Re
         queue_index: 0,
         queue_count: 1,
         requested_size: p.size,
+        // The descriptor comes in a SEND: the bench runs over soft-RoCE.
+        reply_descriptor: false,
         // No secret: the server must run with `--insecure`, as the bench's does.
         auth: Auth::None { instance: 1 },
     }

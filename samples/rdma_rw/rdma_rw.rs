@@ -222,6 +222,8 @@ fn round_trip(client: &Registration<SampleClient>, ip: u32, port: u16) -> Result
         queue_index: 0,
         queue_count: 1,
         requested_size: 1 << 20,
+        // The descriptor comes in a SEND: this baseline runs over soft-RoCE.
+        reply_descriptor: false,
         // The shortest path: no secret, so the server must run with `--insecure`.
         auth: Auth::None { instance: 1 },
     }

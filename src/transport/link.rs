@@ -584,6 +584,7 @@ impl Link {
             queue_index: index,
             queue_count: params.settings.queue_count(),
             requested_size: params.settings.bytes(),
+            reply_descriptor: false,
             auth: Auth::None {
                 instance: creds.instance,
             },

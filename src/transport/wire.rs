@@ -165,7 +165,7 @@ impl Auth {
 /// Client to server: the private data of the rdma_cm connect request of one queue.
 ///
 /// Layout (56 bytes): 0 magic u32, 4 version u16, 6 kind u16, 8 client_id u64,
-/// 16 queue_index u16, 18 queue_count u16, 20 reserved u32 (0), 24 requested_size u64,
+/// 16 queue_index u16, 18 queue_count u16, 20 flags u32, 24 requested_size u64,
 /// then by kind: Hello 32 client_nonce \[16\], 48 instance u64; Proof 32 server_nonce
 /// u64, 40 mac \[16\]; None 32 reserved \[16\] (0), 48 instance u64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,9 +178,21 @@ pub(crate) struct ConnectRequest {
     pub(crate) queue_count: u16,
     /// Size of the region the client asks for, in bytes (non-zero).
     pub(crate) requested_size: u64,
+    /// Flag [`REQUEST_REPLY_DESCRIPTOR`]: the server is to send the region descriptor as
+    /// the private data of its accept instead of in a SEND.
+    pub(crate) reply_descriptor: bool,
     /// How this request authenticates.
     pub(crate) auth: Auth,
 }
+
+/// [`ConnectRequest`] flag: the region descriptor rides in the accept's private data.
+///
+/// An iWARP client sets it. MPA has the connection's initiator send the first frame: a
+/// responder's SEND right behind its MPA reply can reach the initiator before it has
+/// taken the reply off the socket, and soft-iWARP then fails the connect (`EPROTO`,
+/// reported as a connect error `-EINVAL`). With the descriptor in the reply, the server
+/// sends nothing before the client does.
+pub(crate) const REQUEST_REPLY_DESCRIPTOR: u32 = 1;
 
 impl ConnectRequest {
     /// Encoded size in bytes: all that rdma_cm carries in an IB or RoCE connect request.
@@ -193,6 +205,12 @@ impl ConnectRequest {
         put(out, 8, &self.client_id.to_le_bytes());
         put(out, 16, &self.queue_index.to_le_bytes());
         put(out, 18, &self.queue_count.to_le_bytes());
+        let flags = if self.reply_descriptor {
+            REQUEST_REPLY_DESCRIPTOR
+        } else {
+            0
+        };
+        put(out, 20, &flags.to_le_bytes());
         put(out, 24, &self.requested_size.to_le_bytes());
         match &self.auth {
             Auth::Hello {
@@ -213,13 +231,14 @@ impl ConnectRequest {
     /// Decodes a request from the start of `buf` (trailing bytes are ignored:
     /// transports may pad private data).
     ///
-    /// Rejects an unknown kind, non-zero reserved bytes, a zero `requested_size`, a zero
+    /// Rejects an unknown kind or flag, non-zero reserved bytes, a zero `requested_size`, a zero
     /// `queue_count` and a `queue_index` not below `queue_count` with
     /// [`WireError::BadField`].
     #[cfg(not(MODULE))]
     pub(crate) fn decode(buf: &[u8]) -> Result<Self, WireError> {
         check_header(buf, Self::SIZE)?;
-        if get_u32(buf, 20)? != 0 {
+        let flags = get_u32(buf, 20)?;
+        if flags & !REQUEST_REPLY_DESCRIPTOR != 0 {
             return Err(WireError::BadField);
         }
         let auth = match get_u16(buf, 6)? {
@@ -241,6 +260,7 @@ impl ConnectRequest {
             queue_index: get_u16(buf, 16)?,
             queue_count: get_u16(buf, 18)?,
             requested_size: get_u64(buf, 24)?,
+            reply_descriptor: flags & REQUEST_REPLY_DESCRIPTOR != 0,
             auth,
         };
         if req.requested_size == 0 || req.queue_count == 0 || req.queue_index >= req.queue_count {
@@ -584,6 +604,7 @@ mod tests {
             queue_index: 3,
             queue_count: 4,
             requested_size: 0x0400_0000,
+            reply_descriptor: false,
             auth,
         }
     }
@@ -602,7 +623,7 @@ mod tests {
         [
             0x52, 0x53, 0x57, 0x50, 0x02, 0x00, kind, 0x00, // magic "RSWP", version 2, kind
             0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, // client_id
-            0x03, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, // queue 3 of 4, reserved
+            0x03, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, // queue 3 of 4, flags 0
             0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, // requested_size 64 MiB
         ]
     }
@@ -742,6 +763,7 @@ mod tests {
             queue_index: 0,
             queue_count: u16::MAX,
             requested_size: u64::MAX,
+            reply_descriptor: false,
             auth: Auth::Proof {
                 server_nonce: u64::MAX,
                 mac: [0xff; CLIENT_MAC_LEN],
@@ -754,6 +776,22 @@ mod tests {
         let mut padded = [0u8; 96];
         put(&mut padded, 0, &out);
         assert_eq!(ConnectRequest::decode(&padded), Ok(req));
+    }
+
+    #[test]
+    fn connect_request_reply_descriptor_flag() {
+        let req = ConnectRequest {
+            reply_descriptor: true,
+            ..HELLO
+        };
+        let mut out = [0u8; ConnectRequest::SIZE];
+        req.encode(&mut out);
+        assert_eq!(
+            out,
+            with(hello_bytes(), 20, 1),
+            "bit 0 of the flags at offset 20"
+        );
+        assert_eq!(ConnectRequest::decode(&out), Ok(req));
     }
 
     #[test]
@@ -778,7 +816,8 @@ mod tests {
             );
         }
         assert_eq!(d(&with(b, 7, 1)), Err(WireError::BadField), "kind 257");
-        assert_eq!(d(&with(b, 23, 1)), Err(WireError::BadField), "reserved");
+        assert_eq!(d(&with(b, 20, 2)), Err(WireError::BadField), "unknown flag");
+        assert_eq!(d(&with(b, 23, 1)), Err(WireError::BadField), "unknown flag");
         assert_eq!(
             d(&with(no_auth_bytes(), 40, 1)),
             Err(WireError::BadField),

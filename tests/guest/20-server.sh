@@ -266,6 +266,27 @@ t_grace_over() {
 }
 ktap_test "after the grace period the region is freed: new region, epoch 1, data gone" t_grace_over
 
+# A client may ask for the descriptor with the accept (the kernel client does on iWARP,
+# where MPA has the initiator send first): it gets it there, on every queue, signed as
+# usual, and the server posts no SEND. The SEND path (every other test) stays for clients
+# that do not ask.
+t_descriptor_in_accept() {
+	client $P1 --client-id 13 --size 1M --queues 2 --descriptor-in-accept --print-descriptor \
+		--write-pattern 13 --verify-pattern 13
+	if [ $CS -eq 0 ] && [ "$(field epoch)" = 1 ] && [ "$(field length)" = $MIB ] \
+		&& [ "$(field region_id '^queue=1 ')" = "$(field region_id)" ] \
+		&& printf '%s\n' "$CO" | grep -q "^verify_pattern seed=13 bytes=$MIB queue=1 .*result=ok" \
+		&& [ "$(grep -c 'event=descriptor_posted client_id=13 .* via=accept ' "$OUT/server1.log")" -eq 2 ] \
+		&& ! grep -q 'event=descriptor_posted client_id=13 .* via=send ' "$OUT/server1.log" \
+		&& ! grep -q 'event=descriptor_delivered client_id=13 ' "$OUT/server1.log" \
+		&& [ "$(grep -c 'event=descriptor_posted client_id=1 .* via=send ' "$OUT/server1.log")" -ge 2 ]; then
+		ktap_pass
+	else
+		fail_diag "expected 2 descriptors via the accept for client 13 and none by SEND, a clean verify; and SENDs for client 1"
+	fi
+}
+ktap_test "descriptor in the accept: a client that asks gets it with the accept on every queue and no SEND; the others get a SEND" t_descriptor_in_accept
+
 # SIGTERM with client 7 connected (and clients 1, 2, 4 in their grace period)
 t_sigterm() {
 	timeout 120 "$CLI" --connect "$IP:$P1" --client-id 7 --size 1M --print-descriptor --hold 60 \

@@ -88,7 +88,7 @@ impl Msg for ConnectRequest {
     }
     fn model(b: &[u8]) -> Result<Self, WireError> {
         model_header(b, 56)?;
-        let (kind, reserved) = (le(b, 6..8), le(b, 20..24));
+        let (kind, flags) = (le(b, 6..8), le(b, 20..24));
         let (index, count, size) = (le(b, 16..18), le(b, 18..20), le(b, 24..32));
         // The 24 bytes at offset 32, by kind.
         let auth = match kind {
@@ -105,7 +105,8 @@ impl Msg for ConnectRequest {
             },
             _ => return Err(WireError::BadField),
         };
-        if reserved != 0 || size == 0 || count == 0 || index >= count {
+        // Flag bit 0 asks for the descriptor with the accept; no other bit is defined.
+        if flags > 1 || size == 0 || count == 0 || index >= count {
             return Err(WireError::BadField);
         }
         Ok(Self {
@@ -113,6 +114,7 @@ impl Msg for ConnectRequest {
             queue_index: index as u16,
             queue_count: count as u16,
             requested_size: size,
+            reply_descriptor: flags == 1,
             auth,
         })
     }
@@ -303,15 +305,22 @@ fn any_auth() -> impl Strategy<Value = Auth> {
 fn any_request() -> impl Strategy<Value = ConnectRequest> {
     let small = prop_oneof![0..=4u16, any::<u16>()];
     let size = prop_oneof![Just(0u64), any::<u64>()];
-    (any::<u64>(), small.clone(), small, size, any_auth()).prop_map(
-        |(id, index, count, size, auth)| ConnectRequest {
+    (
+        any::<u64>(),
+        small.clone(),
+        small,
+        size,
+        any::<bool>(),
+        any_auth(),
+    )
+        .prop_map(|(id, index, count, size, reply, auth)| ConnectRequest {
             client_id: id,
             queue_index: index,
             queue_count: count,
             requested_size: size,
+            reply_descriptor: reply,
             auth,
-        },
-    )
+        })
 }
 
 /// A request `decode` must accept: `queue_index < queue_count`, non-zero size, any kind.
@@ -321,13 +330,15 @@ fn valid_request() -> impl Strategy<Value = ConnectRequest> {
         1..=u16::MAX,
         any::<u16>(),
         1..=u64::MAX,
+        any::<bool>(),
         any_auth(),
     )
-        .prop_map(|(id, count, i, size, auth)| ConnectRequest {
+        .prop_map(|(id, count, i, size, reply, auth)| ConnectRequest {
             client_id: id,
             queue_index: i % count,
             queue_count: count,
             requested_size: size,
+            reply_descriptor: reply,
             auth,
         })
 }

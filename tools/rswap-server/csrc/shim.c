@@ -156,7 +156,7 @@ static uint8_t clamp_u8(uint8_t want, int max)
 }
 
 int rswap_accept(struct rdma_cm_id *id, uint8_t initiator_depth, uint8_t responder_resources,
-		 uint8_t rnr_retry_count)
+		 uint8_t rnr_retry_count, const void *private_data, uint8_t len)
 {
 	struct rdma_conn_param param;
 	struct ibv_device_attr attr;
@@ -168,6 +168,8 @@ int rswap_accept(struct rdma_cm_id *id, uint8_t initiator_depth, uint8_t respond
 	param.initiator_depth = clamp_u8(initiator_depth, attr.max_qp_init_rd_atom);
 	param.retry_count = 7;
 	param.rnr_retry_count = rnr_retry_count;
+	param.private_data = private_data;
+	param.private_data_len = len;
 	return rdma_accept(id, &param);
 }
 

@@ -61,7 +61,7 @@ int rswap_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq,
  * initiator_depth into our responder_resources), so they are passed as they are.
  */
 int rswap_accept(struct rdma_cm_id *id, uint8_t initiator_depth, uint8_t responder_resources,
-		 uint8_t rnr_retry_count);
+		 uint8_t rnr_retry_count, const void *private_data, uint8_t len);
 int rswap_connect(struct rdma_cm_id *id, const void *private_data, uint8_t len);
 
 struct ibv_mr *rswap_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);

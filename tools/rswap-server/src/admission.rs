@@ -249,7 +249,7 @@ mod tests {
         let mut bad_magic = good;
         bad_magic[0] ^= 1;
         let mut bad_field = good;
-        bad_field[20] = 1;
+        bad_field[20] = 2; // an unknown flag
         for (data, code, why) in [
             (
                 &bad_version[..],

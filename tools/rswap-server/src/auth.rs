@@ -267,6 +267,7 @@ mod tests {
             queue_index: 1,
             queue_count: 2,
             requested_size: 1 << 20,
+            reply_descriptor: false,
             auth,
         }
     }

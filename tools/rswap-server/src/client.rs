@@ -194,16 +194,18 @@ fn attempt(
     let the_pd = pd.as_ref().ok_or("no PD")?;
     id.create_qp(the_pd, CLIENT_QP)
         .map_err(|e| format!("{q}: {e}"))?;
-    // The receive for the descriptor is posted before connecting.
-    id.post_recv(RegionDescriptor::SIZE)
-        .map_err(|e| format!("{q}: {e}"))?;
+    // The receive for a descriptor in a SEND is posted before connecting.
+    if !cfg.descriptor_in_accept {
+        id.post_recv(RegionDescriptor::SIZE)
+            .map_err(|e| format!("{q}: {e}"))?;
+    }
     id.connect(private).map_err(|e| format!("{q}: {e}"))?;
     let ev = chan
         .wait_event(cfg.timeout)
         .map_err(|e| format!("{q}: {e}"))?
         .ok_or_else(|| format!("{q}: no answer to the connect within {:?}", cfg.timeout))?;
-    match ev.kind {
-        EventKind::Established => {}
+    let accepted = match ev.kind {
+        EventKind::Established => ev.private_data,
         EventKind::Rejected => {
             let rej = decode_reject(&ev.private_data).map_err(|e| {
                 format!(
@@ -224,26 +226,37 @@ fn attempt(
                 ev.status
             ));
         }
-    }
-    let c = id
-        .wait_completion(cfg.timeout)
-        .map_err(|e| format!("{q}: {e}"))?
-        .ok_or_else(|| format!("{q}: no region descriptor within {:?}", cfg.timeout))?;
-    if !c.is_recv || !c.ok {
-        return Err(format!(
-            "{q}: receive of the descriptor failed: {}",
-            c.status
-        ));
-    }
-    let desc = RegionDescriptor::decode(&c.data)
-        .map_err(|e| format!("{q}: invalid region descriptor ({e:?}): {:02x?}", c.data))?;
-    if c.data.len() != RegionDescriptor::SIZE {
-        return Err(format!(
-            "{q}: descriptor is {} bytes, expected {}",
-            c.data.len(),
-            RegionDescriptor::SIZE
-        ));
-    }
+    };
+    let desc = if cfg.descriptor_in_accept {
+        // Over InfiniBand and RoCE the CM pads the accept's private data.
+        RegionDescriptor::decode(&accepted).map_err(|e| {
+            format!(
+                "{q}: no valid region descriptor in the accept ({e:?}): {:02x?}",
+                accepted
+            )
+        })?
+    } else {
+        let c = id
+            .wait_completion(cfg.timeout)
+            .map_err(|e| format!("{q}: {e}"))?
+            .ok_or_else(|| format!("{q}: no region descriptor within {:?}", cfg.timeout))?;
+        if !c.is_recv || !c.ok {
+            return Err(format!(
+                "{q}: receive of the descriptor failed: {}",
+                c.status
+            ));
+        }
+        let desc = RegionDescriptor::decode(&c.data)
+            .map_err(|e| format!("{q}: invalid region descriptor ({e:?}): {:02x?}", c.data))?;
+        if c.data.len() != RegionDescriptor::SIZE {
+            return Err(format!(
+                "{q}: descriptor is {} bytes, expected {}",
+                c.data.len(),
+                RegionDescriptor::SIZE
+            ));
+        }
+        desc
+    };
     Ok(Attempt::Established(Box::new(Queue {
         id,
         desc,
@@ -258,6 +271,7 @@ fn request(cfg: &ClientConfig, index: u16, auth: Auth) -> ConnectRequest {
         queue_index: index,
         queue_count: cfg.queue_count,
         requested_size: cfg.size,
+        reply_descriptor: cfg.descriptor_in_accept,
         auth,
     }
 }
@@ -652,6 +666,7 @@ fn flood_one(
         queue_index: 0,
         queue_count: cfg.queue_count,
         requested_size: cfg.size,
+        reply_descriptor: false,
         auth: Auth::Hello {
             client_nonce,
             instance: cfg.instance,

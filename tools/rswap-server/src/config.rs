@@ -615,6 +615,9 @@ pub(crate) struct ClientConfig {
     pub(crate) expect_reject: Option<RejectCode>,
     /// Print the descriptor of every queue.
     pub(crate) print_descriptor: bool,
+    /// Ask for the descriptor in the accept's private data, not in a SEND
+    /// (`--descriptor-in-accept`, what the kernel client does on iWARP).
+    pub(crate) descriptor_in_accept: bool,
     /// Keep the queues connected this long before exiting.
     pub(crate) hold: Duration,
     /// Limit for every connection step and every RDMA operation.
@@ -760,6 +763,11 @@ struct ClientArgs {
     #[arg(long)]
     print_descriptor: bool,
 
+    /// Ask the server to send the region descriptor with its accept (as the kernel
+    /// client does on iWARP) instead of in a SEND once connected.
+    #[arg(long)]
+    descriptor_in_accept: bool,
+
     /// Stay connected SECS seconds before disconnecting.
     #[arg(long, value_name = "SECS", value_parser = parse_num::<u64>,
           allow_hyphen_values = true, default_value_t = 0)]
@@ -893,6 +901,7 @@ fn client_config(a: ClientArgs) -> Result<ClientConfig, String> {
         verify_pattern: a.verify_pattern,
         expect_reject: a.expect_reject,
         print_descriptor: a.print_descriptor,
+        descriptor_in_accept: a.descriptor_in_accept,
         hold: Duration::from_secs(a.hold),
         timeout: Duration::from_secs(a.timeout),
         chunk: a.chunk,

@@ -277,6 +277,7 @@ mod tests {
             queue_index: 3,
             queue_count: 4,
             requested_size: 0x0400_0000,
+            reply_descriptor: false,
             auth: Auth::Proof {
                 server_nonce: SERVER_NONCE,
                 mac,

@@ -1110,6 +1110,7 @@ fn request_bytes() -> impl Strategy<Value = Vec<u8>> {
                 queue_index: index % queue_count,
                 queue_count,
                 requested_size,
+                reply_descriptor: false,
                 auth,
             };
             let mut out = [0u8; ConnectRequest::SIZE];

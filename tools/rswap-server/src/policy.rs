@@ -164,6 +164,7 @@ pub(crate) mod tests {
             queue_index: index,
             queue_count: count,
             requested_size: size,
+            reply_descriptor: false,
             auth: crate::wire::Auth::None { instance: 1 },
         }
     }

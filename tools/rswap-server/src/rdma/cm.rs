@@ -398,22 +398,29 @@ impl CmId {
     }
 
     /// Accepts a connect request with the depths of its event (clamped to the
-    /// device), so the peer gets the RDMA READ depth it asked for. `rnr_retry`
-    /// bounds how long our SENDs wait for the peer's receive.
+    /// device), so the peer gets the RDMA READ depth it asked for, and `private_data`
+    /// (at most 196 bytes over InfiniBand and RoCE). `rnr_retry` bounds how long our
+    /// SENDs wait for the peer's receive.
     pub fn accept(
         &mut self,
         initiator_depth: u8,
         responder_resources: u8,
         rnr_retry: u8,
+        private_data: &[u8],
     ) -> io::Result<()> {
         self.qp_ptr()?;
-        // SAFETY: valid id with a QP.
+        let len = u8::try_from(private_data.len())
+            .map_err(|_| io::Error::other("private data too long"))?;
+        // SAFETY: valid id with a QP; `private_data` is valid for `len` bytes for the
+        // call (librdmacm copies it).
         let ret = unsafe {
             sys::rswap_accept(
                 self.raw.as_ptr(),
                 initiator_depth,
                 responder_resources,
                 rnr_retry,
+                private_data.as_ptr().cast(),
+                len,
             )
         };
         check(ret, "rdma_accept")

@@ -2,7 +2,9 @@
 
 //! The handshake of a queue, as the server carries it out: a connect request is
 //! admitted (`admission.rs`), challenged or rejected; an admitted one gets its region
-//! and a QP and is accepted; once established, its descriptor is signed and sent.
+//! and a QP and is accepted; its descriptor, signed, goes with the accept if the client
+//! asked for that (iWARP: MPA lets the initiator send first), else in a SEND once the
+//! connection is established.
 
 use super::*;
 
@@ -261,7 +263,26 @@ impl Server {
             self.grace_if_idle(req.client_id);
             return;
         }
-        if let Err(e) = id.accept(ev.initiator_depth, ev.responder_resources, RNR_RETRY) {
+        let auth_proof = proven.is_some();
+        let mut proven = proven;
+        let mut reply = [0u8; RegionDescriptor::SIZE];
+        let mut in_accept = None;
+        if req.reply_descriptor {
+            let Some(desc) = self.signed_descriptor(req.client_id, &mut proven) else {
+                self.reject(id, RejectCode::NoMemory, &req, "region not registered");
+                self.grace_if_idle(req.client_id);
+                return;
+            };
+            desc.encode(&mut reply);
+            in_accept = Some(desc);
+        }
+        let private_data = if in_accept.is_some() { &reply[..] } else { &[] };
+        if let Err(e) = id.accept(
+            ev.initiator_depth,
+            ev.responder_resources,
+            RNR_RETRY,
+            private_data,
+        ) {
             log::error("accept_failed")
                 .kv("client_id", req.client_id)
                 .kv("queue", req.queue_index)
@@ -295,7 +316,7 @@ impl Server {
             .kv("region_id", client.region_id)
             .kv("epoch", client.epoch)
             .kv("instance", instance)
-            .kv("auth", if proven.is_some() { "proof" } else { "none" })
+            .kv("auth", if auth_proof { "proof" } else { "none" })
             .kv("peer", &peer)
             .emit();
         self.queues.insert(
@@ -308,6 +329,7 @@ impl Server {
                 send_pending: false,
                 probe: Probe::default(),
                 proven,
+                in_accept,
             },
         );
         if claimed {
@@ -315,42 +337,50 @@ impl Server {
         }
     }
 
+    /// The descriptor of `client_id`'s region as its queue is sent it: signed with
+    /// `proven`, which is taken (and its secret wiped) here; `None` if the region is not
+    /// registered.
+    fn signed_descriptor(
+        &self,
+        client_id: u64,
+        proven: &mut Option<Proven>,
+    ) -> Option<RegionDescriptor> {
+        let desc = self.clients.get(&client_id).and_then(Client::descriptor)?;
+        let wrong_key = proven.is_some() && self.cfg.test_wrong_server_proof;
+        Some(sign_descriptor(proven.take(), wrong_key, client_id, desc))
+    }
+
     pub(super) fn on_established(&mut self, key: IdKey) {
         self.pending.end(&key);
-        let Some(client_id) = self.queues.get(&key).map(|q| q.client_id) else {
+        let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
+        let client_id = q.client_id;
+        if let Some(desc) = q.in_accept.take() {
+            // The client has its descriptor already: nothing to send.
+            q.probe.established();
+            self.seen(client_id);
+            self.log_descriptor(key, &desc, "accept");
+            return;
+        }
         self.seen(client_id);
-        let Some(desc) = self.clients.get(&client_id).and_then(Client::descriptor) else {
+        // An authenticated client gets the server's proof; the others zeros. The secret
+        // is not needed after this: it leaves the queue here.
+        let mut proven = self.queues.get_mut(&key).and_then(|q| q.proven.take());
+        let Some(desc) = self.signed_descriptor(client_id, &mut proven) else {
             self.close_queue(key, "region not registered");
             return;
         };
         let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
-        // An authenticated client gets the server's proof; the others zeros. The secret
-        // is not needed after this: it leaves the queue here.
-        let proven = q.proven.is_some();
-        let wrong_key = proven && self.cfg.test_wrong_server_proof;
-        let desc = sign_descriptor(q.proven.take(), wrong_key, client_id, desc);
         let mut buf = [0u8; RegionDescriptor::SIZE];
         desc.encode(&mut buf);
         match q.id.post_send_inline(&buf) {
             Ok(()) => {
                 q.send_pending = true;
                 q.probe.established();
-                let mut line = log::info("descriptor_posted")
-                    .kv("client_id", q.client_id)
-                    .kv("queue", q.queue_index)
-                    .kv("region_id", desc.region_id)
-                    .kv("epoch", desc.epoch)
-                    .kv("length", desc.length)
-                    .kv("reused", u8::from(desc.reused()))
-                    .kv("proof", u8::from(proven));
-                if wrong_key {
-                    line = line.kv("proof_key", "wrong");
-                }
-                line.emit();
+                self.log_descriptor(key, &desc, "send");
             }
             Err(e) => {
                 log::error("descriptor_send_failed")
@@ -361,6 +391,27 @@ impl Server {
                 self.close_queue(key, "descriptor send failed");
             }
         }
+    }
+
+    /// Logs that queue `key` was given `desc`, `via` the accept or a SEND.
+    fn log_descriptor(&self, key: IdKey, desc: &RegionDescriptor, via: &str) {
+        let Some(q) = self.queues.get(&key) else {
+            return;
+        };
+        let proven = desc.mac != [0; SERVER_MAC_LEN];
+        let mut line = log::info("descriptor_posted")
+            .kv("client_id", q.client_id)
+            .kv("queue", q.queue_index)
+            .kv("region_id", desc.region_id)
+            .kv("epoch", desc.epoch)
+            .kv("length", desc.length)
+            .kv("reused", u8::from(desc.reused()))
+            .kv("via", via)
+            .kv("proof", u8::from(proven));
+        if proven && self.cfg.test_wrong_server_proof {
+            line = line.kv("proof_key", "wrong");
+        }
+        line.emit();
     }
 }
 

@@ -77,6 +77,9 @@ struct Queue {
     /// server in it (a copy of the client's secret). Taken out, and dropped (wiped),
     /// when the descriptor is signed.
     proven: Option<Proven>,
+    /// The descriptor the accept carried (the client asked for it there), until the
+    /// connection is established.
+    in_accept: Option<RegionDescriptor>,
 }
 
 /// A region's registration on the device its client connects through.
