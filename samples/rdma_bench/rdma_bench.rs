@@ -254,7 +254,7 @@ impl CmHandler for Bench {
         self.update(|st| match ev {
             CmEvent::AddrResolved => st.flags |= ADDR,
             CmEvent::RouteResolved => st.flags |= ROUTE,
-            CmEvent::Established => st.flags |= ESTABLISHED,
+            CmEvent::Established { .. } => st.flags |= ESTABLISHED,
             CmEvent::Rejected {
                 status,
                 private_data,

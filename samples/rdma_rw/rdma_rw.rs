@@ -86,7 +86,7 @@ impl CmHandler for Events {
         let bit = match ev {
             CmEvent::AddrResolved => ADDR,
             CmEvent::RouteResolved => ROUTE,
-            CmEvent::Established => ESTABLISHED,
+            CmEvent::Established { .. } => ESTABLISHED,
             CmEvent::Rejected { .. } | CmEvent::Failed { .. } | CmEvent::DeviceRemoval => FAILED,
             CmEvent::Disconnected | CmEvent::Other => 0,
         };

@@ -21,8 +21,12 @@ pub(crate) enum CmEvent<'a> {
     AddrResolved,
     /// `rdma_resolve_route` finished.
     RouteResolved,
-    /// The connection is up.
-    Established,
+    /// The connection is up; `private_data` is what the peer's accept carried (over
+    /// InfiniBand and RoCE padded to the CM's fixed size, may be empty).
+    Established {
+        /// The peer's private data.
+        private_data: &'a [u8],
+    },
     /// The peer refused the connection; `private_data` is what it said why.
     Rejected {
         /// The CM's reject status.
@@ -222,6 +226,24 @@ impl<H: CmHandler> Drop for CmId<H> {
 
 /// The CM's event callback.
 ///
+/// The private data of a connection event (empty if it carries none).
+///
+/// # Safety
+///
+/// `event` is valid for `'a` and its parameter union's `conn` member is the valid one
+/// (ESTABLISHED, REJECTED, CONNECT_REQUEST).
+unsafe fn conn_private_data<'a>(event: *mut bindings::rdma_cm_event) -> &'a [u8] {
+    let mut len = 0u8;
+    // SAFETY: the caller guarantees `event` and its `conn` member.
+    let data = unsafe { bindings::rswap_cm_event_private_data(event, &mut len) };
+    if data.is_null() {
+        &[]
+    } else {
+        // SAFETY: the CM keeps `len` bytes at `data` valid as long as the event.
+        unsafe { core::slice::from_raw_parts(data.cast::<u8>(), usize::from(len)) }
+    }
+}
+
 /// # Safety
 ///
 /// Called by the CM with a valid id whose context is an `H` kept alive by the `CmId`.
@@ -238,24 +260,17 @@ unsafe extern "C" fn cm_handler<H: CmHandler>(
     let event = match kind {
         bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => CmEvent::AddrResolved,
         bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
-        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established,
-        bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established {
+            // SAFETY: for ESTABLISHED the `conn` member of the parameter union is the
+            // valid one.
+            private_data: unsafe { conn_private_data(event) },
+        },
+        bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected {
+            status,
             // SAFETY: for REJECTED the `conn` member of the parameter union is the valid
-            // one; its private data (if any) is valid for the duration of the call.
-            let private_data = unsafe {
-                let mut len = 0u8;
-                let data = bindings::rswap_cm_event_private_data(event, &mut len);
-                if data.is_null() {
-                    &[][..]
-                } else {
-                    core::slice::from_raw_parts(data.cast::<u8>(), usize::from(len))
-                }
-            };
-            CmEvent::Rejected {
-                status,
-                private_data,
-            }
-        }
+            // one.
+            private_data: unsafe { conn_private_data(event) },
+        },
         bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
         bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => CmEvent::DeviceRemoval,
         bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => CmEvent::Failed {

@@ -6,7 +6,8 @@
 //! device's object and register the queue as a user of the device, create the QP with a
 //! protection domain and CQs of its own (polled on a poll queue, see [`Link::poll`]),
 //! post the RECV for the region descriptor, connect with the [`ConnectRequest`] as
-//! private data, and take the descriptor the server sends once the connection is up. A
+//! private data, and take the descriptor the server sends once the connection is up (on
+//! iWARP, where the server must not send first, it comes with the accept instead). A
 //! client with a secret first dials once with a hello, which the server refuses with a
 //! challenge, then dials again with its proof for that challenge, and checks the server's
 //! proof in the descriptor before it uses the region (see `Documentation/wire-format.md`).
@@ -172,10 +173,21 @@ enum Descriptor {
     Failed,
 }
 
+impl Descriptor {
+    /// The descriptor at the start of `data` (`Failed` if `data` is too short for one).
+    fn from_bytes(data: &[u8]) -> Self {
+        data.get(..RegionDescriptor::SIZE)
+            .and_then(|d| <[u8; RegionDescriptor::SIZE]>::try_from(d).ok())
+            .map_or(Self::Failed, Self::Received)
+    }
+}
+
 struct Progress {
     step: Step,
     failure: Option<Failure>,
     descriptor: Descriptor,
+    /// This dial asked for the descriptor in the accept's private data.
+    reply_descriptor: bool,
     /// The server's challenge, when it answered a hello with one.
     challenge: Option<u64>,
     /// Set by [`LinkEvents::abort`]: every wait of every later dial fails too.
@@ -187,6 +199,7 @@ impl Progress {
         step: Step::Started,
         failure: None,
         descriptor: Descriptor::Pending,
+        reply_descriptor: false,
         challenge: None,
         aborted: false,
     };
@@ -367,7 +380,12 @@ impl CmHandler for LinkEvents {
         match ev {
             CmEvent::AddrResolved => self.update(|p| p.step = p.step.max(Step::AddrResolved)),
             CmEvent::RouteResolved => self.update(|p| p.step = p.step.max(Step::RouteResolved)),
-            CmEvent::Established => self.update(|p| p.step = Step::Established),
+            CmEvent::Established { private_data } => self.update(|p| {
+                p.step = Step::Established;
+                if p.reply_descriptor {
+                    p.descriptor = Descriptor::from_bytes(private_data);
+                }
+            }),
             CmEvent::Rejected {
                 status,
                 private_data,
@@ -406,15 +424,8 @@ impl CmHandler for LinkEvents {
 
 impl OneShotHandler for LinkEvents {
     fn done(&self, _tag: u32, data: Option<&[u8]>) {
-        let received = data
-            .and_then(|d| d.get(..RegionDescriptor::SIZE))
-            .and_then(|d| <[u8; RegionDescriptor::SIZE]>::try_from(d).ok());
-        self.update(|p| {
-            p.descriptor = match received {
-                Some(bytes) => Descriptor::Received(bytes),
-                None => Descriptor::Failed,
-            }
-        });
+        let descriptor = data.map_or(Descriptor::Failed, Descriptor::from_bytes);
+        self.update(|p| p.descriptor = descriptor);
     }
 }
 
@@ -584,6 +595,7 @@ impl Link {
             queue_index: index,
             queue_count: params.settings.queue_count(),
             requested_size: params.settings.bytes(),
+            // Set per device when dialling.
             reply_descriptor: false,
             auth: Auth::None {
                 instance: creds.instance,
@@ -758,14 +770,25 @@ impl Link {
         };
         fault::alloc(AllocStep::QueuePair)?;
         let qp = conn.cm.create_qp(&conn.dev, &caps, u32::from(index))?;
-        fault::alloc(AllocStep::RecvBuffer)?;
-        let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
-        qp.post_recv(recv).map_err(|(e, _)| e)?;
+        // On iWARP the server must not send first (see `REQUEST_REPLY_DESCRIPTOR`): the
+        // descriptor comes with its accept. Elsewhere it comes in a SEND, which servers
+        // that do not know the flag expect to make.
+        let reply_descriptor = device.is_iwarp();
+        events.update(|p| p.reply_descriptor = reply_descriptor);
+        if !reply_descriptor {
+            fault::alloc(AllocStep::RecvBuffer)?;
+            let recv = OneShot::new(qp.pd(), Direction::FromDevice, &[], 0, events.clone())?;
+            qp.post_recv(recv).map_err(|(e, _)| e)?;
+        }
         let initiator_depth =
             u8::try_from(conn.dev.device().max_qp_init_rd_atom().min(16)).unwrap_or(16);
 
         let mut private = [0u8; ConnectRequest::SIZE];
-        request.encode(&mut private);
+        ConnectRequest {
+            reply_descriptor,
+            ..*request
+        }
+        .encode(&mut private);
         conn.cm
             .connect(&ConnectParams {
                 private_data: &private,

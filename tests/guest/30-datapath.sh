@@ -105,6 +105,26 @@ t_read_only() {
 }
 ktap_test "configfs: state shows the connection but not the region's rkey; settings are read-only while enabled" t_read_only
 
+# On iWARP, MPA has the connection's initiator send first: a SEND from the server right
+# behind its MPA reply can fail the connect (soft-iWARP reads both off the socket at once
+# and refuses the reply: connect error -EINVAL, most often with many queues connecting).
+# So there the module asks for the descriptor with the accept; elsewhere it takes the
+# SEND, which servers that do not know that request make.
+t_descriptor_path() {
+	transport=$(ibv_devinfo -d $RDMA_DEV 2>/dev/null | awk '$1 == "transport:" { print $2; exit }')
+	want=send
+	[ "$transport" = iWARP ] && want=accept
+	n=$(grep -c "event=descriptor_posted client_id=4660 .* via=$want " "$OUT/server.log")
+	other=$(grep 'event=descriptor_posted client_id=4660 ' "$OUT/server.log" | grep -vc " via=$want ")
+	if [ -n "$transport" ] && [ "$n" = 2 ] && [ "$other" = 0 ]; then
+		ktap_pass
+		ktap_diag "$RDMA_DEV ($transport): 2 descriptors via the $want"
+	else
+		ktap_fail "$RDMA_DEV ($transport): $n descriptors via the $want, $other otherwise: $(grep 'event=descriptor_posted' "$OUT/server.log")"
+	fi
+}
+ktap_test "connect: on iWARP the region descriptor comes with the accept (the server never sends first), elsewhere in a SEND" t_descriptor_path
+
 # A memory region (an iWARP READ sink) is usable by the QPs of its PD only: a READ that
 # fails leaves its sink registered until its QP goes, and only that (failed) QP is in
 # the PD. A PD shared by the queues would show as one PD with 2 users (its QPs).
