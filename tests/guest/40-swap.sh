@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# /dev/rswap0 as swap: a cgroup limited to 64 MiB runs a program that writes a checksummed
-# pattern to 192 MiB and verifies every page twice; pages must really go out to the
+# /dev/rswap0 as swap: a cgroup limited to 32 MiB runs a program that writes a checksummed
+# pattern to 96 MiB and verifies every page twice; pages must really go out to the
 # remote memory and come back intact. rmmod, disable and rmdir of the target are refused
 # while swapped on (under the load); swapoff brings everything back. Then the same with
 # synchronous swap-in (sync_swapin=1, half the working set in half the cgroup): the
@@ -19,8 +19,10 @@ CFG=/sys/kernel/config/rswap
 T=$CFG/swap0
 CG=/sys/fs/cgroup/rswap-swaptest
 OUT=$RSWAP_OUT/40-swap
-WORK_MB=${RSWAP_SWAP_WORK_MB:-192}
-LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-64}
+# Three times the cgroup's limit: two thirds of the working set is out on the disk at
+# any time.
+WORK_MB=${RSWAP_SWAP_WORK_MB:-96}
+LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-32}
 # The synchronous swap-in run: a second target, half the working set in half the cgroup.
 T2=$CFG/swapsync
 SYNC_WORK_MB=$((WORK_MB / 2)) SYNC_LIMIT_MB=$((LIMIT_MB / 2))
