@@ -343,9 +343,9 @@ struct ServerArgs {
     /// reboot. Created (mode 0700) if missing; one server per DIR. Incomplete or
     /// inconsistent entries are logged and deleted at start.
     ///
-    /// Refused at start: a DIR on a disk file system (unless --state-dir-on-disk), on a
-    /// file system smaller than --size, that group or others may write, or that is not
-    /// the server user's.
+    /// Refused at start: a DIR on a disk file system (unless --state-dir-on-disk), that
+    /// group or others may write, or that is not the server user's. A file system smaller
+    /// than --size is logged (state_dir_small): new regions fail once it is full.
     #[arg(long, value_name = "DIR", value_parser = parse_path, allow_hyphen_values = true,
           value_hint = clap::ValueHint::DirPath)]
     state_dir: Option<PathBuf>,
