@@ -40,12 +40,16 @@ result() { # ok|fail|skip name [detail]
 
 log "preparing the host, build root, kernel tree and guest image (cached after the first run)"
 bash "$RSWAP_TOP/scripts/setup-host.sh"
-bash "$RSWAP_TOP/scripts/buildroot.sh" >/dev/null
-bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null
+# The build root, the prepared kernel tree and the guest image take a fresh machine
+# minutes of downloading and unpacking. They are made in the background while the host
+# builds and tests its own crates, which need none of them; rustfmt, the module and the
+# guests wait for them below.
+prep_log=$out/prepare.log
+(bash "$RSWAP_TOP/scripts/buildroot.sh" >/dev/null && bash "$RSWAP_TOP/scripts/kernel-stock.sh" >/dev/null \
+	&& bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null) >"$prep_log" 2>&1 &
+prep_pid=$!
 
 # --- host checks -------------------------------------------------------------------------
-if o=$(bash "$RSWAP_TOP/scripts/rustfmt.sh" --check 2>&1); then result ok "host: rustfmt --check"
-else result fail "host: rustfmt --check" "$o"; fi
 if o=$(python3 "$RSWAP_TOP/scripts/layers.py" 2>&1); then
 	result ok "host: layers: no import loop, each names only the layers below it, no unsafe in disk/, configfs, settings"
 else
@@ -56,23 +60,6 @@ if o=$(python3 "$RSWAP_TOP/scripts/settings.py" 2>&1); then
 else
 	result fail "host: settings: the module's and rswapctl's tables agree, configuration.md names each" "$o"
 fi
-
-log "building rswap.ko for the $KERNEL kernel with clippy and fault injection"
-make -s -C "$RSWAP_TOP" clean
-# The tests load the module built here: with its fault-injection parameters, which a
-# module built for installing (DKMS, `make`) does not have.
-if o=$(make -C "$RSWAP_TOP" CLIPPY=1 RSWAP_FAULT_INJECTION=y 2>&1); then
-	w=$(grep -E '^(warning|error)' <<<"$o" || true)
-	if [ -z "$w" ]; then result ok "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)"
-	else result fail "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)" "$(grep -E -A8 '^(warning|error)' <<<"$o" | head -60)"; fi
-else
-	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
-fi
-# The module's version (modinfo, /sys/module/rswap/version) is the packages'.
-kv=$(modinfo -F version "$RSWAP_TOP/rswap.ko" 2>&1 || true)
-pv=$(sed -n 's/^version = "\(.*\)"/\1/p' "$RSWAP_TOP/tools/rswap-server/Cargo.toml" | head -1)
-if [ -n "$pv" ] && [ "$kv" = "$pv" ]; then result ok "host: rswap.ko's version $kv is the packages'"
-else result fail "host: rswap.ko's version is the packages'" "modinfo: '$kv'; tools/rswap-server/Cargo.toml: '$pv'"; fi
 
 # cargo_tests DIR NAME: `cargo test` in DIR, counted as one result with the number of tests.
 cargo_tests() {
@@ -113,7 +100,6 @@ o=$(bash "$RSWAP_TOP/tests/lib/ktap-selftest.sh" 2>&1) && r=0 || r=$?
 tally "host: tests/lib/ktap.sh" "$o"
 [ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "host: tests/lib/ktap.sh: self-test exited $r" "$(tail -20 <<<"$o")"
 
-# --- in-guest suites ---------------------------------------------------------------------
 # Guest-side helper programs, built on the host into the results folder the guest sees.
 mkdir -p "$out/guest"
 gcc -O2 -Wall -o "$out/guest/swapload" "$RSWAP_TOP/tests/bench/swapload.c" \
@@ -137,6 +123,36 @@ if o=$(bash "$RSWAP_TOP/tests/bench/apps/build.sh" "$out/guest" 2>&1) \
 else
 	result fail "host: bench-apps programs build; appqsort and appstream sort and catch a swapped pair" "$o"
 fi
+
+# --- what needs the build root, the kernel tree and the guest image ----------------------
+prep_rc=0
+wait "$prep_pid" || prep_rc=$?
+cat "$prep_log" >&2
+if [ $prep_rc != 0 ]; then
+	result fail "host: build root, prepared kernel tree and guest image" "$(tail -30 "$prep_log")"
+	echo "$pass passed, $fail failed, $skip skipped"
+	exit 1
+fi
+if o=$(bash "$RSWAP_TOP/scripts/rustfmt.sh" --check 2>&1); then result ok "host: rustfmt --check"
+else result fail "host: rustfmt --check" "$o"; fi
+log "building rswap.ko for the $KERNEL kernel with clippy and fault injection"
+make -s -C "$RSWAP_TOP" clean
+# The tests load the module built here: with its fault-injection parameters, which a
+# module built for installing (DKMS, `make`) does not have.
+if o=$(make -C "$RSWAP_TOP" CLIPPY=1 RSWAP_FAULT_INJECTION=y 2>&1); then
+	w=$(grep -E '^(warning|error)' <<<"$o" || true)
+	if [ -z "$w" ]; then result ok "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)"
+	else result fail "host: rswap.ko builds with no warnings (CLIPPY=1, KERNEL=$KERNEL)" "$(grep -E -A8 '^(warning|error)' <<<"$o" | head -60)"; fi
+else
+	result fail "host: rswap.ko builds (KERNEL=$KERNEL)" "$(tail -40 <<<"$o")"
+fi
+# The module's version (modinfo, /sys/module/rswap/version) is the packages'.
+kv=$(modinfo -F version "$RSWAP_TOP/rswap.ko" 2>&1 || true)
+pv=$(sed -n 's/^version = "\(.*\)"/\1/p' "$RSWAP_TOP/tools/rswap-server/Cargo.toml" | head -1)
+if [ -n "$pv" ] && [ "$kv" = "$pv" ]; then result ok "host: rswap.ko's version $kv is the packages'"
+else result fail "host: rswap.ko's version is the packages'" "modinfo: '$kv'; tools/rswap-server/Cargo.toml: '$pv'"; fi
+
+# --- in-guest suites ---------------------------------------------------------------------
 # shellcheck disable=SC2206
 suites=(${RSWAP_SUITES:-$(cd "$RSWAP_TOP" && ls tests/guest/[0-9][0-9]-*.sh)})
 log "booting the $KERNEL guest for ${#suites[@]} suites: ${suites[*]}"
