@@ -14,6 +14,8 @@ extern crate std;
 
 #[path = "../../../src/config_parse.rs"]
 mod config_parse;
+#[path = "../../../src/disk/ec_layout.rs"]
+mod ec_layout;
 #[path = "../../../src/transport/remote.rs"]
 mod remote;
 #[path = "../../../src/transport/wire.rs"]

@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where an erasure-coded disk keeps its data on its k + r memory servers ("legs"), and
+//! what a read needs from them. Pure logic (only `core`), tested on the host
+//! (`tests/unit`) like `config_parse.rs`.
+//!
+//! - A **block** is one page (4096 bytes). It is cut into k data **fragments** of
+//!   `F = 4096 / k` bytes (fragment `j < k` is bytes `j * F .. (j + 1) * F`) and r parity
+//!   fragments: `P` (fragment k, the XOR of the data) and `Q` (fragment k + 1, the RAID-6
+//!   syndrome). With k = 1 the code is replication: P and Q of one data fragment are that
+//!   fragment itself, so every fragment is a copy.
+//! - The code is MDS: any k of a block's k + r fragments give the block back.
+//! - A **group** is [`GROUP_BLOCKS`] consecutive blocks (32 KiB); the disk never lets a
+//!   request span two groups. Fragment `j` of every block of group `g` lives on leg
+//!   `(j + g) mod (k + r)`, at byte `b * F` of that leg's region (b: the block's number),
+//!   so every leg holds one fragment of every block and each leg's region is `blocks * F`
+//!   bytes. Writes send every fragment, so they load the legs evenly either way; the
+//!   rotation is for reads, which fetch data fragments: without it the parity legs would
+//!   serve none.
+
+use core::fmt;
+
+use crate::config_parse::{self as parse, Invalid};
+
+/// Bytes of a block.
+pub(crate) const BLOCK: u64 = 4096;
+/// Blocks of a group (32 KiB): the placement rotates once a group.
+pub(crate) const GROUP_BLOCKS: u64 = 8;
+/// Most legs a disk has (8 + 2).
+pub(crate) const MAX_LEGS: usize = 10;
+
+/// A set of legs (or of fragments), bit `i` for leg (fragment) `i`.
+pub(crate) type LegMask = u16;
+
+/// An erasure code `k + r`: k data fragments and r parity fragments a block.
+///
+/// # Invariants
+///
+/// `k` is 1, 2, 4 or 8 and `r` is 0, 1 or 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Code {
+    k: u8,
+    r: u8,
+}
+
+impl Code {
+    /// The plain disk: one server, no parity.
+    pub(crate) const PLAIN: Self = Self { k: 1, r: 0 };
+
+    /// `K+R` (e.g. `4+2`): k of 1, 2, 4 or 8 (a fragment is then a multiple of 512
+    /// bytes, as the RAID-6 library needs), r of 0, 1 or 2.
+    pub(crate) fn parse(s: &str) -> Result<Self, Invalid> {
+        let (k, r) = s
+            .split_once('+')
+            .ok_or(Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let k = parse::number(k, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let r = parse::number(r, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let k = match k {
+            1 | 2 | 4 | 8 => k as u8,
+            _ => return Err(Invalid("k must be 1, 2, 4 or 8")),
+        };
+        let r = match r {
+            0..=2 => r as u8,
+            _ => return Err(Invalid("r must be 0, 1 or 2")),
+        };
+        // INVARIANT: checked just above.
+        Ok(Self { k, r })
+    }
+
+    /// Data fragments a block.
+    pub(crate) fn k(self) -> u8 {
+        self.k
+    }
+
+    /// Parity fragments a block.
+    pub(crate) fn r(self) -> u8 {
+        self.r
+    }
+
+    /// Legs (servers): k + r.
+    pub(crate) fn legs(self) -> u8 {
+        self.k + self.r
+    }
+
+    /// Bytes of one fragment: 4096 / k.
+    pub(crate) fn fragment_bytes(self) -> u64 {
+        BLOCK / u64::from(self.k)
+    }
+
+    /// Whether every fragment is a copy of the block (k = 1).
+    pub(crate) fn is_replication(self) -> bool {
+        self.k == 1
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}+{}", self.k, self.r)
+    }
+}
+
+/// How a block is put back together from the fragments that arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decode {
+    /// Every data fragment is there (or, for replication, fragment 0).
+    Direct,
+    /// Replication: fragment 0 is missing; this copy (a parity fragment) is the block.
+    Copy(u8),
+    /// Data fragment `missing` is the XOR of the others and P.
+    Xor { missing: u8 },
+    /// Data fragments `a` and `b` from P and Q (RAID-6 two-data recovery).
+    PQ2Data { a: u8, b: u8 },
+    /// Data fragment `a` from Q, P being missing too (RAID-6 data-and-P recovery).
+    PQData { a: u8 },
+    /// Fewer than k fragments: the block cannot be read.
+    Impossible,
+}
+
+impl Decode {
+    /// Whether the decode may run in a completion (softirq): copies and XOR only; the
+    /// RAID-6 library's recoveries want task context.
+    pub(crate) fn softirq_ok(self) -> bool {
+        matches!(self, Decode::Direct | Decode::Copy(_) | Decode::Xor { .. })
+    }
+}
+
+/// The layout of one disk: its code and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    code: Code,
+    blocks: u64,
+}
+
+impl Layout {
+    /// A disk of `size` bytes (a multiple of [`BLOCK`]; a partial block at the end is
+    /// left out) with `code`.
+    pub(crate) fn new(code: Code, size: u64) -> Self {
+        Self {
+            code,
+            blocks: size / BLOCK,
+        }
+    }
+
+    /// The code.
+    pub(crate) fn code(&self) -> Code {
+        self.code
+    }
+
+    /// Bytes of each leg's region: a fragment of every block, rounded up to a page.
+    pub(crate) fn leg_bytes(&self) -> u64 {
+        let bytes = self.blocks * self.code.fragment_bytes();
+        bytes.div_ceil(BLOCK) * BLOCK
+    }
+
+    /// The group of block `block`.
+    pub(crate) fn group(block: u64) -> u64 {
+        block / GROUP_BLOCKS
+    }
+
+    /// Where in every leg's region block `block`'s fragment is.
+    pub(crate) fn remote_offset(&self, block: u64) -> u64 {
+        block * self.code.fragment_bytes()
+    }
+
+    /// The leg that holds fragment `fragment` of the blocks of group `group`.
+    pub(crate) fn leg_of(&self, group: u64, fragment: u8) -> u8 {
+        let n = u64::from(self.code.legs());
+        ((u64::from(fragment) + group % n) % n) as u8
+    }
+
+    /// The fragment that leg `leg` holds of the blocks of group `group`.
+    pub(crate) fn fragment_on(&self, group: u64, leg: u8) -> u8 {
+        let n = u64::from(self.code.legs());
+        ((u64::from(leg) + n - group % n) % n) as u8
+    }
+
+    /// The fragments held by the legs of `legs`, in group `group`.
+    pub(crate) fn fragments_of(&self, group: u64, legs: LegMask) -> LegMask {
+        (0..self.code.legs())
+            .filter(|&l| legs & (1 << l) != 0)
+            .fold(0, |m, l| m | 1 << self.fragment_on(group, l))
+    }
+
+    /// The legs that hold the fragments of `fragments`, in group `group`.
+    pub(crate) fn legs_of(&self, group: u64, fragments: LegMask) -> LegMask {
+        (0..self.code.legs())
+            .filter(|&j| fragments & (1 << j) != 0)
+            .fold(0, |m, j| m | 1 << self.leg_of(group, j))
+    }
+
+    /// The legs a read of group `group` asks, of those in `usable`: the data fragments'
+    /// legs, a parity fragment's for each data leg that is not usable (P first, then Q),
+    /// and up to `extra` more parity legs, whose fragments let the read end without its
+    /// slowest leg. `None` if fewer than k legs are usable.
+    pub(crate) fn read_plan(&self, group: u64, usable: LegMask, extra: u8) -> Option<LegMask> {
+        let k = self.code.k;
+        let have = self.fragments_of(group, usable);
+        let data: LegMask = (1 << k) - 1;
+        let mut want = have & data;
+        let mut short = k - want.count_ones() as u8;
+        let mut extra = extra;
+        for p in k..self.code.legs() {
+            let bit = 1 << p;
+            if have & bit == 0 {
+                continue;
+            }
+            if short > 0 {
+                want |= bit;
+                short -= 1;
+            } else if extra > 0 {
+                want |= bit;
+                extra -= 1;
+            }
+        }
+        (short == 0).then(|| self.legs_of(group, want))
+    }
+
+    /// How to put a block of group `group` together from what the legs of `arrived`
+    /// sent.
+    pub(crate) fn decode(&self, group: u64, arrived: LegMask) -> Decode {
+        let k = self.code.k;
+        let have = self.fragments_of(group, arrived);
+        if self.code.is_replication() {
+            return match (0..self.code.legs()).find(|&j| have & (1 << j) != 0) {
+                Some(0) => Decode::Direct,
+                Some(j) => Decode::Copy(j),
+                None => Decode::Impossible,
+            };
+        }
+        let data: LegMask = (1 << k) - 1;
+        let missing = data & !have;
+        let (p, q) = (have & (1 << k) != 0, have & (1 << (k + 1)) != 0);
+        let mut gone = (0..k).filter(|&j| missing & (1 << j) != 0);
+        match (missing.count_ones(), p, q) {
+            (0, _, _) => Decode::Direct,
+            (1, true, _) => Decode::Xor {
+                missing: gone.next().unwrap_or(0),
+            },
+            (1, false, true) => Decode::PQData {
+                a: gone.next().unwrap_or(0),
+            },
+            (2, true, true) => Decode::PQ2Data {
+                a: gone.next().unwrap_or(0),
+                b: gone.next().unwrap_or(0),
+            },
+            _ => Decode::Impossible,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code the parser takes.
+    fn codes() -> impl Iterator<Item = Code> {
+        [1u8, 2, 4, 8]
+            .into_iter()
+            .flat_map(|k| (0u8..=2).map(move |r| Code { k, r }))
+    }
+
+    #[test]
+    fn codes_parse() {
+        assert_eq!(Code::parse("4+2"), Ok(Code { k: 4, r: 2 }));
+        assert_eq!(Code::parse("1+0"), Ok(Code::PLAIN));
+        assert_eq!(Code::parse("8+1").map(|c| c.legs()), Ok(9));
+        assert_eq!(std::format!("{}", Code { k: 2, r: 1 }), "2+1");
+        for c in codes() {
+            assert_eq!(Code::parse(&std::format!("{c}")), Ok(c));
+        }
+        for bad in ["", "4", "4+", "+2", "4-2", "a+b", "4+2+1", " 4+2", "4 + 2"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("not a code (K+R, e.g. 4+2)")),
+                "{bad}"
+            );
+        }
+        for bad in ["0+1", "3+1", "16+2", "5+0"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("k must be 1, 2, 4 or 8")),
+                "{bad}"
+            );
+        }
+        for bad in ["4+3", "1+9"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("r must be 0, 1 or 2")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn fragments_are_raid6_aligned() {
+        for c in codes() {
+            assert_eq!(c.fragment_bytes() * u64::from(c.k()), BLOCK);
+            assert_eq!(c.fragment_bytes() % 512, 0, "{c}");
+            assert!(usize::from(c.legs()) <= MAX_LEGS);
+        }
+    }
+
+    #[test]
+    fn leg_regions() {
+        let l = Layout::new(Code { k: 4, r: 2 }, 1 << 30);
+        assert_eq!(l.leg_bytes(), 1 << 28);
+        assert_eq!(l.remote_offset(3), 3 * 1024);
+        let small = Layout::new(Code { k: 8, r: 1 }, 3 * BLOCK);
+        assert_eq!(
+            small.leg_bytes(),
+            BLOCK,
+            "3 blocks of 512-byte fragments: one page"
+        );
+        assert_eq!(Layout::new(Code::PLAIN, 1 << 20).leg_bytes(), 1 << 20);
+    }
+
+    /// In every group each leg holds one fragment; over k + r groups each leg holds each
+    /// fragment once; `fragment_on` undoes `leg_of`.
+    #[test]
+    fn placement_rotates_per_group() {
+        for c in codes() {
+            let l = Layout::new(c, 1 << 30);
+            let n = c.legs();
+            let all: LegMask = (1 << n) - 1;
+            for g in 0..3 * u64::from(n) {
+                let mut legs: LegMask = 0;
+                for j in 0..n {
+                    let leg = l.leg_of(g, j);
+                    assert!(leg < n);
+                    assert_eq!(l.fragment_on(g, leg), j, "{c} group {g}");
+                    legs |= 1 << leg;
+                }
+                assert_eq!(legs, all, "{c} group {g}");
+            }
+            for leg in 0..n {
+                let seen =
+                    (0..u64::from(n)).fold(0 as LegMask, |m, g| m | 1 << l.fragment_on(g, leg));
+                assert_eq!(seen, all, "{c} leg {leg}");
+            }
+            assert_eq!(Layout::group(GROUP_BLOCKS - 1), 0);
+            assert_eq!(Layout::group(GROUP_BLOCKS), 1);
+        }
+    }
+
+    /// The code is MDS: a block can be decoded exactly when k fragments arrived, and the
+    /// decode names only fragments that are missing (what it rebuilds) and uses only
+    /// parity that arrived.
+    #[test]
+    fn decode_every_mask_of_every_code() {
+        for c in codes() {
+            let l = Layout::new(c, 1 << 30);
+            let n = c.legs();
+            for g in 0..u64::from(n) {
+                for arrived in 0..(1 as LegMask) << n {
+                    let have = l.fragments_of(g, arrived);
+                    let d = l.decode(g, arrived);
+                    let enough = arrived.count_ones() >= u32::from(c.k());
+                    assert_eq!(
+                        d != Decode::Impossible,
+                        enough,
+                        "{c} group {g} arrived {arrived:b}: {d:?}"
+                    );
+                    let gone = |j: u8| j < c.k() && have & (1 << j) == 0;
+                    let there = |j: u8| have & (1 << j) != 0;
+                    match d {
+                        Decode::Direct if c.is_replication() => assert!(there(0)),
+                        Decode::Direct => assert!((0..c.k()).all(there)),
+                        Decode::Copy(j) => {
+                            assert!(c.is_replication() && j > 0 && there(j) && !there(0))
+                        }
+                        Decode::Xor { missing } => {
+                            assert!(gone(missing) && there(c.k()));
+                            assert!((0..c.k()).filter(|&j| j != missing).all(there));
+                        }
+                        Decode::PQData { a } => {
+                            assert!(gone(a) && !there(c.k()) && there(c.k() + 1));
+                        }
+                        Decode::PQ2Data { a, b } => {
+                            assert!(
+                                a < b && gone(a) && gone(b) && there(c.k()) && there(c.k() + 1)
+                            );
+                        }
+                        Decode::Impossible => {}
+                    }
+                    assert_eq!(
+                        d.softirq_ok(),
+                        !matches!(
+                            d,
+                            Decode::PQData { .. } | Decode::PQ2Data { .. } | Decode::Impossible
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A read asks only usable legs, k of them plus at most `extra` more, exactly when k
+    /// are usable; what it asks decodes, and with no leg missing and no extra it asks the
+    /// data fragments' legs only.
+    #[test]
+    fn read_plans() {
+        for c in codes() {
+            let l = Layout::new(c, 1 << 30);
+            let n = c.legs();
+            let all: LegMask = (1 << n) - 1;
+            for g in 0..u64::from(n) {
+                assert_eq!(
+                    l.read_plan(g, all, 0),
+                    Some(l.legs_of(g, (1 << c.k()) - 1)),
+                    "{c} group {g}"
+                );
+                for usable in 0..=all {
+                    for extra in 0..=2u8 {
+                        let plan = l.read_plan(g, usable, extra);
+                        let k = u32::from(c.k());
+                        if usable.count_ones() < k {
+                            assert_eq!(plan, None);
+                            continue;
+                        }
+                        let plan = plan.expect("k usable legs");
+                        assert_eq!(plan & !usable, 0);
+                        let spare = usable.count_ones() - k;
+                        assert_eq!(
+                            plan.count_ones(),
+                            k + u32::from(extra).min(spare),
+                            "{c} {usable:b} +{extra}"
+                        );
+                        assert_ne!(l.decode(g, plan), Decode::Impossible);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Two worked examples of the rule, for the documentation.
+    #[test]
+    fn examples() {
+        let l = Layout::new(Code { k: 4, r: 2 }, 1 << 30);
+        // Group 1: fragment j on leg j + 1; P (4) on leg 5, Q (5) on leg 0.
+        assert_eq!(l.leg_of(1, 0), 1);
+        assert_eq!(l.leg_of(1, 4), 5);
+        assert_eq!(l.leg_of(1, 5), 0);
+        // Leg 2 gone in group 1: data fragment 1 is rebuilt from P by XOR.
+        assert_eq!(l.read_plan(1, 0b111011, 0), Some(0b111010));
+        assert_eq!(l.decode(1, 0b111010), Decode::Xor { missing: 1 });
+        // Legs 2 and 5 (fragment 1 and P) gone: fragment 1 from Q.
+        assert_eq!(l.decode(1, 0b011011), Decode::PQData { a: 1 });
+    }
+}
