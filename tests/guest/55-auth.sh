@@ -6,6 +6,10 @@
 # (hello, challenge, proof), and the server proves it back in the region descriptor.
 # Impostors (rswap-testclient with the owner's id and a wrong or no secret, a replayed
 # proof, a cloned target) are refused with their reason and never disturb the owner.
+# SIGHUP reads a second server's allow-list again while a kernel target swaps on that
+# server: clients added, rotated and removed, a broken file, none of it disturbing the
+# swapping target; then the target's own secret is rotated and it is enabled again with
+# the new one, getting its region and data back.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -19,6 +23,7 @@ CFG=/sys/kernel/config/rswap
 T=$CFG/owner
 C=$CFG/clone
 W=$CFG/wrong
+R=$CFG/reload # the reload server's kernel target
 CG=/sys/fs/cgroup/rswap-auth
 OUT=$RSWAP_OUT/55-auth
 mkdir -p "$OUT"
@@ -31,12 +36,26 @@ SECRET2=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ALLOW=/tmp/rswap-55-allow
 WORK_MB=48
 LIMIT_MB=20
+# The reload server (t_reload_*): its port, allow-list and log; its kernel target $R is
+# client $RID, swapping a swapload run of RWORK_MB in a cgroup of RLIMIT_MB whose rewrite
+# phase lasts RLOAD_S seconds, long enough for the reloads (12 s from the load's start
+# on the stock kernel on 2026-11-27; the debug kernel is slower).
+RPORT=$((PORT + 2))
+RA=/tmp/rswap-55-reload
+RLOG=$OUT/server-reload.log
+RID=0x5505
+RSECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+RWORK_MB=32
+RLIMIT_MB=16
+RLOAD_S=30
+[[ $(uname -r) != *-rswap-debug ]] || RLOAD_S=90
 
-SPID= RSPID=
+SPID= RSPID= RDEV=
 cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
+	[ -z "$RDEV" ] || swapoff "$RDEV" 2>/dev/null
 	local d
-	for d in $C $W $T; do
+	for d in $C $W $R $T; do
 		{ [ -d "$d" ] && echo 0 > "$d/enable"; } 2>/dev/null
 		rmdir "$d" 2>/dev/null
 	done
@@ -44,6 +63,7 @@ cleanup() {
 	[ -z "$SPID" ] || kill -KILL "$SPID" 2>/dev/null
 	[ -z "$RSPID" ] || kill -KILL "$RSPID" 2>/dev/null
 	ip addr del $IP2/24 dev eth0 2>/dev/null
+	rm -f $RA
 	true
 }
 trap cleanup EXIT
@@ -58,6 +78,10 @@ setup() {
 # client ARGS...: runs the test client against the server (testclient: output in $CO,
 # status in $CS), within 120 s.
 client() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$PORT" "$@"; }
+# rclient ARGS...: the same against the reload server.
+rclient() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$RPORT" "$@"; }
+# hup REGEX: SIGHUP to the reload server; waits (20 s) for REGEX in its log.
+hup() { kill -HUP "$RSPID"; wait_log "$RLOG" "$1" 20; }
 
 # Safe defaults.
 t_safe_defaults() {
@@ -248,76 +272,178 @@ t_connect_log_rate() {
 ktap_test "auth: the log lines of a flood of unauthenticated connects are rate-limited, and what is dropped is counted" t_connect_log_rate
 
 # Live configuration: SIGHUP reads the allow-list again. A second server (grace 5 s) with
-# an allow-list of its own: while client $ID2 holds its region, client 0x5503 is added
-# and connects; a broken file is refused with FILE:LINE and the list in use stays; its
-# secret is rotated (the old one refused, the new one admitted); it is removed while it
-# holds its region: its queue is closed, its region freed after the grace, its hellos
-# refused. Client $ID2's queues stay through all of it.
-t_reload() {
-	local rport=$((PORT + 2)) ra=/tmp/rswap-55-reload id3=0x5503 s3a s3b bad= h2 h3 h3rc rlog=$OUT/server-reload.log
+# an allow-list of its own; its first client is a kernel target ($R, client $RID, its
+# secret) used as swap (priority 200, above any other) by a swapload run of RWORK_MB
+# MiB in a cgroup of RLIMIT_MB. While its pages go out: client 0x5503 (rswap-testclient)
+# is refused, then added and connects; a broken file is refused with FILE:LINE and the
+# list in use stays; its secret is rotated (the old one refused, the new one admitted);
+# it is removed while it holds its region: its queue is closed, its region freed after
+# the grace, its hellos refused. The swapping target is never disturbed: no queue of it
+# closed, no recovery, 0 bad pages, no process killed. Leaves the server ($RSPID) and
+# the target (swapped off) to the next test.
+t_reload_under_swap() {
+	local id3=0x5503 s3a s3b bad= h3 h3rc out0 swapping out1 out2 rec0 rec1 lrc start steps_s
 	s3a=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	s3b=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	rclient() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$rport" "$@"; }
-	hup() { kill -HUP "$RSPID"; wait_log "$rlog" "$1" 20; }
-	( umask 077; printf '%s %s\n' "$ID2" "$SECRET2" > $ra )
-	if ! server_start "$rlog" --listen "$IP:$rport" --size 64M --grace 5 --allow-list $ra >/dev/null; then
+	( umask 077; printf '%s %s\n' "$RID" "$RSECRET" > $RA )
+	if ! server_start "$RLOG" --listen "$IP:$RPORT" --size 64M --grace 5 --allow-list $RA >/dev/null; then
 		SPID=$MAIN_SPID
-		ktap_fail "the second server does not start: $(tail -3 "$rlog")"
+		ktap_fail "the second server does not start: $(tail -3 "$RLOG")"
 		return
 	fi
 	RSPID=$SPID SPID=$MAIN_SPID
-	timeout 150 "$CLI" --connect "$IP:$rport" --client-id $ID2 --size 4M --queues 2 --secret "$SECRET2" \
-		--print-descriptor --hold 120 >"$OUT/reload-holder2.out" 2>&1 &
-	h2=$!
-	wait_log "$OUT/reload-holder2.out" '^queue=1 ' 60 || bad+="client $ID2 did not connect; "
+	mkdir $R
+	echo "$IP" > $R/addr; echo $RPORT > $R/port; echo $((RWORK_MB + 16))M > $R/size; echo 2 > $R/queues
+	echo $RID > $R/client_id; echo "$RSECRET" > $R/secret
+	if ! echo 1 > $R/enable || [[ $(cat $R/state) != connected* ]]; then
+		ktap_fail "target $RID does not connect: $(cat $R/last_error); $(tail -3 "$RLOG")"
+		return
+	fi
+	RDEV=/dev/$(cat $R/device)
+	if ! mkswap "$RDEV" >/dev/null || ! swapon -p 200 "$RDEV"; then
+		ktap_fail "no swap on $RDEV: $(cat /proc/swaps)"
+		return
+	fi
+	dmesg_mark "55-auth reload"
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+	mkdir -p $CG
+	echo $((RLIMIT_MB << 20)) > $CG/memory.max
+	echo max > $CG/memory.swap.max 2>/dev/null
+	rec0=$(state_field $R recoveries)
+	out0=$(vm pswpout)
+	start=$(date +%s)
+	sh -c "echo \$\$ > $CG/cgroup.procs && SWAPLOAD_PASSES=1 exec $LOAD $RWORK_MB 56 $RLOAD_S" \
+		>"$OUT/swapload-reload.json" 2>"$OUT/swapload-reload.err" &
+	LPID=$!
+	swapping=$(wait_swapping $LPID $out0)
+	[ "$swapping" -ge 2000 ] || bad+="only $swapping pages out before the reloads; "
+	out1=$(vm pswpout)
 	# Added.
 	rclient --client-id $id3 --size 4M --secret "$s3a" --expect-reject AuthFailed
 	[ $CS = 0 ] || bad+="unlisted $id3 not refused: $CO; "
-	printf '%s %s\n' "$id3" "$s3a" >> $ra
+	printf '%s %s\n' "$id3" "$s3a" >> $RA
 	hup 'event=allow_list_reloaded .*clients=2 added=21763 removed=none changed=none' || bad+="no reload (add); "
 	rclient --client-id $id3 --size 4M --secret "$s3a"
 	[ $CS = 0 ] || bad+="added $id3 does not connect: $CO; "
 	# A broken file.
-	echo "0x5504 zz" >> $ra
-	hup "level=error event=allow_list_rejected error=\"$ra:3: " || bad+="broken file not refused with $ra:3; "
+	echo "0x5504 zz" >> $RA
+	hup "level=error event=allow_list_rejected error=\"$RA:3: " || bad+="broken file not refused with $RA:3; "
 	rclient --client-id $id3 --size 4M --secret "$s3a"
 	[ $CS = 0 ] || bad+="$id3 refused after a broken reload: $CO; "
 	kill -0 "$RSPID" 2>/dev/null || bad+="the server died; "
 	# Rotated.
-	printf '%s %s\n%s %s\n' "$ID2" "$SECRET2" "$id3" "$s3b" > $ra
+	printf '%s %s\n%s %s\n' "$RID" "$RSECRET" "$id3" "$s3b" > $RA
 	hup 'event=allow_list_reloaded .*changed=21763' || bad+="no reload (rotate); "
 	rclient --client-id $id3 --size 4M --secret "$s3a" --expect-reject AuthFailed
 	[ $CS = 0 ] || bad+="old secret of $id3 not refused: $CO; "
 	rclient --client-id $id3 --size 4M --secret "$s3b"
 	[ $CS = 0 ] || bad+="new secret of $id3 not admitted: $CO; "
 	# Removed while it holds its region.
-	timeout 150 "$CLI" --connect "$IP:$rport" --client-id $id3 --size 4M --secret "$s3b" \
+	timeout 150 "$CLI" --connect "$IP:$RPORT" --client-id $id3 --size 4M --secret "$s3b" \
 		--print-descriptor --hold 100 >"$OUT/reload-holder3.out" 2>&1 &
 	h3=$!
 	wait_log "$OUT/reload-holder3.out" '^queue=0 ' 60 || bad+="$id3 did not connect to hold; "
-	printf '%s %s\n' "$ID2" "$SECRET2" > $ra
+	printf '%s %s\n' "$RID" "$RSECRET" > $RA
 	hup 'event=allow_list_reloaded .*removed=21763' || bad+="no reload (remove); "
 	wait_exit "$h3" 30; h3rc=$?
 	{ [ $h3rc = 1 ] && grep -q 'server disconnected a queue' "$OUT/reload-holder3.out"; } \
 		|| bad+="$id3 not disconnected (exit $h3rc: $(tail -1 "$OUT/reload-holder3.out")); "
-	grep -q 'event=queue_closed client_id=21763 .*why="removed from the allow-list"' "$rlog" || bad+="no queue_closed of $id3; "
-	wait_log "$rlog" 'event=region_freed client_id=21763 .*why="grace period over"' 20 || bad+="region of $id3 not freed; "
+	grep -q 'event=queue_closed client_id=21763 .*why="removed from the allow-list"' "$RLOG" || bad+="no queue_closed of $id3; "
+	wait_log "$RLOG" 'event=region_freed client_id=21763 .*why="grace period over"' 20 || bad+="region of $id3 not freed; "
 	rclient --client-id $id3 --size 4M --secret "$s3b" --expect-reject AuthFailed
 	[ $CS = 0 ] || bad+="removed $id3 not refused: $CO; "
-	# Client $ID2 undisturbed: still connected, no queue of it closed.
-	kill -0 "$h2" 2>/dev/null || bad+="client $ID2's holder ended: $(tail -2 "$OUT/reload-holder2.out"); "
-	! grep -q 'event=queue_closed client_id=21762 ' "$rlog" || bad+="a queue of $ID2 was closed; "
-	kill "$h2" 2>/dev/null; wait "$h2" 2>/dev/null
-	kill "$RSPID"; wait "$RSPID" 2>/dev/null; RSPID=
-	rm -f $ra
+	# All of that while the target swapped.
+	out2=$(vm pswpout)
+	steps_s=$(( $(date +%s) - start ))
+	kill -0 "$LPID" 2>/dev/null || bad+="swapload ended before the reloads did (${steps_s}s; its rewrite phase is ${RLOAD_S}s); "
+	[ $((out2 - out1)) -ge 1000 ] || bad+="only $((out2 - out1)) pages out during the reloads; "
+	wait_exit "$LPID" 300; lrc=$?
+	[ $lrc != 124 ] || kill -KILL "$LPID" 2>/dev/null
+	rmdir $CG 2>/dev/null
+	{ [ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload-reload.json"; } \
+		|| bad+="swapload exit $lrc: $(cat "$OUT/swapload-reload.err" "$OUT/swapload-reload.json" | tail -3); "
+	! dmesg | sed -n '/rswap-test-mark: 55-auth reload/,$p' | grep -q 'Killed process' || bad+="a process was killed; "
+	# The target undisturbed: connected, no recovery, none of its queues closed.
+	rec1=$(state_field $R recoveries)
+	{ [[ $(cat $R/state) == connected* ]] && [ "$rec1" = "$rec0" ]; } || bad+="target $RID: $(cat $R/state) (recoveries were $rec0); "
+	! grep -q "event=queue_closed client_id=$((RID)) " "$RLOG" || bad+="a queue of $RID was closed: $(grep "event=queue_closed client_id=$((RID)) " "$RLOG" | head -1); "
 	if [ -z "$bad" ]; then
 		ktap_pass
-		ktap_diag "$(grep -E 'allow_list_(reloaded|rejected)' "$rlog" | sed 's/^ts=[^ ]* //')"
+		ktap_diag "$(grep -E 'allow_list_(reloaded|rejected)' "$RLOG" | sed 's/^ts=[^ ]* //')"
+		ktap_diag "target $RID swapping on $RDEV: $swapping pages out before the reloads, $((out2 - out1)) during them (${steps_s}s from the load's start); recoveries $rec0 -> $rec1" \
+			"swapload: $(cat "$OUT/swapload-reload.json")"
 	else
 		ktap_fail "$bad"
 	fi
 }
-ktap_test "auth: SIGHUP reloads the allow-list: a client added connects, a broken file keeps the old list, a rotated secret is required, a removed client is disconnected and its region freed after the grace; another client undisturbed" t_reload
+ktap_test "auth: SIGHUP reloads the allow-list while a kernel target swaps on the server: a client added connects, a broken file keeps the old list, a rotated secret is required, a removed client is disconnected and its region freed after the grace; the target undisturbed (no queue closed, no recovery, 0 bad pages)" t_reload_under_swap
+
+# The target of the test before rotates its own secret, its load over and swapped off:
+# a known pattern written to its disk; the new secret in the allow-list and SIGHUP
+# (changed=$RID) leave its queues up, and the pattern reads back through them. The
+# target disabled, enabling it with the old secret is refused with AuthFailed
+# (last_error, dmesg, the server's log); with the new secret it connects within the
+# grace and gets the same region back (region_reused, epoch + 1), the pattern in it.
+# Then the target is removed and the server stopped.
+t_reload_rotate_target() {
+	local bad= k2 region0 epoch0 rec0 t0 ms pat=/tmp/rswap-55-reload4
+	if [ -z "$RSPID" ] || [ "$(cat $R/enable 2>/dev/null)" != 1 ]; then
+		ktap_fail "no target $RID on the reload server (the test before)"
+	else
+		swapoff "$RDEV" || bad+="swapoff $RDEV: $(cat /proc/swaps); "
+		head -c 4M /dev/urandom > $pat
+		dd if=$pat of="$RDEV" bs=1M seek=40 oflag=direct status=none || bad+="writing the pattern failed; "
+		region0=$(state_field $R region) epoch0=$(state_field $R epoch) rec0=$(state_field $R recoveries)
+		k2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+		printf '%s %s\n' "$RID" "$k2" > $RA
+		hup "event=allow_list_reloaded .*removed=none changed=$((RID))( |$)" || bad+="no reload (rotate $RID); "
+		# The established queues stay, and work.
+		{ dd if="$RDEV" of=$pat.b bs=1M skip=40 count=4 iflag=direct status=none && cmp -s $pat $pat.b; } \
+			|| bad+="the pattern does not read back after the rotation; "
+		{ [[ $(cat $R/state) == connected* ]] && [ "$(state_field $R recoveries)" = "$rec0" ]; } \
+			|| bad+="after the rotation: $(cat $R/state) (recoveries were $rec0); "
+		! grep -q "event=queue_closed client_id=$((RID)) " "$RLOG" || bad+="the rotation closed a queue of $RID; "
+		# Enabled again: the old secret refused, the new one admitted within the grace.
+		t0=$(date +%s%N)
+		echo 0 > $R/enable || bad+="disable: $(cat $R/last_error); "
+		echo "$RSECRET" > $R/secret
+		dmesg_mark "55-auth reload old secret"
+		! echo 1 > $R/enable 2>/dev/null || bad+="enabled with the old secret; "
+		{ [ "$(cat $R/enable)" = 0 ] \
+			&& [[ $(cat $R/last_error) == "enable failed: "*": queue 0: the server rejected the connection: AuthFailed" ]] \
+			&& dmesg | sed -n '/rswap-test-mark: 55-auth reload old secret/,$p' \
+				| grep -q 'rswap: rswap[0-9]*: queue 0: the server rejected the connection: AuthFailed'; } \
+			|| bad+="old secret: enable=$(cat $R/enable), last_error: $(cat $R/last_error); "
+		grep -qE "event=connect_rejected .*reason=AuthFailed .*client_id=$((RID)) " "$RLOG" \
+			|| bad+="the server logged no AuthFailed for $RID; "
+		echo "$k2" > $R/secret
+		{ echo 1 > $R/enable && [[ $(cat $R/state) == connected* ]]; } \
+			|| bad+="the new secret does not connect: $(cat $R/last_error); $(tail -3 "$RLOG"); "
+		ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+		{ [ "$(state_field $R region)" = "$region0" ] && [ "$(state_field $R epoch)" -gt "$epoch0" ] \
+			&& grep -q "event=region_reused client_id=$((RID)) region_id=$region0 " "$RLOG" \
+			&& ! grep -q "event=region_freed client_id=$((RID)) " "$RLOG"; } \
+			|| bad+="not the same region: region $region0 epoch $epoch0 -> $(cat $R/state); $(grep "client_id=$((RID)) " "$RLOG" | tail -3); "
+		RDEV=/dev/$(cat $R/device)
+		{ dd if="$RDEV" of=$pat.b bs=1M skip=40 count=4 iflag=direct status=none && cmp -s $pat $pat.b; } \
+			|| bad+="the pattern does not read back after the re-enable; "
+		if [ -z "$bad" ]; then
+			ktap_pass
+			ktap_diag "$(grep -E "allow_list_reloaded .*changed=$((RID))( |$)" "$RLOG" | sed 's/^ts=[^ ]* //')" \
+				"old secret: $(cat $R/last_error)" \
+				"new secret: $(cat $R/state), ${ms} ms after the disable (grace 5 s); $(grep "event=region_reused client_id=$((RID)) " "$RLOG" | sed 's/^ts=[^ ]* //')"
+		else
+			ktap_fail "$bad"
+		fi
+		echo 0 > $R/enable
+		rm -f $pat $pat.b
+	fi
+	rmdir $R 2>/dev/null
+	RDEV=
+	[ -z "$RSPID" ] || { kill "$RSPID"; wait "$RSPID" 2>/dev/null; RSPID=; }
+	rm -f $RA
+}
+ktap_test "auth: the swapping target's secret rotated by SIGHUP: its queues stay; enabled again, the old secret is refused (AuthFailed) and the new one gets the same region back within the grace, its data intact" t_reload_rotate_target
 
 # A target with a secret the server does not have for its id.
 t_server_lacks_secret() {
