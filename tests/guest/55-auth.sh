@@ -38,8 +38,8 @@ WORK_MB=48
 LIMIT_MB=20
 # The reload server (t_reload_*): its port, allow-list and log; its kernel target $R is
 # client $RID, swapping a swapload run of RWORK_MB in a cgroup of RLIMIT_MB whose rewrite
-# phase lasts RLOAD_S seconds, long enough for the reloads (12 s from the load's start
-# on the stock kernel on 2026-11-27; the debug kernel is slower).
+# phase lasts RLOAD_S seconds, about three times what the reloads took from the load's
+# start on 2026-11-27 (15 s on the stock kernel, 34 s on the debug kernel).
 RPORT=$((PORT + 2))
 RA=/tmp/rswap-55-reload
 RLOG=$OUT/server-reload.log
@@ -47,7 +47,7 @@ RID=0x5505
 RSECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 RWORK_MB=32
 RLIMIT_MB=16
-RLOAD_S=30
+RLOAD_S=45
 [[ $(uname -r) != *-rswap-debug ]] || RLOAD_S=90
 
 SPID= RSPID= RDEV=
