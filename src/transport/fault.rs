@@ -8,7 +8,8 @@
 //! Only allocations made in a recovery (the current task in a
 //! [`ReserveScope`](crate::kernel_ext::ReserveScope)) are failed, never those of `enable`;
 //! the steps fail in turn, so that every one of them is seen failing: the k-th injected
-//! failure hits the step numbered k modulo the number of steps.
+//! failure hits the step numbered k modulo the number of steps, or the first step after
+//! it that the attempt reaches (a connection over iWARP has no RECV buffer to allocate).
 
 use kernel::prelude::*;
 
@@ -42,10 +43,12 @@ mod inject {
         BUDGET.store(n, Ordering::Relaxed);
     }
 
-    /// Whether `step` of the current connection attempt is to fail.
+    /// Whether `step` of the current connection attempt is to fail: the first step the
+    /// attempt reaches that is the one whose turn it is or a later one (its first
+    /// failure ends the attempt).
     pub(super) fn fails(step: AllocStep) -> bool {
         crate::kernel_ext::current_uses_reserves()
-            && DONE.load(Ordering::Relaxed) % STEPS == step as u32
+            && step as u32 >= DONE.load(Ordering::Relaxed) % STEPS
             && BUDGET
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
                 .is_ok()
