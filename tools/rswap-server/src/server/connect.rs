@@ -167,7 +167,7 @@ impl Server {
             return self.refuse(id, Some(&req), admission::too_many_pending(at.pending));
         }
         // Authentication, before anything about regions is looked at.
-        let (instance, proven) =
+        let (instance, mut proven) =
             match self
                 .gate
                 .check(&req, id.peer_ip(), Instant::now(), crypto::random_u64)
@@ -264,7 +264,6 @@ impl Server {
             return;
         }
         let auth_proof = proven.is_some();
-        let mut proven = proven;
         let mut reply = [0u8; RegionDescriptor::SIZE];
         let mut in_accept = None;
         if req.reply_descriptor {
@@ -352,21 +351,22 @@ impl Server {
 
     pub(super) fn on_established(&mut self, key: IdKey) {
         self.pending.end(&key);
+        let Some(client_id) = self.queues.get(&key).map(|q| q.client_id) else {
+            return;
+        };
+        self.seen(client_id);
         let Some(q) = self.queues.get_mut(&key) else {
             return;
         };
-        let client_id = q.client_id;
         if let Some(desc) = q.in_accept.take() {
             // The client has its descriptor already: nothing to send.
             q.probe.established();
-            self.seen(client_id);
             self.log_descriptor(key, &desc, "accept");
             return;
         }
-        self.seen(client_id);
         // An authenticated client gets the server's proof; the others zeros. The secret
         // is not needed after this: it leaves the queue here.
-        let mut proven = self.queues.get_mut(&key).and_then(|q| q.proven.take());
+        let mut proven = q.proven.take();
         let Some(desc) = self.signed_descriptor(client_id, &mut proven) else {
             self.close_queue(key, "region not registered");
             return;
