@@ -189,7 +189,7 @@ t_keepalive_poll() {
 ktap_test "two guests: keep-alive: an idle poll queue (poll_queues=1) notices a silent server by itself within 2 x keepalive_ms + 2 s; when packets flow again all three queues reconnect and the data reads back" t_keepalive_poll
 
 # A network blackout under a read: the read times out (io_timeout 5 s; soft-RoCE's own
-# retries outlast a 20 s blackout), the timeout starts recovery, which takes the queue
+# retries outlast a 12 s blackout), the timeout starts recovery, which takes the queue
 # down and reconnects once packets flow again, and the read is issued again.
 t_blackout() {
 	rec0=$(state_field $T recoveries)
@@ -197,7 +197,7 @@ t_blackout() {
 	if tc qdisc add dev eth0 root netem loss 100%; then
 		dd if=/dev/rswap0 of=/tmp/r4b bs=1M skip=8 count=4 iflag=direct status=none 2>"$OUT/blackout.err" &
 		ddpid=$!
-		sleep 20
+		sleep 12
 		tc qdisc del dev eth0 root
 		timeout 180 tail --pid=$ddpid -f /dev/null
 		wait $ddpid; rc=$?
@@ -213,7 +213,7 @@ t_blackout() {
 		ktap_skip "no netem qdisc in this kernel"
 	fi
 }
-ktap_test "two guests: the link drops every packet for 20 s under a read; the read times out, the queue recovers, the read returns the right data" t_blackout
+ktap_test "two guests: the link drops every packet for 12 s under a read; the read times out, the queue recovers, the read returns the right data" t_blackout
 
 # The request timeout with recovery off: the link drops everything, the disk's timeout is
 # far below the RDMA retry time, so blk-mq's timeout handler runs: it tears the queue
@@ -243,11 +243,11 @@ ktap_test "two guests: with recovery off and the link dropping every packet, a r
 # The swap suite, with the server in the other guest (it starts none of its own): each of
 # its tests is one here, named "two guests: NAME". The first runs the suite ($SWAP_KTAP;
 # as it goes, also in $OUT/40-swap.ktap), the others report what it printed for them.
-# 64 MiB in a 32 MiB cgroup, then 32 in 16 with sync_swapin: the single guest's run has
-# the large working set (192 MiB); this one adds the remote server, and every page swapped
+# 32 MiB in a 16 MiB cgroup, then 16 in 8 with sync_swapin: the single guest's run has
+# the large working set (96 MiB); this one adds the remote server, and every page swapped
 # in crosses the link (about 8 ms a page with sync_swapin under TCG), so its time goes with
-# the size: at 128 MiB in 64 it took 11 of this guest's 13 minutes on a loaded host.
-SWAP_ENV=(RSWAP_SWAP_PORT=7471 RSWAP_SWAP_WORK_MB=64 RSWAP_SWAP_LIMIT_MB=32)
+# the size: 64 MiB in 32 and 32 in 16 took 135 s of make check's time.
+SWAP_ENV=(RSWAP_SWAP_PORT=7471 RSWAP_SWAP_WORK_MB=32 RSWAP_SWAP_LIMIT_MB=16)
 SWAP_KTAP='' SWAP_RAN=''
 t_swap() {
 	if [ -z "$SWAP_RAN" ]; then

@@ -12,13 +12,13 @@ GHOST_ID=$((0x5a5a))
 # drops its own packets, disconnected the client's queues before the client's request
 # timeout fired in the test that checks that timeout (seen once in four runs).
 KEEPALIVE_MS=5000
-GRACE_S=30
+GRACE_S=20
 LOG=$RSWAP_OUT/server.log
 ts() { sed -n 's/^ts=\([0-9.]*\) .*/\1/p' <<<"$1"; }
 
 setup() {
 	rdma_up || { echo "server guest: soft-RoCE unavailable"; exit 1; }
-	# The grace period outlasts the client's 20 s network blackout test, so its region
+	# The grace period outlasts the client's 12 s network blackout test, so its region
 	# survives that (the keep-alive closes its queues within about two periods).
 	"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
 		--listen "$RSWAP_GUEST_IP:7471" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
