@@ -5,14 +5,24 @@
 # stock kernel, a purge, and a boot of the stock guest that loads that DKMS-built
 # rswap.ko and drives it with the packaged rswap-server and rswapctl
 # (tests/guest-deb/load.sh). Prints KTAP for scripts/check.sh.
-#   tests/host/70-deb.sh [--out DIR]
+#   tests/host/70-deb.sh [--out DIR] [--guest-after FILE]
+#     --guest-after FILE  boot the guest only once FILE exists: make check runs the host
+#                         part (the packages, lintian, apt and DKMS) beside its other
+#                         guests, and this guest after them
 # Downloaded packages and the clean root (a tarball, made once a week) are kept in
 # $RSWAP_CACHE/deb-test-apt-trixie/; the root is unpacked anew every run and removed at
 # the end.
 . "$(dirname "$0")/../../scripts/common.sh"
 . "$RSWAP_TOP/tests/lib/ktap.sh"
 out=$RSWAP_TOP/results/deb-test
-[ "${1:-}" != --out ] || out=$(realpath -m "$2")
+gate=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$(realpath -m "$2"); shift 2 ;;
+	--guest-after) gate=$2; shift 2 ;;
+	*) die "unknown option $1" ;;
+	esac
+done
 rm -rf "$out"; mkdir -p "$out"
 start=$(date +%s)
 
@@ -271,10 +281,17 @@ ktap_test "purge: rswap-dkms leaves no module, source or prepared kernel tree" t
 # package of t_make_deb, the version of t_tools). The first guest test boots it once;
 # every test of tests/guest-deb/load.sh is one here, named "guest: NAME", and reports
 # what the guest printed for it ($GUEST_KTAP), with its diagnostics.
-GUEST_KTAP='' GUEST_RC=''
+GUEST_KTAP='' GUEST_RC='' waited=0
 guest_boot() {
 	dpkg-deb -x "$tools_deb" "$out/vm/pkg"
 	echo "$tv" > "$out/vm/tools-version"
+	if [ -n "$gate" ] && [ ! -e "$gate" ]; then
+		log "waiting for the other guests to end ($gate)"
+		local w
+		w=$(date +%s)
+		while [ ! -e "$gate" ]; do sleep 1; done
+		waited=$(( $(date +%s) - w ))
+	fi
 	log "booting the stock guest with the DKMS-built rswap.ko"
 	GUEST_RC=0
 	RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel stock --out "$out/vm" --timeout 600 \
@@ -307,7 +324,7 @@ t_guest_end() {
 	else
 		ktap_fail "guest exit $GUEST_RC, ran $ran of ${plan:-?}; $(tail -5 "$out/vm/serial.log" 2>/dev/null)"
 	fi
-	ktap_diag "70-deb: $(( $(date +%s) - start )) s"
+	ktap_diag "70-deb: $(( $(date +%s) - start - waited )) s, and $waited s waiting for the other guests"
 }
 ktap_test "guest: boots and runs tests/guest-deb/load.sh to the end (${#guest_tests[@]} of ${#guest_tests[@]})" t_guest_end
 
