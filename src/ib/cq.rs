@@ -116,9 +116,10 @@ impl Cq {
 impl Drop for Cq {
     fn drop(&mut self) {
         // SAFETY: by the type invariant the CQ is valid and freed once, here; the QP on it
-        // was destroyed before (a `Qp` owns its CQs). Once this returns no completion
-        // handler of the CQ runs (`ib_free_cq` waits for one in progress; a direct CQ's
-        // pollers hold the QP, which is gone).
-        unsafe { bindings::ib_free_cq(self.as_raw()) };
+        // was destroyed before (a `Qp` owns its CQs), which `rswap_ib_free_cq` requires.
+        // Once this returns no completion handler of the CQ runs (`rswap_ib_free_cq`
+        // waits for a softirq handler in progress to return; a direct CQ's pollers hold
+        // the QP, which is gone).
+        unsafe { bindings::rswap_ib_free_cq(self.as_raw()) };
     }
 }

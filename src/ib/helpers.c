@@ -3,6 +3,8 @@
 #include <linux/bottom_half.h>
 #include <linux/device.h>
 #include <linux/in.h>
+#include <linux/irq_poll.h>
+#include <linux/rcupdate.h>
 #include <net/net_namespace.h>
 #include "helpers.h"
 
@@ -266,6 +268,29 @@ struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe
 {
 	return ib_alloc_cq(dev, context, nr_cqe, comp_vector,
 			   direct ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
+}
+
+void rswap_ib_free_cq(struct ib_cq *cq)
+{
+	/*
+	 * ib_free_cq() stops a softirq CQ's poller with irq_poll_disable(), which returns
+	 * as soon as the poller gave up its "scheduled" bit: ib_poll_handler() does that
+	 * (irq_poll_complete()) and then still re-arms the CQ (ib_req_notify_cq()), so on
+	 * another CPU it can be re-arming the CQ that ib_free_cq() is destroying. A KASAN
+	 * use-after-free in rxe_req_notify_cq() showed it, with soft-RoCE's device removed
+	 * under I/O in a guest whose vCPUs the host stalled. So keep the poller from being
+	 * scheduled again (hold its bit), wait until every softirq handler that was running
+	 * has returned (a softirq is an RCU read-side section; expedited, as a disk's
+	 * teardown frees two CQs per queue), and only then let ib_free_cq() take the bit.
+	 * Nothing schedules the poller in between: the QP is gone, so no completion and no
+	 * completion event comes any more.
+	 */
+	if (cq->poll_ctx == IB_POLL_SOFTIRQ) {
+		irq_poll_disable(&cq->iop);
+		synchronize_rcu_expedited();
+		irq_poll_enable(&cq->iop);
+	}
+	ib_free_cq(cq);
 }
 
 int rswap_ib_poll_cq(struct ib_cq *cq, int budget)

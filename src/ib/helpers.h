@@ -92,10 +92,15 @@ void rswap_ib_wc_flushed(struct ib_wc *wc, struct ib_cqe *cqe);
 /*
  * A completion queue of its own for one QP, polled in softirq context or, if @direct,
  * only by ib_process_cq_direct(); with @context as its `cq_context`; an ERR_PTR on
- * failure. Freed with ib_free_cq().
+ * failure. Freed with rswap_ib_free_cq().
  */
 struct ib_cq *rswap_ib_alloc_cq(struct ib_device *dev, void *context, int nr_cqe,
 				int comp_vector, bool direct);
+/*
+ * Frees a CQ of rswap_ib_alloc_cq() whose QP is gone, once no completion handler of it
+ * runs any more. Sleeps.
+ */
+void rswap_ib_free_cq(struct ib_cq *cq);
 /*
  * Runs the handlers of at most @budget completions of the IB_POLL_DIRECT CQ @cq, with
  * softirqs disabled as a softirq CQ runs them; returns how many ran. Not in hard
