@@ -131,6 +131,46 @@ impl Drop for Secret {
     }
 }
 
+impl Secret {
+    /// A secret of the bytes `fill` writes at the start of a buffer of [`SECRET_MAX`]
+    /// bytes (the secret's own: nothing else holds a copy); `fill` returns how many bytes
+    /// the secret is, which may be more than it could write. Refused unless 16 to 64.
+    /// Used for a key's payload (see [`key_description`]).
+    pub(crate) fn read(
+        fill: impl FnOnce(&mut [u8]) -> Result<usize, Invalid>,
+    ) -> Result<Secret, Invalid> {
+        let mut out = Secret {
+            bytes: [0; SECRET_MAX],
+            len: 0,
+        };
+        let len = fill(&mut out.bytes)?;
+        if !(SECRET_MIN..=SECRET_MAX).contains(&len) {
+            // `out` is dropped: what `fill` wrote is wiped.
+            return Err(Invalid("the key's payload is not 16 to 64 bytes"));
+        }
+        out.len = len;
+        Ok(out)
+    }
+}
+
+/// What a secret naming a key starts with: `key:DESCRIPTION`.
+pub(crate) const KEY_PREFIX: &str = "key:";
+
+/// The description of the key that `s` names (`key:DESCRIPTION`), or `None` if `s` does
+/// not start with `key:`. A `logon` key's description is qualified, `PREFIX:NAME` (a `:`
+/// after at least one character), as the kernel requires of that key type.
+pub(crate) fn key_description(s: &str) -> Option<Result<&str, Invalid>> {
+    let desc = s.strip_prefix(KEY_PREFIX)?;
+    Some(match desc.find(':') {
+        _ if desc.is_empty() => Err(Invalid("key: names no key (key:DESCRIPTION)")),
+        _ if desc.contains('\0') => Err(Invalid("a key's description has a NUL character")),
+        Some(0) | None => Err(Invalid(
+            "a logon key's description is PREFIX:NAME (a ':' after at least one character)",
+        )),
+        Some(_) => Ok(desc),
+    })
+}
+
 /// A secret written as hexadecimal digits: 16 to 64 bytes (32 to 128 digits), upper or
 /// lower case.
 pub(crate) fn secret(s: &str) -> Result<Secret, Invalid> {
@@ -260,5 +300,48 @@ mod tests {
         ] {
             assert!(secret(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn key_descriptions() {
+        assert_eq!(key_description("key:rswap:mem0"), Some(Ok("rswap:mem0")));
+        assert_eq!(key_description("key:a:"), Some(Ok("a:")));
+        assert_eq!(key_description("key:a b:c d"), Some(Ok("a b:c d")));
+        assert_eq!(key_description("none"), None);
+        assert_eq!(key_description(&"ab".repeat(16)), None);
+        assert_eq!(key_description("Key:rswap:mem0"), None);
+        for bad in ["key:", "key:rswap", "key::mem0", "key:rswap:\0"] {
+            assert!(matches!(key_description(bad), Some(Err(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secrets_read() {
+        let fill = |n: usize| {
+            move |buf: &mut [u8]| {
+                for (i, b) in buf.iter_mut().take(n).enumerate() {
+                    *b = i as u8;
+                }
+                Ok(n)
+            }
+        };
+        let s = Secret::read(fill(32)).expect("32 bytes");
+        assert_eq!(
+            s.bytes(),
+            (0u8..32).collect::<std::vec::Vec<_>>().as_slice()
+        );
+        assert_eq!(Secret::read(fill(16)).map(|s| s.bytes().len()), Ok(16));
+        assert_eq!(Secret::read(fill(64)).map(|s| s.bytes().len()), Ok(64));
+        for n in [0, 15, 65, 4096] {
+            assert_eq!(
+                Secret::read(|_| Ok(n)).map(|s| s.bytes().len()),
+                Err(Invalid("the key's payload is not 16 to 64 bytes")),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            Secret::read(|_| Err(Invalid("no key"))).map(|s| s.bytes().len()),
+            Err(Invalid("no key"))
+        );
     }
 }

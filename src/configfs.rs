@@ -169,6 +169,15 @@ fn store_setting<T>(
         return Err(EBUSY);
     }
     store(&mut t.settings, value);
+    if let Some(Ok(desc)) = parse::key_description(text) {
+        // Says where the value came from: the key's name, never its payload.
+        pr_info!(
+            "{}: configfs: {}: read from logon key \"{}\"\n",
+            &*this.name,
+            what,
+            desc
+        );
+    }
     Ok(())
 }
 

@@ -50,7 +50,7 @@ macro_rules! for_each_setting {
             { 5, client_id: u64 = random(), client_id, hex, false,
                 "This client's identity towards the server." }
             { 13, secret: Option<Secret> = None, secret, set_or_unset, false,
-                "The secret the target authenticates with, if it has one." }
+                "The secret the target authenticates with, if it has one (hex digits or a logon key)." }
             { 6, timeout_ms: u32 = 5000, |t| ranged(t, 100, 120_000), plain, false,
                 "Milliseconds each connection step may take." }
             { 10, recovery_ms: u32 = 60000, |t| ranged(t, 0, 3_600_000), plain, false,
@@ -74,7 +74,7 @@ pub(crate) mod row {
     use core::fmt::{self, Display, Write};
 
     use crate::config_parse::{self as parse, Invalid};
-    use crate::kernel_ext::BadAddr;
+    use crate::kernel_ext::{self, BadAddr};
     // The rows' types.
     pub(crate) use crate::config_parse::Secret;
     pub(crate) use crate::kernel_ext::SockAddr;
@@ -123,12 +123,21 @@ pub(crate) mod row {
             .and_then(|v| u32::try_from(v).map_err(|_| Invalid("number out of range")))
     }
 
-    /// A secret in hexadecimal digits, or `none`.
+    /// A secret in hexadecimal digits, `none`, or `key:DESCRIPTION`: the payload of the
+    /// `logon` key of that description in the writer's keyrings, which never passes
+    /// through the configfs write page (see [`parse::key_description`]).
     pub(crate) fn secret(t: &str) -> Result<Option<Secret>, Invalid> {
-        match t {
-            "none" => Ok(None),
-            hex => parse::secret(hex).map(Some),
+        match (t, parse::key_description(t)) {
+            (_, Some(desc)) => logon_key(desc?).map(Some),
+            ("none", None) => Ok(None),
+            (hex, None) => parse::secret(hex).map(Some),
         }
+    }
+
+    /// The secret that the payload of the `logon` key `desc` holds, copied straight into
+    /// the secret's own buffer.
+    fn logon_key(desc: &str) -> Result<Secret, Invalid> {
+        Secret::read(|buf| kernel_ext::read_logon_key(desc, buf).map_err(|e| Invalid(e.reason())))
     }
 
     /// `0`/`1` (see [`parse::boolean`]).

@@ -2,8 +2,9 @@
 /*
  * The kernel crypto API's hmac(sha256) for rswap's in-band authentication, behind three
  * functions: the Rust side sees `struct crypto_shash` only as a pointer (see hmac.rs).
- * AES-GCM of whole pages for encrypted targets (see aead.rs). And socket addresses,
- * parsed and printed as the kernel does (see inet.rs).
+ * AES-GCM of whole pages for encrypted targets (see aead.rs). Socket addresses, parsed
+ * and printed as the kernel does (see inet.rs). And the payload of a `logon` key of the
+ * caller's keyrings (see keyring.rs).
  */
 #include <crypto/aead.h>
 #include <crypto/gcm.h>
@@ -15,6 +16,8 @@
 #include <linux/in.h>
 #include <linux/mutex.h>
 #include <linux/inet.h>
+#include <linux/key.h>
+#include <keys/user-type.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include "helpers.h"
@@ -217,4 +220,36 @@ void rswap_configfs_root_lock(void)
 void rswap_configfs_root_unlock(void)
 {
 	mutex_unlock(&configfs_root_lock);
+}
+
+int rswap_logon_key_read(const char *desc, u8 *buf, unsigned int len)
+{
+#ifdef CONFIG_KEYS
+	const struct user_key_payload *payload;
+	struct key *key;
+	int ret;
+
+	/* No callout: a key that is not there is -ENOKEY, not an upcall to userspace. */
+	key = request_key(&key_type_logon, desc, NULL);
+	if (IS_ERR(key))
+		return PTR_ERR(key);
+	down_read(&key->sem);
+	ret = key_validate(key);
+	if (!ret) {
+		/* NULL once the key is revoked (user_revoke). */
+		payload = user_key_payload_locked(key);
+		if (!payload) {
+			ret = -EKEYREVOKED;
+		} else {
+			ret = payload->datalen;
+			if (payload->datalen <= len)
+				memcpy(buf, payload->data, payload->datalen);
+		}
+	}
+	up_read(&key->sem);
+	key_put(key);
+	return ret;
+#else
+	return -EOPNOTSUPP;
+#endif
 }

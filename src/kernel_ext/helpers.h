@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C helpers for kernel_ext: the kernel crypto API's hmac(sha256) (hmac.rs) and AES-GCM
- * (aead.rs), scatterlists of whole pages (scatterlist.rs), and socket addresses as the kernel parses and prints them (inet.rs).
+ * (aead.rs), scatterlists of whole pages (scatterlist.rs), socket addresses as the kernel
+ * parses and prints them (inet.rs), and `logon` keys of the caller's keyrings (keyring.rs).
  */
 #ifndef RSWAP_KERNEL_EXT_HELPERS_H
 #define RSWAP_KERNEL_EXT_HELPERS_H
@@ -82,5 +83,14 @@ bool rswap_current_uses_reserves(void);
  */
 void rswap_configfs_root_lock(void);
 void rswap_configfs_root_unlock(void);
+
+/*
+ * Looks up the `logon` key with description @desc in the calling task's keyrings
+ * (request_key, no upcall) and, under the key's semaphore, copies its payload into @buf
+ * if it fits in @len bytes (else copies nothing). Returns the payload's length, or
+ * -ENOKEY (no such key), -EKEYREVOKED, -EKEYEXPIRED, -EACCES (not searchable by the
+ * caller), -EOPNOTSUPP (a kernel without CONFIG_KEYS) or another negative errno. Sleeps.
+ */
+int rswap_logon_key_read(const char *desc, u8 *buf, unsigned int len);
 
 #endif
