@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod conf;
+pub mod keyring;
 pub mod metrics;
 pub mod monitor;
 pub mod parse;

@@ -178,6 +178,41 @@ impl Secret {
     }
 }
 
+/// A secret's bytes, decoded from its digits (the payload of the keyring key `target`
+/// hands the module); wiped when dropped. Its `Debug` shows only its length.
+pub(crate) struct SecretBytes(Vec<u8>);
+
+impl SecretBytes {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretBytes({} bytes)", self.0.len())
+    }
+}
+
+impl Drop for SecretBytes {
+    fn drop(&mut self) {
+        wipe(&mut self.0);
+    }
+}
+
+impl Secret {
+    /// The bytes its digits spell, for the keyring; nothing else may call this.
+    pub(crate) fn bytes(&self) -> SecretBytes {
+        // Preallocated: the vector never moves its bytes (and leaves no unwiped copy).
+        let mut out = Vec::with_capacity(self.digits.len() / 2);
+        for pair in self.digits.chunks_exact(2) {
+            let digit = |d: u8| char::from(d).to_digit(16).unwrap_or(0) as u8;
+            out.push(digit(pair[0]) << 4 | digit(pair[1]));
+        }
+        SecretBytes(out)
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Secret({} bytes)", self.len_bytes())
@@ -641,6 +676,16 @@ mod tests {
             assert_eq!(parse_secret(content.as_bytes()), Err(e), "{content:?}");
         }
         assert_eq!(parse_secret(b"\xff\xfe"), Err(SecretError::NotHex));
+    }
+
+    #[test]
+    fn secret_bytes() {
+        let s = parse_secret(b"000102030405060708090a0B0c0D0e0F\n").unwrap();
+        let b = s.bytes();
+        assert_eq!(b.as_slice(), (0u8..16).collect::<Vec<_>>().as_slice());
+        assert_eq!(format!("{b:?}"), "SecretBytes(16 bytes)");
+        let s = parse_secret("ff".repeat(64).as_bytes()).unwrap();
+        assert_eq!(s.bytes().as_slice(), [0xff; 64]);
     }
 
     #[test]

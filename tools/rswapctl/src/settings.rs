@@ -408,7 +408,9 @@ pub const SETTINGS: &[Setting] = &[
             "FILE",
             "Authenticate to the server with the secret in FILE: 32 to 128 hex digits (16 \
              to 64 bytes; whitespace around them is ignored). FILE must not be readable \
-             or writable by group or others (chmod 600). The secret is never printed.",
+             or writable by group or others (chmod 600). The secret is never printed, \
+             and reaches the module as a logon key of the kernel keyring, not through \
+             configfs.",
         )
         .column("SECRET")
         .sample("/etc/rswap/t.secret", "rel/t.secret"),

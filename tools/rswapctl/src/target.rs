@@ -2,6 +2,7 @@
 
 //! The operations on rswap targets in configfs: add, remove, list, status.
 
+use crate::keyring::{self, KeySerial};
 use crate::parse::{self, Secret, SwapEntry, TargetState};
 use crate::settings::{Kind, Setting, Shown, Up, COUNTERS, SETTINGS};
 use serde::ser::{SerializeMap, Serializer};
@@ -34,6 +35,22 @@ pub trait Host {
     /// kernel's answer.
     fn write(&self, path: &Path, value: &str) -> io::Result<()> {
         fs::write(path, value)
+    }
+
+    /// Adds a `logon` key with this description and payload to this process's keyring
+    /// (see [`keyring::add_logon_key`]); returns its serial number.
+    fn add_logon_key(&self, desc: &str, payload: &[u8]) -> io::Result<KeySerial> {
+        keyring::add_logon_key(desc, payload)
+    }
+
+    /// Invalidates a key [`Host::add_logon_key`] added.
+    fn invalidate_key(&self, key: KeySerial) -> io::Result<()> {
+        keyring::invalidate_key(key)
+    }
+
+    /// Prints a warning, one line, on standard error.
+    fn warn(&self, line: &str) {
+        eprintln!("{line}");
     }
 
     /// Runs `program args...`; `Err` says why it failed (its own output goes to the
@@ -557,10 +574,55 @@ impl<'a> Ctl<'a> {
             })
     }
 
-    /// Writes the `secret` attribute. Unlike [`Self::write_attr`], the error does not
-    /// show the value (the kernel's reason in `last_error` never does either).
+    /// Hands the target its secret. Through the keyring: the secret's bytes become a
+    /// `logon` key of this process, `secret` is written `key:DESCRIPTION`, and the key is
+    /// invalidated at once (the module has copied it). So the secret never passes through
+    /// configfs's write page, which the kernel frees without clearing. A kernel without
+    /// keyrings, or a module that does not take `key:` (EINVAL), gets the hexadecimal
+    /// digits instead, with a warning.
     fn write_secret(&self, op: &'static str, name: &str, secret: &Secret) -> Result<(), Failure> {
         let dir = self.dir(name);
+        let warn = |why: String| {
+            self.host.warn(&format!(
+                "rswapctl: {op} {name}: warning: {why}; writing the secret's digits instead \
+                 (they stay in a kernel buffer freed without clearing)"
+            ))
+        };
+        let desc = format!("rswap:{name}:{}", std::process::id());
+        let added = self.host.add_logon_key(&desc, secret.bytes().as_slice());
+        match added {
+            Ok(key) => {
+                let written = self
+                    .host
+                    .write(&dir.join("secret"), &format!("key:{desc}\n"));
+                // Whatever the module did, the key is no longer needed.
+                if let Err(e) = self.host.invalidate_key(key) {
+                    self.host.warn(&format!(
+                        "rswapctl: {op} {name}: warning: invalidating key {key} ({desc}): {}",
+                        errno_text(&e)
+                    ));
+                }
+                match written {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => warn(format!(
+                        "the module refused key:{desc} ({})",
+                        self.read_attr(name, "last_error").unwrap_or_default()
+                    )),
+                    Err(e) => {
+                        return Err(Failure::new(
+                            op,
+                            name,
+                            format!("writing secret: {}", errno_text(&e)),
+                        )
+                        .kernel_reason(&dir))
+                    }
+                }
+            }
+            Err(e) => warn(format!(
+                "cannot add the secret to the keyring ({})",
+                errno_text(&e)
+            )),
+        }
         let mut text = String::with_capacity(secret.digits().len() + 1);
         text.push_str(secret.digits());
         text.push('\n');

@@ -3,12 +3,14 @@
 //! Tests against a fake configfs: a temporary directory of plain files, where `mkdir`
 //! creates the attributes of the settings table with the module's defaults, `enable`
 //! brings a fake disk up and down (with its `stats`, encrypted or not as `encrypt` says),
-//! `secret` shows only `(set)` or `(unset)`, a setting refuses writes while enabled as
+//! `secret` shows only `(set)` or `(unset)` and takes `key:DESC` of a key of the fake
+//! keyring (`add_logon_key`), a setting refuses writes while enabled as
 //! the module does, and chosen writes fail like the kernel's. The other settings are
 //! plain files: the fake disk does not care whether it is synchronous, nor how many poll
 //! queues it has.
 
 use crate::cli::{self, Cli};
+use crate::keyring::KeySerial;
 use crate::parse;
 use crate::server_status;
 use crate::settings::{self, Kind, ModuleDefault, Up, SETTINGS};
@@ -61,6 +63,14 @@ struct Fake {
     /// A module older than these attributes (`encrypt`, `sync_swapin`, `poll_queues`, ...):
     /// `mkdir` does not make them.
     older_than: Vec<&'static str>,
+    /// `add_key` fails with this errno (a kernel without keyrings: ENOSYS).
+    no_keyring: Option<i32>,
+    /// A module older than `key:` in `secret`: it refuses it with EINVAL.
+    no_key_secret: bool,
+    /// The keys added to the fake keyring: description, payload, whether still valid.
+    keys: RefCell<Vec<(String, Vec<u8>, bool)>>,
+    /// What `warn` printed.
+    warnings: RefCell<Vec<String>>,
     writes: RefCell<Vec<String>>,
     commands: RefCell<Vec<String>>,
 }
@@ -85,6 +95,10 @@ impl Fake {
             fail_command: None,
             swapoff_elsewhere: false,
             older_than: Vec::new(),
+            no_keyring: None,
+            no_key_secret: false,
+            keys: RefCell::new(Vec::new()),
+            warnings: RefCell::new(Vec::new()),
             writes: RefCell::new(Vec::new()),
             commands: RefCell::new(Vec::new()),
         }
@@ -209,6 +223,25 @@ impl Host for Fake {
             return Err(io::Error::from_raw_os_error(EBUSY));
         }
         if attr == "secret" {
+            if let Some(desc) = value.trim().strip_prefix("key:") {
+                // The module copies the payload of a valid logon key of the writer.
+                let keys = self.keys.borrow();
+                let key = keys.iter().find(|(d, _, valid)| d == desc && *valid);
+                let why = match key {
+                    _ if self.no_key_secret => Some("secret: a secret is hexadecimal digits"),
+                    None => {
+                        Some("secret: no logon key with that description in the writer's keyrings")
+                    }
+                    Some((_, payload, _)) if !(16..=64).contains(&payload.len()) => {
+                        Some("secret: the key's payload is not 16 to 64 bytes")
+                    }
+                    Some(_) => None,
+                };
+                if let Some(why) = why {
+                    fs::write(path.with_file_name("last_error"), format!("{why}\n"))?;
+                    return Err(io::Error::from_raw_os_error(EINVAL));
+                }
+            }
             // The module keeps the secret to itself.
             let set = value.trim() != "none";
             fs::write(path, if set { "(set)\n" } else { "(unset)\n" })?;
@@ -249,6 +282,26 @@ impl Host for Fake {
             fs::write(path.with_file_name("stats"), stats)?;
         }
         Ok(())
+    }
+
+    fn add_logon_key(&self, desc: &str, payload: &[u8]) -> io::Result<KeySerial> {
+        if let Some(errno) = self.no_keyring {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        let mut keys = self.keys.borrow_mut();
+        keys.push((desc.to_string(), payload.to_vec(), true));
+        Ok(KeySerial::try_from(keys.len()).unwrap())
+    }
+
+    fn invalidate_key(&self, key: KeySerial) -> io::Result<()> {
+        let mut keys = self.keys.borrow_mut();
+        let i = usize::try_from(key).unwrap() - 1;
+        keys[i].2 = false;
+        Ok(())
+    }
+
+    fn warn(&self, line: &str) {
+        self.warnings.borrow_mut().push(line.to_string());
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
@@ -895,6 +948,31 @@ fn man_pages() {
     );
 }
 
+/// The write of `secret` that hands target `name` the secret through the keyring.
+fn key_write(name: &str) -> String {
+    format!("secret=key:rswap:{name}:{}", std::process::id())
+}
+
+/// The secret reached target `name` as a logon key of this process, invalidated since:
+/// not one of its digits was written to configfs, and nothing was warned.
+fn assert_secret_through_the_keyring(fake: &Fake, name: &str) {
+    let want = parse::parse_secret(SECRET.as_bytes()).unwrap().bytes();
+    let desc = format!("rswap:{name}:{}", std::process::id());
+    assert_eq!(
+        *fake.keys.borrow(),
+        [(desc, want.as_slice().to_vec(), false)]
+    );
+    for w in fake.writes.borrow().iter() {
+        // Any 8 digits of the secret in a row.
+        let leaked = SECRET
+            .as_bytes()
+            .windows(8)
+            .any(|d| w.as_bytes().windows(8).any(|x| x.eq_ignore_ascii_case(d)));
+        assert!(!leaked, "{w}");
+    }
+    assert!(fake.warnings.borrow().is_empty(), "{:?}", fake.warnings);
+}
+
 /// Writes a secret file with this content and mode into the fake's directory.
 fn secret_file(fake: &Fake, file: &str, content: &str, mode: u32) -> PathBuf {
     let path = fake.tmp.join(file);
@@ -935,11 +1013,12 @@ fn add_writes_the_secret_before_enable_and_never_shows_it() {
             "size=8G",
             "client_id=0x42",
             "keepalive_ms=1000",
-            &format!("secret={SECRET}"),
+            &key_write("mem0"),
             "enable=1",
         ]
     );
     assert_eq!(fake.attr("mem0", "secret"), "(set)");
+    assert_secret_through_the_keyring(&fake, "mem0");
     let mut shown = String::new();
     for args in [
         &["list"][..],
@@ -1002,6 +1081,77 @@ fn add_secret_write_failure_does_not_show_the_secret() {
         "rswapctl: add mem0: writing enable=1: Invalid argument\n\
          rswapctl: add mem0: kernel: enable failed: the server rejected the connection: AuthFailed"
     );
+    assert!(!fake.dir("mem0").exists());
+}
+
+/// `add --secret-file` on a kernel or module that cannot take the secret from the
+/// keyring: the digits are written, with one line of warning saying why.
+#[test]
+fn add_writes_the_digits_with_a_warning_when_the_keyring_is_no_way() {
+    let desc = format!("rswap:mem0:{}", std::process::id());
+    let mut fake = Fake::new();
+    fake.no_key_secret = true;
+    digits_with_a_warning(
+        fake,
+        &format!("the module refused key:{desc} (secret: a secret is hexadecimal digits)"),
+    );
+    let mut fake = Fake::new();
+    fake.no_keyring = Some(38); // ENOSYS
+    digits_with_a_warning(
+        fake,
+        "cannot add the secret to the keyring (Function not implemented)",
+    );
+}
+
+/// `add --secret-file` on `fake`: the digits written, the key (if one was added) gone,
+/// and this reason in the one warning.
+fn digits_with_a_warning(fake: Fake, why: &str) {
+    let file = secret_file(&fake, "mem0.secret", SECRET, 0o600);
+    run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap();
+    let writes = fake.writes.borrow();
+    let secrets: Vec<&String> = writes.iter().filter(|w| w.starts_with("secret=")).collect();
+    let tried = fake.no_keyring.is_none();
+    let want = if tried {
+        vec![key_write("mem0"), format!("secret={SECRET}")]
+    } else {
+        vec![format!("secret={SECRET}")]
+    };
+    assert_eq!(secrets, want.iter().collect::<Vec<_>>(), "{why}");
+    assert_eq!(writes.last().unwrap(), "enable=1", "{why}");
+    assert_eq!(fake.attr("mem0", "secret"), "(set)", "{why}");
+    assert!(fake.keys.borrow().iter().all(|k| !k.2), "{why}");
+    assert_eq!(fake.keys.borrow().len(), usize::from(tried), "{why}");
+    assert_eq!(
+        *fake.warnings.borrow(),
+        [format!(
+            "rswapctl: add mem0: warning: {why}; writing the secret's digits instead \
+             (they stay in a kernel buffer freed without clearing)"
+        )]
+    );
+}
+
+/// A refusal of `key:` other than EINVAL is a failure: no digits written instead, and the
+/// key is gone all the same.
+#[test]
+fn add_fails_when_the_module_refuses_the_key_otherwise() {
+    let mut fake = Fake::new();
+    fake.fail = Some((
+        "secret",
+        EBUSY,
+        Some("secret: read-only while enabled (write 0 to enable first)"),
+    ));
+    let file = secret_file(&fake, "mem0.secret", SECRET, 0o600);
+    let e = run(&fake, &add_with_secret_file(file.to_str().unwrap(), &[])).unwrap_err();
+    assert_eq!(
+        e,
+        "rswapctl: add mem0: writing secret: Device or resource busy\n\
+         rswapctl: add mem0: kernel: secret: read-only while enabled (write 0 to enable first)"
+    );
+    let writes = fake.writes.borrow();
+    assert_eq!(writes.last().unwrap(), &key_write("mem0"));
+    assert!(!writes.iter().any(|w| w.contains(SECRET)), "{writes:?}");
+    assert!(fake.keys.borrow().iter().all(|k| !k.2));
+    assert!(fake.warnings.borrow().is_empty());
     assert!(!fake.dir("mem0").exists());
 }
 
@@ -1586,10 +1736,11 @@ fn up_adds_from_the_file_and_is_idempotent() {
             "size=8G",
             "queues=4",
             "client_id=0x1001",
-            &format!("secret={SECRET}"),
+            &key_write("swap0"),
             "enable=1"
         ]
     );
+    assert_secret_through_the_keyring(&fake, "swap0");
     let dev = fake.dev("rswap0");
     assert_eq!(
         *fake.commands.borrow(),
@@ -1993,7 +2144,7 @@ fn written(s: &settings::Setting, value: &str) -> Vec<String> {
             vec![format!("addr={addr}"), format!("port={port}")]
         }
         Kind::Switch => vec![format!("{}=1", s.attr)],
-        Kind::SecretFile => vec![format!("secret={SECRET}")],
+        Kind::SecretFile => vec![key_write("mem0")],
         _ => vec![format!("{}={value}", s.attr)],
     }
 }
