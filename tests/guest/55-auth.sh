@@ -9,13 +9,16 @@
 # SIGHUP reads a second server's allow-list again while a kernel target swaps on that
 # server: clients added, rotated and removed, a broken file, none of it disturbing the
 # swapping target; then the target's own secret is rotated and it is enabled again with
-# the new one, getting its region and data back.
+# the new one, getting its region and data back. A target's secret can also come from a
+# logon key of the kernel keyring (`key:DESC`, as rswapctl hands it over), so that its
+# digits never pass through configfs's write page.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
 BIN=$RSWAP_TOP/tools/rswap-server/target/release
 SRV=$BIN/rswap-server
 CLI=$BIN/rswap-testclient
+CTL=$RSWAP_TOP/tools/rswapctl/target/release/rswapctl
 LOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
 PORT=18521
@@ -34,6 +37,15 @@ ID2=0x5502 # rswap-testclient's own entry in the allow-list
 IP2=192.0.2.3 # a second address of this host, for a flood from elsewhere
 SECRET2=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ALLOW=/tmp/rswap-55-allow
+# The targets whose secret comes from the keyring (t_key_*): $K, client $KID, and
+# rswapctl's $KUP, client $KUPID (a region has one owner instance: not $KID again), each
+# with its secret.
+K=$CFG/keyed
+KID=0x5506
+KSECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+KUP=keyup
+KUPID=0x5507
+KUPSECRET=$(head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n')
 WORK_MB=48
 LIMIT_MB=20
 # The reload server (t_reload_*): its port, allow-list and log; its kernel target $R is
@@ -55,7 +67,7 @@ cleanup() {
 	swapoff /dev/rswap0 2>/dev/null
 	[ -z "$RDEV" ] || swapoff "$RDEV" 2>/dev/null
 	local d
-	for d in $C $W $R $T; do
+	for d in $C $W $R $K $CFG/$KUP $T; do
 		{ [ -d "$d" ] && echo 0 > "$d/enable"; } 2>/dev/null
 		rmdir "$d" 2>/dev/null
 	done
@@ -85,7 +97,8 @@ hup() { kill -HUP "$RSPID"; wait_log "$RLOG" "$1" 20; }
 
 # Safe defaults.
 t_safe_defaults() {
-	printf '# id secret\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" > $ALLOW
+	printf '# id secret\n%s %s\n%s %s\n%s %s\n%s %s\n' "$ID" "$SECRET" "$ID2" "$SECRET2" \
+		"$KID" "$KSECRET" "$KUPID" "$KUPSECRET" > $ALLOW
 	chmod 644 $ALLOW
 	no_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M 2>&1); no_list_rc=$?
 	open_list=$(timeout 20 "$SRV" --listen "$IP:$PORT" --size 64M --allow-list $ALLOW 2>&1); open_list_rc=$?
@@ -147,6 +160,151 @@ t_owner_connects() {
 	DEV=/dev/$(cat $T/device)
 }
 ktap_test "auth: a target with its secret connects (hello, challenge, proof; the server's proof checked) and the server logs no secret" t_owner_connects
+
+# logon_key_write DESC HEX FILE: in one process (python3), adds a `logon` key DESC whose
+# payload is the bytes HEX spells to its own keyring, writes `key:DESC` to FILE, and
+# invalidates the key; prints OK, or the errno name of the failed write. (x86_64 system
+# call numbers: the guest has no keyctl.)
+logon_key_write() {
+	python3 - "$@" <<'PY'
+import ctypes, errno, os, sys
+desc, payload, path = sys.argv[1], bytes.fromhex(sys.argv[2]), sys.argv[3]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_add_key, SYS_keyctl, KEYCTL_INVALIDATE, KEY_SPEC_PROCESS_KEYRING = 248, 250, 21, -2
+key = libc.syscall(ctypes.c_long(SYS_add_key), b"logon", desc.encode(), payload,
+                   ctypes.c_size_t(len(payload)), ctypes.c_long(KEY_SPEC_PROCESS_KEYRING))
+if key < 0:
+    print("add_key:", errno.errorcode.get(ctypes.get_errno(), "?"))
+    sys.exit(1)
+try:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, f"key:{desc}\n".encode())
+        print("OK")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+    finally:
+        os.close(fd)
+finally:
+    libc.syscall(ctypes.c_long(SYS_keyctl), ctypes.c_long(KEYCTL_INVALIDATE), ctypes.c_long(key))
+PY
+}
+
+# keyrings [python]: reports the test skipped and returns 1 unless the kernel has keyrings
+# (the debug kernel has none) and, with `python`, the guest has python3 (logon_key_write).
+keyrings() {
+	if ! [ -e /proc/keys ]; then
+		ktap_skip "this kernel has no keyrings (CONFIG_KEYS)"
+		return 1
+	fi
+	if [ "$1" = python ] && ! command -v python3 >/dev/null; then
+		ktap_skip "no python3 in the guest"
+		return 1
+	fi
+}
+
+# The kernel log since the mark MARK (dmesg_mark).
+dmesg_since() { dmesg | sed -n "/rswap-test-mark: $1\$/,\$p"; }
+
+# A secret from the keyring: the target $K's secret is a logon key of the process that
+# writes `key:DESC` to `secret`, which the module copies (and logs by the key's name); the
+# target connects as client $KID and authenticates (the server allocates its region).
+t_key_secret() {
+	keyrings python || return
+	local desc=rswap-test:55-keyed got bad=
+	mkdir $K
+	dmesg_mark "55-auth key secret"
+	got=$(logon_key_write "$desc" "$KSECRET" $K/secret 2>&1)
+	[ "$got" = OK ] || bad+="key:$desc not taken ($got): $(cat $K/last_error); "
+	[ "$(cat $K/secret)" = "(set)" ] || bad+="secret reads $(cat $K/secret); "
+	dmesg_since "55-auth key secret" | grep -q "rswap: keyed: configfs: secret: read from logon key \"$desc\"" \
+		|| bad+="no log line of the key: $(dmesg | grep rswap | tail -2); "
+	echo "$IP" > $K/addr; echo $PORT > $K/port; echo 16M > $K/size; echo 1 > $K/queues
+	echo $KID > $K/client_id
+	if [ -z "$bad" ] && echo 1 > $K/enable && [[ $(cat $K/state) == connected* ]] \
+		&& grep -q "event=region_allocated client_id=$((KID)) " "$OUT/server.log" \
+		&& ! dmesg | grep -qi "$KSECRET"; then
+		ktap_pass
+		ktap_diag "$(dmesg_since "55-auth key secret" | grep 'read from logon key' | sed 's/^\[[^]]*\] //')" \
+			"$(cat $K/state)" "$(grep "event=region_allocated client_id=$((KID)) " "$OUT/server.log" | sed 's/^ts=[^ ]* //')"
+	else
+		ktap_fail "$bad enable: $(cat $K/last_error); $(cat $K/state); $(tail -3 "$OUT/server.log")"
+	fi
+	echo 0 > $K/enable
+	rmdir $K
+}
+ktap_test "auth: a secret from the keyring (key:DESC, a logon key of the writer) is taken, logged by the key's name, and the target connects and authenticates" t_key_secret
+
+# What `key:` refuses, each with its reason in last_error and the log naming the target:
+# no such key, a description logon keys cannot have, a payload of 8 or 65 bytes. The
+# secret stays unset.
+t_key_refused() {
+	keyrings python || return
+	local bad= got why
+	mkdir $K
+	dmesg_mark "55-auth key refused"
+	# refused VALUE WHY: writing VALUE to $K/secret fails, with WHY in last_error and the log.
+	refused() {
+		if echo "$1" > $K/secret 2>/dev/null || [ "$(cat $K/last_error)" != "secret: $2" ]; then
+			bad+="$1: accepted or not for \"$2\": $(cat $K/last_error); "
+		fi
+	}
+	refused key:rswap-test:none "no logon key with that description in the writer's keyrings"
+	refused key:nocolon "a logon key's description is PREFIX:NAME (a ':' after at least one character)"
+	refused key: "key: names no key (key:DESCRIPTION)"
+	for payload in "${KSECRET:0:16}" "$KSECRET$KSECRET${KSECRET:0:2}"; do
+		got=$(logon_key_write rswap-test:short "$payload" $K/secret 2>&1)
+		why=$(cat $K/last_error)
+		[ "$got" = EINVAL ] && [ "$why" = "secret: the key's payload is not 16 to 64 bytes" ] \
+			|| bad+="a payload of $((${#payload} / 2)) bytes: $got, $why; "
+	done
+	dmesg_since "55-auth key refused" | grep -q "rswap: keyed: configfs: secret: no logon key with that description" \
+		|| bad+="no log line naming the target; "
+	[ "$(cat $K/secret)" = "(unset)" ] || bad+="secret reads $(cat $K/secret); "
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "$(dmesg_since "55-auth key refused" | grep 'rswap: keyed' | sed 's/^\[[^]]*\] //' | tr '\n' '|')"
+	else
+		ktap_fail "$bad"
+	fi
+	rmdir $K
+}
+ktap_test "auth: key: naming no key, an unqualified description or a payload of 8 or 65 bytes is refused, its reason in last_error and the log" t_key_refused
+
+# rswapctl up of a target file with secret_file hands the secret over as a logon key: the
+# module logs that it read key rswap:$KUP:PID, rswapctl warns of nothing, and the target
+# connects; down removes it.
+t_key_rswapctl_up() {
+	keyrings || return
+	[ -x "$CTL" ] || { ktap_skip "rswapctl not built"; return; }
+	local dir=$OUT/targets file=/tmp/rswap-55-$KUP.secret bad=
+	mkdir -p "$dir"
+	( umask 077; echo "$KUPSECRET" > $file )
+	printf '%s\n' "server = $IP:$PORT" "size = 16M" "queues = 1" "client_id = $KUPID" \
+		"secret_file = $file" > "$dir/$KUP.conf"
+	dmesg_mark "55-auth key rswapctl"
+	if "$CTL" up $KUP --config-dir "$dir" >"$OUT/key-up.out" 2>&1; then
+		[[ $(cat $CFG/$KUP/state) == connected* ]] || bad+="state: $(cat $CFG/$KUP/state); "
+	else
+		bad+="up: exit $?; "
+	fi
+	dmesg_since "55-auth key rswapctl" | grep -qE "rswap: $KUP: configfs: secret: read from logon key \"rswap:$KUP:[0-9]+\"" \
+		|| bad+="the module read no key: $(dmesg | grep rswap | tail -2); "
+	! grep -q warning "$OUT/key-up.out" || bad+="rswapctl warned; "
+	grep -q "event=region_allocated client_id=$((KUPID)) " "$OUT/server.log" || bad+="no region for $KUPID; "
+	! dmesg | grep -qi "$KUPSECRET" || bad+="the secret in the kernel log; "
+	"$CTL" down $KUP >>"$OUT/key-up.out" 2>&1 && ! [ -d $CFG/$KUP ] || bad+="down failed; "
+	if [ -z "$bad" ]; then
+		ktap_pass
+		ktap_diag "$(dmesg_since "55-auth key rswapctl" | grep 'read from logon key' | sed 's/^\[[^]]*\] //')" \
+			"$(tr '\n' ' ' < "$OUT/key-up.out")"
+	else
+		ktap_fail "$bad$(tr '\n' ' ' < "$OUT/key-up.out")"
+	fi
+	rm -f $file
+}
+ktap_test "auth: rswapctl up of a target file with secret_file hands the module a logon key (key:rswap:NAME:PID), not digits, and the target connects" t_key_rswapctl_up
 
 # Impostors while the owner runs fio verify.
 t_impostors() {
