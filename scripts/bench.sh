@@ -118,7 +118,7 @@ args=()
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
 args+=("${only[@]}")
 # Every guest is bounded: at the defaults the whole run stays under 47 minutes, --quick
-# under 10 (30 on the debug kernel, KERNEL=debug, which took 13 under KASAN and lockdep).
+# under 10 (30 on the debug kernel, KERNEL=debug, which took 16 under KASAN and lockdep).
 # The swap workload runs 3 times per backend, at up to ~3 s per MiB on the
 # slowest; each repeat runs 35 fio jobs of T seconds plus set-ups.
 # --apps: 40 minutes for --quick, two hours a repeat by default, six hours a repeat with
