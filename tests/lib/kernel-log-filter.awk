@@ -9,19 +9,30 @@
 # is already dropped and rxe_sched_task() warns, twice
 # ("WARNING: drivers/infiniband/sw/rxe/rxe_task.c:NNN at rxe_sched_task"). A report is
 # dropped only if none of its stack frames is in rswap ("[rswap]").
+#
+# The same call then queues the task's work on a QP that is being freed, and the freed
+# task can run afterwards: once such a report has been seen, the workqueue's warning of a
+# work item queued twice ("WARNING: kernel/workqueue.c:NNN at __queue_work") and rxe's of
+# a task run more often than scheduled ("rxe_task.c:NNN at do_work") are that race's
+# aftermath. They are dropped only after a dropped rxe_sched_task report, only with a
+# soft-RoCE frame ("[rdma_rxe]") and, like it, none in rswap.
 /WARNING: drivers\/infiniband\/sw\/rxe\/rxe_task\.c:[0-9]+ at rxe_sched_task/ {
-	inreport = 1
-	buf = $0 "\n"
+	start_report(1)
+	next
+}
+raced && /WARNING: (kernel\/workqueue\.c:[0-9]+ at __queue_work|drivers\/infiniband\/sw\/rxe\/rxe_task\.c:[0-9]+ at do_work)/ {
+	start_report(0)
 	next
 }
 inreport {
 	buf = buf $0 "\n"
 	if ($0 ~ /---\[ end trace/) {
-		if (buf ~ /\[rswap\]/) {
+		if (buf ~ /\[rswap\]/ || (!cause && buf !~ /\[rdma_rxe\]/)) {
 			if (!count)
 				printf "%s", buf
 		} else {
 			dropped++
+			raced = 1
 		}
 		inreport = 0
 		buf = ""
@@ -34,4 +45,13 @@ END {
 		printf "%s", buf
 	if (count)
 		print dropped + 0
+}
+
+# A report starts at this line; is_cause: it is the race itself (rxe_sched_task).
+function start_report(is_cause) {
+	if (inreport && !count)
+		printf "%s", buf
+	inreport = 1
+	cause = is_cause
+	buf = $0 "\n"
 }
