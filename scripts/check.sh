@@ -43,10 +43,15 @@ bash "$RSWAP_TOP/scripts/setup-host.sh"
 # The build root, the prepared kernel tree and the guest image take a fresh machine
 # minutes of downloading and unpacking. They are made in the background while the host
 # builds and tests its own crates, which need none of them; rustfmt, the module and the
-# guests wait for them below.
+# guests wait for them below. The kernel tree and the guest image need only the build
+# root (its kernel version), not each other: they are made side by side.
 prep_log=$out/prepare.log
-(bash "$RSWAP_TOP/scripts/buildroot.sh" >/dev/null && bash "$RSWAP_TOP/scripts/kernel-stock.sh" >/dev/null \
-	&& bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null) >"$prep_log" 2>&1 &
+(bash "$RSWAP_TOP/scripts/buildroot.sh" >/dev/null && {
+	bash "$RSWAP_TOP/scripts/kernel-stock.sh" >/dev/null &
+	tree_pid=$! image_rc=0
+	bash "$RSWAP_TOP/scripts/guest-image.sh" >/dev/null || image_rc=$?
+	wait $tree_pid && [ $image_rc = 0 ]
+}) >"$prep_log" 2>&1 &
 prep_pid=$!
 
 # --- host checks -------------------------------------------------------------------------
