@@ -168,10 +168,11 @@ host_suites=(${RSWAP_HOST_SUITES-$(cd "$RSWAP_TOP" && ls tests/host/[0-9][0-9]-*
 # clean root) before its one guest: that part runs now, at the lowest CPU priority,
 # beside the guests below; its guest waits for $gate, made when every other guest ended.
 beside=tests/host/70-deb.sh beside_pid= gate=$out/.guests-done
+beside_out=$out/$(basename "$beside" .sh)
 if [[ " ${host_suites[*]} " == *" $beside "* ]] && [ -f "$RSWAP_TOP/$beside" ]; then
 	log "running $beside's host part beside the guests"
-	nice -n 19 bash "$RSWAP_TOP/$beside" --out "$out/$(basename "$beside" .sh)" --guest-after "$gate" \
-		> "$out/$(basename "$beside" .sh).log" 2>&1 &
+	nice -n 19 bash "$RSWAP_TOP/$beside" --out "$beside_out" --guest-after "$gate" \
+		> "$beside_out.log" 2>&1 &
 	beside_pid=$!
 fi
 
@@ -231,7 +232,7 @@ if [ -n "$beside_pid" ]; then
 	log "waiting for $beside (its guest now)"
 	r=0
 	wait "$beside_pid" || r=$?
-	host_tally "$beside" $r "$(cat "$out/$(basename "$beside" .sh).log")"
+	host_tally "$beside" $r "$(cat "$beside_out.log")"
 fi
 
 echo
