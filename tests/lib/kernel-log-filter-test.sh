@@ -28,6 +28,11 @@ line() { printf '[%12s] %s\n' "$1" "$2"; }
 # kept LOG: the log's WARNING lines the filter lets through; dropped LOG: its count.
 kept() { awk -f "$filter" <<<"$1" | grep -c 'WARNING:' || true; }
 dropped() { awk -v count=1 -f "$filter" <<<"$1"; }
+# expect LOG KEPT DROPPED: passes if the filter keeps and drops that many reports of LOG.
+expect() {
+	[ "$(kept "$1")" = "$2" ] && [ "$(dropped "$1")" = "$3" ] && ktap_pass \
+		|| ktap_fail "kept $(kept "$1") (want $2), dropped $(dropped "$1") (want $3)"
+}
 
 t_race() {
 	local log
@@ -37,35 +42,19 @@ t_race() {
 }
 ktap_test "kernel-log filter: the rxe_sched_task race with no rswap frame is dropped and counted; other lines stay" t_race
 
-t_race_rswap() {
-	local log
-	log=$(race 2.0 "rswap_queue_rq+0x10/0x20 [rswap]")
-	[ "$(kept "$log")" = 1 ] && [ "$(dropped "$log")" = 0 ] && ktap_pass || ktap_fail "kept $(kept "$log")"
-}
+t_race_rswap() { expect "$(race 2.0 "rswap_queue_rq+0x10/0x20 [rswap]")" 1 0; }
 ktap_test "kernel-log filter: the race's report with an rswap frame is kept" t_race_rswap
 
-t_aftermath() {
-	local log
-	log=$(race 2.0; race 2.1; requeue 510.8; overrun 510.9; overrun 515.2)
-	[ "$(kept "$log")" = 0 ] && [ "$(dropped "$log")" = 5 ] && ktap_pass \
-		|| ktap_fail "kept $(kept "$log"), dropped $(dropped "$log")"
-}
+t_aftermath() { expect "$(race 2.0; race 2.1; requeue 510.8; overrun 510.9; overrun 515.2)" 0 5; }
 ktap_test "kernel-log filter: after the race, a soft-RoCE work queued twice and a task run too often are dropped" t_aftermath
 
-t_aftermath_alone() {
-	local log
-	log=$(requeue 510.8; overrun 510.9; race 511.0)
-	[ "$(kept "$log")" = 2 ] && [ "$(dropped "$log")" = 1 ] && ktap_pass \
-		|| ktap_fail "kept $(kept "$log"), dropped $(dropped "$log")"
-}
+t_aftermath_alone() { expect "$(requeue 510.8; overrun 510.9; race 511.0)" 2 1; }
 ktap_test "kernel-log filter: the same warnings with no race before them are kept" t_aftermath_alone
 
 t_aftermath_other() {
-	local log
-	log=$(race 2.0; requeue 3.0 "rswap_reconnect_work+0x10/0x20 [rswap]"; \
-		report 4.0 "kernel/workqueue.c:2432 at __queue_work+0x3f4/0x520" "queue_work_on+0x66/0x70" "blk_mq_run_hw_queue+0x1/0x2")
-	[ "$(kept "$log")" = 2 ] && [ "$(dropped "$log")" = 1 ] && ktap_pass \
-		|| ktap_fail "kept $(kept "$log"), dropped $(dropped "$log")"
+	expect "$(race 2.0; requeue 3.0 "rswap_reconnect_work+0x10/0x20 [rswap]"
+		report 4.0 "kernel/workqueue.c:2432 at __queue_work+0x3f4/0x520" "queue_work_on+0x66/0x70" \
+			"blk_mq_run_hw_queue+0x1/0x2")" 2 1
 }
 ktap_test "kernel-log filter: after the race, a work queued twice from rswap or outside soft-RoCE is kept" t_aftermath_other
 
