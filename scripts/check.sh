@@ -30,6 +30,13 @@ tally() {
 	done <<<"$2"
 }
 
+# host_tally NAME RC OUTPUT: a host suite's (or a self-test's) KTAP lines, and its exit
+# code if no line failed.
+host_tally() {
+	tally "$1" "$3"
+	[ "$2" = 0 ] || [ "$(grep -c '^not ok ' <<<"$3")" != 0 ] || result fail "$1: exited $2" "$(tail -20 <<<"$3")"
+}
+
 result() { # ok|fail|skip name [detail]
 	case $1 in
 	ok) pass=$((pass + 1)); echo "ok - $2" ;;
@@ -102,13 +109,11 @@ else result fail "$n" "$(tail -30 <<<"$o")"; fi
 
 # The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.
 o=$(bash "$RSWAP_TOP/tests/lib/ktap-selftest.sh" 2>&1) && r=0 || r=$?
-tally "host: tests/lib/ktap.sh" "$o"
-[ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "host: tests/lib/ktap.sh: self-test exited $r" "$(tail -20 <<<"$o")"
+host_tally "host: tests/lib/ktap.sh" $r "$o"
 
 # The kernel-log filter every "no BUG/WARNING" check goes through, against small logs.
 o=$(bash "$RSWAP_TOP/tests/lib/kernel-log-filter-test.sh" 2>&1) && r=0 || r=$?
-tally "host: tests/lib/kernel-log-filter.awk" "$o"
-[ $r = 0 ] || [ "$(grep -c '^not ok ' <<<"$o")" != 0 ] || result fail "host: tests/lib/kernel-log-filter.awk: self-test exited $r" "$(tail -20 <<<"$o")"
+host_tally "host: tests/lib/kernel-log-filter.awk" $r "$o"
 
 # Guest-side helper programs, built on the host into the results folder the guest sees.
 mkdir -p "$out/guest"
@@ -212,11 +217,6 @@ fi
 [ $grc = 0 ] || [ $grc = 1 ] || log "guest exit code $grc"
 
 # --- extra suites (two guests, benchmarks smoke test) -----------------------------------
-# host_tally NAME RC OUTPUT: a host suite's KTAP lines, and its exit code if no line failed
-host_tally() {
-	tally "$1" "$3"
-	[ "$2" = 0 ] || [ "$(grep -c '^not ok ' <<<"$3")" != 0 ] || result fail "$1: exited $2" "$(tail -20 <<<"$3")"
-}
 for extra in "${host_suites[@]/#/$RSWAP_TOP/}"; do
 	[ -f "$extra" ] || continue
 	name=tests/host/$(basename "$extra")
