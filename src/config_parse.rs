@@ -97,6 +97,60 @@ pub(crate) fn boolean(s: &str) -> Result<bool, Invalid> {
     }
 }
 
+/// Most servers a target names in `servers`, and most entries of any list setting: the
+/// legs of the widest code (8 + 2).
+pub(crate) const MAX_SERVERS: usize = 10;
+
+/// The entries of a comma-separated list: 1 to [`MAX_SERVERS`], none empty, each without
+/// the spaces around it.
+pub(crate) fn list(s: &str) -> Result<impl Iterator<Item = &str>, Invalid> {
+    if s.split(',').any(|e| e.trim().is_empty()) {
+        return Err(Invalid("an empty entry in the list"));
+    }
+    if s.split(',').count() > MAX_SERVERS {
+        return Err(Invalid("more than 10 entries"));
+    }
+    Ok(s.split(',').map(str::trim))
+}
+
+/// One server of a list: `HOST`, `HOST:PORT`, `[IPV6]` or `[IPV6]:PORT` (an IPv6 address
+/// with a port is in brackets; one without may be bare). Returns the host's text, which
+/// the caller parses as an address, and the port if the entry gives one (1 to 65535).
+pub(crate) fn server_entry(s: &str) -> Result<(&str, Option<u16>), Invalid> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or(Invalid(
+            "an IPv6 address opened with '[' is closed with ']'",
+        ))?;
+        match after {
+            "" => (host, None),
+            _ => (
+                host,
+                Some(
+                    after
+                        .strip_prefix(':')
+                        .ok_or(Invalid("after an IPv6 address in brackets comes :PORT"))?,
+                ),
+            ),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((host, port)) if !port.contains(':') => (host, Some(port)),
+            _ => (s, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(Invalid("a server with no address"));
+    }
+    let port = match port {
+        Some(p) => Some(
+            u16::try_from(number(p, 1, 65535).map_err(|_| Invalid("a port is 1 to 65535"))?)
+                .map_err(|_| Invalid("a port is 1 to 65535"))?,
+        ),
+        None => None,
+    };
+    Ok((host, port))
+}
+
 /// Shortest secret, in bytes (the wire format's `SECRET_MIN_LEN`).
 pub(crate) const SECRET_MIN: usize = 16;
 /// Longest secret, in bytes (the wire format's `SECRET_MAX_LEN`).
@@ -164,6 +218,8 @@ pub(crate) fn key_description(s: &str) -> Option<Result<&str, Invalid>> {
     Some(match desc.find(':') {
         _ if desc.is_empty() => Err(Invalid("key: names no key (key:DESCRIPTION)")),
         _ if desc.contains('\0') => Err(Invalid("a key's description has a NUL character")),
+        // A list of secrets is split at commas (`secrets`): no key's name has one.
+        _ if desc.contains(',') => Err(Invalid("a key's description has a ','")),
         Some(0) | None => Err(Invalid(
             "a logon key's description is PREFIX:NAME (a ':' after at least one character)",
         )),
@@ -195,6 +251,154 @@ pub(crate) fn secret(s: &str) -> Result<Secret, Invalid> {
         *dst = u8::from_str_radix(digits, 16).map_err(|_| Invalid("not hexadecimal"))?;
     }
     Ok(out)
+}
+
+/// An erasure code `k + r`: k data fragments and r parity fragments a block.
+///
+/// # Invariants
+///
+/// `k` is 1, 2, 4 or 8 and `r` is 0, 1 or 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Code {
+    k: u8,
+    r: u8,
+}
+
+impl Code {
+    /// The plain disk: one server, no parity.
+    pub(crate) const PLAIN: Self = Self { k: 1, r: 0 };
+
+    /// `K+R` (e.g. `4+2`): k of 1, 2, 4 or 8 (a fragment is then a multiple of 512
+    /// bytes, as the RAID-6 library needs), r of 0, 1 or 2.
+    pub(crate) fn parse(s: &str) -> Result<Self, Invalid> {
+        let (k, r) = s
+            .split_once('+')
+            .ok_or(Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let k = number(k, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let r = number(r, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
+        let k = match k {
+            1 | 2 | 4 | 8 => k as u8,
+            _ => return Err(Invalid("k must be 1, 2, 4 or 8")),
+        };
+        let r = match r {
+            0..=2 => r as u8,
+            _ => return Err(Invalid("r must be 0, 1 or 2")),
+        };
+        // INVARIANT: checked just above.
+        Ok(Self { k, r })
+    }
+
+    /// Data fragments a block.
+    #[cfg_attr(
+        MODULE,
+        expect(
+            dead_code,
+            reason = "the erasure-coded disk's layout uses it (disk/ec_layout.rs)"
+        )
+    )]
+    pub(crate) fn k(self) -> u8 {
+        self.k
+    }
+
+    /// Parity fragments a block.
+    pub(crate) fn r(self) -> u8 {
+        self.r
+    }
+
+    /// Legs (servers): k + r.
+    pub(crate) fn legs(self) -> u8 {
+        self.k + self.r
+    }
+}
+
+impl core::fmt::Display for Code {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}+{}", self.k, self.r)
+    }
+}
+
+/// Why a target's servers, secrets and code do not fit together: `enable` refuses it
+/// with this text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LegsRefusal {
+    /// Neither `addr` nor `servers` is set.
+    NoServer,
+    /// Both `addr` and `servers` are set.
+    AddrAndServers,
+    /// `servers` has not k + r entries (`given` 0: the target has `addr` only).
+    ServerCount { code: Code, given: usize },
+    /// `secrets` has another number of entries than the code has legs.
+    SecretCount { need: u8, given: usize },
+    /// `extra_reads` is more than the code's parity fragments.
+    ExtraReads { extra: u8, code: Code },
+}
+
+impl core::fmt::Display for LegsRefusal {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Self::NoServer => write!(f, "set addr (or servers) first"),
+            Self::AddrAndServers => write!(f, "set addr (one server) or servers, not both"),
+            Self::ServerCount { code, given: 0 } => {
+                write!(f, "code {} needs {} servers in servers", code, code.legs())
+            }
+            Self::ServerCount { code, given } => {
+                write!(
+                    f,
+                    "code {} needs {} servers, {} given",
+                    code,
+                    code.legs(),
+                    given
+                )
+            }
+            Self::SecretCount { need, given } => {
+                write!(f, "secrets: {} entries needed, {} given", need, given)
+            }
+            Self::ExtraReads { extra, code } => write!(
+                f,
+                "extra_reads {} is more than the {} parity fragments of code {}",
+                extra,
+                code.r(),
+                code
+            ),
+        }
+    }
+}
+
+/// What `enable` checks of a target's servers: `addr_set` (whether `addr` is set), the
+/// entries of `servers` and of `secrets`, and `extra_reads` (ignored for a code without
+/// parity). Returns the number of legs.
+pub(crate) fn check_legs(
+    code: Code,
+    addr_set: bool,
+    servers: usize,
+    secrets: usize,
+    extra_reads: u8,
+) -> Result<u8, LegsRefusal> {
+    let legs = code.legs();
+    match (addr_set, servers) {
+        (false, 0) => return Err(LegsRefusal::NoServer),
+        (true, 1..) => return Err(LegsRefusal::AddrAndServers),
+        _ => {}
+    }
+    if servers != usize::from(legs) && !(servers == 0 && legs == 1) {
+        return Err(LegsRefusal::ServerCount {
+            code,
+            given: servers,
+        });
+    }
+    if secrets != 0 && secrets != usize::from(legs) {
+        return Err(LegsRefusal::SecretCount {
+            need: legs,
+            given: secrets,
+        });
+    }
+    if code.r() > 0 && extra_reads > code.r() {
+        return Err(LegsRefusal::ExtraReads {
+            extra: extra_reads,
+            code,
+        });
+    }
+    Ok(legs)
 }
 
 #[cfg(test)]
@@ -310,7 +514,13 @@ mod tests {
         assert_eq!(key_description("none"), None);
         assert_eq!(key_description(&"ab".repeat(16)), None);
         assert_eq!(key_description("Key:rswap:mem0"), None);
-        for bad in ["key:", "key:rswap", "key::mem0", "key:rswap:\0"] {
+        for bad in [
+            "key:",
+            "key:rswap",
+            "key::mem0",
+            "key:rswap:\0",
+            "key:rswap:a,b",
+        ] {
             assert!(matches!(key_description(bad), Some(Err(_))), "{bad}");
         }
     }
@@ -343,5 +553,129 @@ mod tests {
             Secret::read(|_| Err(Invalid("no key"))).map(|s| s.bytes().len()),
             Err(Invalid("no key"))
         );
+    }
+
+    /// Every code the parser takes.
+    fn codes() -> impl Iterator<Item = Code> {
+        [1u8, 2, 4, 8]
+            .into_iter()
+            .flat_map(|k| (0u8..=2).map(move |r| Code { k, r }))
+    }
+
+    #[test]
+    fn codes_parse() {
+        assert_eq!(Code::parse("4+2"), Ok(Code { k: 4, r: 2 }));
+        assert_eq!(Code::parse("1+0"), Ok(Code::PLAIN));
+        assert_eq!(Code::parse("8+1").map(|c| c.legs()), Ok(9));
+        assert_eq!(std::format!("{}", Code { k: 2, r: 1 }), "2+1");
+        for c in codes() {
+            assert_eq!(Code::parse(&std::format!("{c}")), Ok(c));
+        }
+        for bad in ["", "4", "4+", "+2", "4-2", "a+b", "4+2+1", " 4+2", "4 + 2"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("not a code (K+R, e.g. 4+2)")),
+                "{bad}"
+            );
+        }
+        for bad in ["0+1", "3+1", "16+2", "5+0"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("k must be 1, 2, 4 or 8")),
+                "{bad}"
+            );
+        }
+        for bad in ["4+3", "1+9"] {
+            assert_eq!(
+                Code::parse(bad),
+                Err(Invalid("r must be 0, 1 or 2")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists() {
+        let l = |s| list(s).map(|it| it.collect::<std::vec::Vec<_>>());
+        assert_eq!(l("a"), Ok(std::vec!["a"]));
+        assert_eq!(l("a, b ,c"), Ok(std::vec!["a", "b", "c"]));
+        let (ten, eleven) = (["x"; 10].join(","), ["x"; 11].join(","));
+        assert_eq!(l(&ten).map(|v| v.len()), Ok(10));
+        assert_eq!(l(&eleven), Err(Invalid("more than 10 entries")));
+        for bad in ["a,", ",a", "a,,b", "a, ,b"] {
+            assert_eq!(l(bad), Err(Invalid("an empty entry in the list")), "{bad}");
+        }
+    }
+
+    #[test]
+    fn server_entries() {
+        assert_eq!(server_entry("192.0.2.5"), Ok(("192.0.2.5", None)));
+        assert_eq!(
+            server_entry("192.0.2.5:7472"),
+            Ok(("192.0.2.5", Some(7472)))
+        );
+        assert_eq!(server_entry("fd00::5"), Ok(("fd00::5", None)));
+        assert_eq!(server_entry("fe80::1%eth0"), Ok(("fe80::1%eth0", None)));
+        assert_eq!(server_entry("[fd00::5]"), Ok(("fd00::5", None)));
+        assert_eq!(server_entry("[fd00::5]:1"), Ok(("fd00::5", Some(1))));
+        assert_eq!(
+            server_entry("[fe80::1%2]:65535"),
+            Ok(("fe80::1%2", Some(65535)))
+        );
+        for (bad, why) in [
+            (":7471", "a server with no address"),
+            ("[]:7471", "a server with no address"),
+            (
+                "[fd00::5",
+                "an IPv6 address opened with '[' is closed with ']'",
+            ),
+            (
+                "[fd00::5]7471",
+                "after an IPv6 address in brackets comes :PORT",
+            ),
+            ("192.0.2.5:0", "a port is 1 to 65535"),
+            ("192.0.2.5:65536", "a port is 1 to 65535"),
+            ("192.0.2.5:", "a port is 1 to 65535"),
+            ("192.0.2.5:x", "a port is 1 to 65535"),
+            ("[fd00::5]:", "a port is 1 to 65535"),
+        ] {
+            assert_eq!(server_entry(bad), Err(Invalid(why)), "{bad}");
+        }
+    }
+    #[test]
+    fn legs_checked() {
+        let c42 = Code { k: 4, r: 2 };
+        assert_eq!(check_legs(Code::PLAIN, true, 0, 0, 1), Ok(1));
+        assert_eq!(check_legs(Code::PLAIN, false, 1, 0, 1), Ok(1));
+        assert_eq!(check_legs(Code::PLAIN, false, 1, 1, 2), Ok(1));
+        assert_eq!(check_legs(c42, false, 6, 0, 2), Ok(6));
+        assert_eq!(check_legs(c42, false, 6, 6, 0), Ok(6));
+        assert_eq!(check_legs(Code { k: 8, r: 0 }, false, 8, 0, 2), Ok(8));
+        let refused = |c, a, n, s, e| check_legs(c, a, n, s, e).map_err(|r| std::format!("{r}"));
+        for (args, why) in [
+            ((Code::PLAIN, false, 0, 0, 1), "set addr (or servers) first"),
+            (
+                (Code::PLAIN, true, 1, 0, 1),
+                "set addr (one server) or servers, not both",
+            ),
+            (
+                (c42, true, 6, 0, 1),
+                "set addr (one server) or servers, not both",
+            ),
+            ((c42, true, 0, 0, 1), "code 4+2 needs 6 servers in servers"),
+            ((c42, false, 5, 0, 1), "code 4+2 needs 6 servers, 5 given"),
+            (
+                (Code::PLAIN, false, 2, 0, 1),
+                "code 1+0 needs 1 servers, 2 given",
+            ),
+            ((c42, false, 6, 4, 1), "secrets: 6 entries needed, 4 given"),
+            (
+                (Code { k: 4, r: 1 }, false, 5, 0, 2),
+                "extra_reads 2 is more than the 1 parity fragments of code 4+1",
+            ),
+        ] {
+            let (c, a, n, s, e) = args;
+            assert_eq!(refused(c, a, n, s, e), Err(why.into()), "{why}");
+        }
     }
 }

@@ -18,9 +18,7 @@
 //!   rotation is for reads, which fetch data fragments: without it the parity legs would
 //!   serve none.
 
-use core::fmt;
-
-use crate::config_parse::{self as parse, Invalid};
+pub(crate) use crate::config_parse::Code;
 
 /// Bytes of a block.
 pub(crate) const BLOCK: u64 = 4096;
@@ -32,70 +30,15 @@ pub(crate) const MAX_LEGS: usize = 10;
 /// A set of legs (or of fragments), bit `i` for leg (fragment) `i`.
 pub(crate) type LegMask = u16;
 
-/// An erasure code `k + r`: k data fragments and r parity fragments a block.
-///
-/// # Invariants
-///
-/// `k` is 1, 2, 4 or 8 and `r` is 0, 1 or 2.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Code {
-    k: u8,
-    r: u8,
-}
-
 impl Code {
-    /// The plain disk: one server, no parity.
-    pub(crate) const PLAIN: Self = Self { k: 1, r: 0 };
-
-    /// `K+R` (e.g. `4+2`): k of 1, 2, 4 or 8 (a fragment is then a multiple of 512
-    /// bytes, as the RAID-6 library needs), r of 0, 1 or 2.
-    pub(crate) fn parse(s: &str) -> Result<Self, Invalid> {
-        let (k, r) = s
-            .split_once('+')
-            .ok_or(Invalid("not a code (K+R, e.g. 4+2)"))?;
-        let k = parse::number(k, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
-        let r = parse::number(r, 0, 255).map_err(|_| Invalid("not a code (K+R, e.g. 4+2)"))?;
-        let k = match k {
-            1 | 2 | 4 | 8 => k as u8,
-            _ => return Err(Invalid("k must be 1, 2, 4 or 8")),
-        };
-        let r = match r {
-            0..=2 => r as u8,
-            _ => return Err(Invalid("r must be 0, 1 or 2")),
-        };
-        // INVARIANT: checked just above.
-        Ok(Self { k, r })
-    }
-
-    /// Data fragments a block.
-    pub(crate) fn k(self) -> u8 {
-        self.k
-    }
-
-    /// Parity fragments a block.
-    pub(crate) fn r(self) -> u8 {
-        self.r
-    }
-
-    /// Legs (servers): k + r.
-    pub(crate) fn legs(self) -> u8 {
-        self.k + self.r
-    }
-
-    /// Bytes of one fragment: 4096 / k.
+    /// Bytes of one fragment of a 4096-byte block: 4096 / k.
     pub(crate) fn fragment_bytes(self) -> u64 {
-        BLOCK / u64::from(self.k)
+        BLOCK / u64::from(self.k())
     }
 
     /// Whether every fragment is a copy of the block (k = 1).
     pub(crate) fn is_replication(self) -> bool {
-        self.k == 1
-    }
-}
-
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}+{}", self.k, self.r)
+        self.k() == 1
     }
 }
 
@@ -193,7 +136,7 @@ impl Layout {
     /// and up to `extra` more parity legs, whose fragments let the read end without its
     /// slowest leg. `None` if fewer than k legs are usable.
     pub(crate) fn read_plan(&self, group: u64, usable: LegMask, extra: u8) -> Option<LegMask> {
-        let k = self.code.k;
+        let k = self.code.k();
         let have = self.fragments_of(group, usable);
         let data: LegMask = (1 << k) - 1;
         let mut want = have & data;
@@ -218,7 +161,7 @@ impl Layout {
     /// How to put a block of group `group` together from what the legs of `arrived`
     /// sent.
     pub(crate) fn decode(&self, group: u64, arrived: LegMask) -> Decode {
-        let k = self.code.k;
+        let k = self.code.k();
         let have = self.fragments_of(group, arrived);
         if self.code.is_replication() {
             return match (0..self.code.legs()).find(|&j| have & (1 << j) != 0) {
@@ -252,43 +195,16 @@ impl Layout {
 mod tests {
     use super::*;
 
+    /// Code `k+r`, through its parser.
+    fn code(k: u8, r: u8) -> Code {
+        Code::parse(&std::format!("{k}+{r}")).expect("a code")
+    }
+
     /// Every code the parser takes.
     fn codes() -> impl Iterator<Item = Code> {
         [1u8, 2, 4, 8]
             .into_iter()
-            .flat_map(|k| (0u8..=2).map(move |r| Code { k, r }))
-    }
-
-    #[test]
-    fn codes_parse() {
-        assert_eq!(Code::parse("4+2"), Ok(Code { k: 4, r: 2 }));
-        assert_eq!(Code::parse("1+0"), Ok(Code::PLAIN));
-        assert_eq!(Code::parse("8+1").map(|c| c.legs()), Ok(9));
-        assert_eq!(std::format!("{}", Code { k: 2, r: 1 }), "2+1");
-        for c in codes() {
-            assert_eq!(Code::parse(&std::format!("{c}")), Ok(c));
-        }
-        for bad in ["", "4", "4+", "+2", "4-2", "a+b", "4+2+1", " 4+2", "4 + 2"] {
-            assert_eq!(
-                Code::parse(bad),
-                Err(Invalid("not a code (K+R, e.g. 4+2)")),
-                "{bad}"
-            );
-        }
-        for bad in ["0+1", "3+1", "16+2", "5+0"] {
-            assert_eq!(
-                Code::parse(bad),
-                Err(Invalid("k must be 1, 2, 4 or 8")),
-                "{bad}"
-            );
-        }
-        for bad in ["4+3", "1+9"] {
-            assert_eq!(
-                Code::parse(bad),
-                Err(Invalid("r must be 0, 1 or 2")),
-                "{bad}"
-            );
-        }
+            .flat_map(|k| (0u8..=2).map(move |r| code(k, r)))
     }
 
     #[test]
@@ -302,10 +218,10 @@ mod tests {
 
     #[test]
     fn leg_regions() {
-        let l = Layout::new(Code { k: 4, r: 2 }, 1 << 30);
+        let l = Layout::new(code(4, 2), 1 << 30);
         assert_eq!(l.leg_bytes(), 1 << 28);
         assert_eq!(l.remote_offset(3), 3 * 1024);
-        let small = Layout::new(Code { k: 8, r: 1 }, 3 * BLOCK);
+        let small = Layout::new(code(8, 1), 3 * BLOCK);
         assert_eq!(
             small.leg_bytes(),
             BLOCK,
@@ -435,7 +351,7 @@ mod tests {
     /// Two worked examples of the rule, for the documentation.
     #[test]
     fn examples() {
-        let l = Layout::new(Code { k: 4, r: 2 }, 1 << 30);
+        let l = Layout::new(code(4, 2), 1 << 30);
         // Group 1: fragment j on leg j + 1; P (4) on leg 5, Q (5) on leg 0.
         assert_eq!(l.leg_of(1, 0), 1);
         assert_eq!(l.leg_of(1, 4), 5);

@@ -737,6 +737,7 @@ proptest! {
             if let Some(Ok(d)) = parse::key_description(t) {
                 prop_assert!(t.starts_with(parse::KEY_PREFIX) && t.ends_with(d));
                 prop_assert!(d.find(':').is_some_and(|i| i > 0) && !d.contains('\0'));
+                prop_assert!(!d.contains(','));
             }
             let _ = parse::boolean(t);
         }
@@ -744,17 +745,19 @@ proptest! {
 
     /// `key:DESCRIPTION`: recognised exactly when the text starts with `key:`, and then
     /// accepted exactly when the description is qualified (`PREFIX:NAME`, a `:` after at
-    /// least one character, no NUL), returned as it is.
+    /// least one character, no NUL and no `,`), returned as it is.
     #[test]
-    fn fuzz_config_key_description(s in prop_oneof!["(key:)?[a-z:]{0,12}", "key:.{0,40}", any::<String>()]) {
+    fn fuzz_config_key_description(s in prop_oneof!["(key:)?[a-z:,]{0,12}", "key:.{0,40}", any::<String>()]) {
         match (s.strip_prefix("key:"), parse::key_description(&s)) {
             (None, got) => prop_assert!(got.is_none(), "{:?}", s),
             (Some(d), Some(Ok(got))) => {
                 prop_assert_eq!(got, d);
-                prop_assert!(d.find(':').is_some_and(|i| i > 0) && !d.contains('\0'), "{:?}", s);
+                prop_assert!(d.find(':').is_some_and(|i| i > 0), "{:?}", s);
+                prop_assert!(!d.contains('\0') && !d.contains(','), "{:?}", s);
             }
             (Some(d), Some(Err(_))) => {
-                prop_assert!(d.find(':').is_none_or(|i| i == 0) || d.contains('\0'), "{:?}", s);
+                let bad = d.find(':').is_none_or(|i| i == 0) || d.contains('\0') || d.contains(',');
+                prop_assert!(bad, "{:?}", s);
             }
             (Some(_), None) => prop_assert!(false, "not recognised: {:?}", s),
         }
