@@ -57,8 +57,11 @@ def main():
     ktext = open(os.path.join(TOP, "src/settings.rs"), encoding="utf-8").read()
     ctext = open(os.path.join(TOP, "tools/rswapctl/src/settings.rs"), encoding="utf-8").read()
     doc = open(os.path.join(TOP, "Documentation/configuration.md"), encoding="utf-8").read()
-    required = set(re.findall(r"\"enable: set (\w+) first\"",
-                              open(os.path.join(TOP, "src/configfs.rs"), encoding="utf-8").read()))
+    # "enable: set size first" (configfs.rs), "set addr (or servers) first" (config_parse.rs,
+    # the checks of a target's servers).
+    checks = "".join(open(os.path.join(TOP, f), encoding="utf-8").read()
+                     for f in ("src/configfs.rs", "src/config_parse.rs"))
+    required = set(re.findall(r"\"(?:enable: )?set (\w+)(?: \(or \w+\))? first\"", checks))
     krows = kernel_rows(ktext)
     ctext = ctext[ctext.index("pub const SETTINGS"):]
     crows = {m["name"]: m for m in CTL_ROW.finditer(ctext)}

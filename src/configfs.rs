@@ -34,7 +34,9 @@ use crate::{
     disk::{ConnectNote, DiskConfig, RemoteDisk},
     kernel_ext::{self, DependableSubsystem, ItemDependency, TextBuf},
     settings::{
-        for_each_setting, nonzero_random, row::MAX_CONNECTIONS, ModuleContext, TargetSettings,
+        for_each_setting, nonzero_random,
+        row::{Code, MAX_CONNECTIONS},
+        ModuleContext, TargetSettings,
     },
 };
 
@@ -169,8 +171,12 @@ fn store_setting<T>(
         return Err(EBUSY);
     }
     store(&mut t.settings, value);
-    if let Some(Ok(desc)) = parse::key_description(text) {
-        // Says where the value came from: the key's name, never its payload.
+    // Says where a secret came from: the key's name, never its payload. A list's entries
+    // are looked at one by one (a list of secrets may mix keys and digits).
+    for desc in text
+        .split(',')
+        .filter_map(|e| parse::key_description(e.trim())?.ok())
+    {
         pr_info!(
             "{}: configfs: {}: read from logon key \"{}\"\n",
             &*this.name,
@@ -192,9 +198,34 @@ fn show_with(
 
 fn enable(this: &TargetConfig, t: &mut Target) -> Result {
     let mut settings = t.settings.clone();
-    if settings.addr.is_none() {
-        refuse(this, format_args!("enable: set addr first"));
+    if let Err(why) = parse::check_legs(
+        settings.code,
+        settings.addr.is_some(),
+        settings.servers.len(),
+        settings.secrets.len(),
+        settings.extra_reads,
+    ) {
+        refuse(this, format_args!("enable: {}", why));
         return Err(EINVAL);
+    }
+    if settings.code != Code::PLAIN {
+        refuse(
+            this,
+            format_args!(
+                "enable: code {}: this rswap.ko has no erasure-coded disk yet (1+0 only)",
+                settings.code
+            ),
+        );
+        return Err(EOPNOTSUPP);
+    }
+    // One server in `servers` (code 1+0) is the plain disk: `addr`, `port` and, if
+    // `secrets` gives one, `secret` are that server's.
+    if let Some((addr, port)) = settings.servers.entry(0) {
+        settings.addr = Some(addr);
+        settings.port = port.unwrap_or(settings.port);
+        if let Some(secret) = settings.secrets.get(0) {
+            settings.secret = Some(secret.clone());
+        }
     }
     if settings.size.is_none() {
         refuse(this, format_args!("enable: set size first"));

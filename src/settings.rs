@@ -16,7 +16,7 @@
 //! - `live`: whether it may change while the target is enabled (else `EBUSY`).
 
 use crate::ib::Devices;
-use row::{Secret, SockAddr};
+use row::{Code, Secret, SecretList, ServerList, SockAddr};
 
 /// What the module hands to every target it configures.
 #[derive(Clone, Copy)]
@@ -51,6 +51,12 @@ macro_rules! for_each_setting {
                 "This client's identity towards the server." }
             { 13, secret: Option<Secret> = None, secret, set_or_unset, false,
                 "The secret the target authenticates with, if it has one (hex digits or a logon key)." }
+            { 20, code: Code = Code::PLAIN, code, plain, false,
+                "The erasure code K+R of a disk over k + r servers (`servers`); 1+0: one server." }
+            { 21, servers: ServerList = ServerList::EMPTY, servers, servers_shown, false,
+                "The disk's servers in leg order, instead of `addr` (a port each, else `port`)." }
+            { 22, secrets: SecretList = SecretList::EMPTY, secrets, secrets_shown, false,
+                "A secret for each server of `servers` (`-`: that server takes `secret`)." }
             { 6, timeout_ms: u32 = 5000, |t| ranged(t, 100, 120_000), plain, false,
                 "Milliseconds each connection step may take." }
             { 10, recovery_ms: u32 = 60000, |t| ranged(t, 0, 3_600_000), plain, false,
@@ -63,6 +69,10 @@ macro_rules! for_each_setting {
                 "Whether the disk seals every page before it leaves the host." }
             { 17, sync_swapin: bool = false, boolean, flag, false,
                 "Whether the disk is synchronous: swap reads pages back without readahead." }
+            { 23, extra_reads: u8 = 1, |t| ranged(t, 0, 2), plain, false,
+                "Parity fragments a read asks for beyond k, so it can end without its slowest server." }
+            { 24, rebuild_mbps: u32 = 200, |t| ranged(t, 1, 100_000), plain, true,
+                "MiB/s a server's rebuild writes at most." }
         }
     };
 }
@@ -72,12 +82,79 @@ pub(crate) use for_each_setting;
 /// shown forms (value to text).
 pub(crate) mod row {
     use core::fmt::{self, Display, Write};
+    use kernel::{alloc::flags::GFP_KERNEL, sync::Arc};
 
     use crate::config_parse::{self as parse, Invalid};
     use crate::kernel_ext::{self, BadAddr};
     // The rows' types.
+    pub(crate) use crate::config_parse::Code;
     pub(crate) use crate::config_parse::Secret;
+    use crate::config_parse::MAX_SERVERS;
     pub(crate) use crate::kernel_ext::SockAddr;
+
+    /// The servers of a disk over several (`servers`), in leg order: an address each, with
+    /// the port its entry gave, if any (else the `port` row's). On the heap (1.4 KiB for
+    /// 10 addresses), shared by the copies of a target's settings: a copy on the stack is
+    /// a pointer, where enable's call chain keeps several.
+    #[derive(Clone)]
+    pub(crate) struct ServerList(Option<Arc<ServerEntries>>);
+
+    /// The entries of a [`ServerList`].
+    pub(crate) struct ServerEntries {
+        entries: [Option<(SockAddr, Option<u16>)>; MAX_SERVERS],
+        len: usize,
+    }
+
+    impl ServerList {
+        /// No server: the target uses `addr`.
+        pub(crate) const EMPTY: Self = Self(None);
+
+        /// Servers in the list.
+        pub(crate) fn len(&self) -> usize {
+            self.0.as_ref().map_or(0, |e| e.len)
+        }
+
+        /// Whether the list is empty.
+        pub(crate) fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Server `i`'s address and the port its entry gave, if it gave one.
+        pub(crate) fn entry(&self, i: usize) -> Option<(SockAddr, Option<u16>)> {
+            *self.0.as_ref()?.entries.get(i)?
+        }
+    }
+
+    /// A secret for each server of a disk over several (`secrets`); `None`: that server
+    /// takes the target's `secret`. On the heap, as [`ServerList`].
+    #[derive(Clone)]
+    pub(crate) struct SecretList(Option<Arc<SecretEntries>>);
+
+    /// The entries of a [`SecretList`].
+    pub(crate) struct SecretEntries {
+        entries: [Option<Secret>; MAX_SERVERS],
+        len: usize,
+    }
+
+    impl SecretList {
+        /// No list: every server takes `secret`.
+        pub(crate) const EMPTY: Self = Self(None);
+
+        /// Entries in the list (0: none given).
+        pub(crate) fn len(&self) -> usize {
+            self.0.as_ref().map_or(0, |e| e.len)
+        }
+
+        /// Server `i`'s own secret, if the list gives one.
+        pub(crate) fn get(&self, i: usize) -> Option<&Secret> {
+            self.0.as_ref()?.entries.get(i)?.as_ref()
+        }
+    }
+
+    /// `value` on the heap, shared.
+    fn shared<T>(value: T) -> Result<Arc<T>, Invalid> {
+        Arc::new(value, GFP_KERNEL).map_err(|_| Invalid("out of memory"))
+    }
 
     /// Most connections (queues and poll queues) one target opens: the server's default
     /// limit of queues per client.
@@ -138,6 +215,82 @@ pub(crate) mod row {
     /// the secret's own buffer.
     fn logon_key(desc: &str) -> Result<Secret, Invalid> {
         Secret::read(|buf| kernel_ext::read_logon_key(desc, buf).map_err(|e| Invalid(e.reason())))
+    }
+
+    /// A code `K+R` (see [`Code::parse`]).
+    pub(crate) fn code(t: &str) -> Result<Code, Invalid> {
+        Code::parse(t)
+    }
+
+    /// A comma-separated list of servers (see [`parse::server_entry`]), or `none`.
+    pub(crate) fn servers(t: &str) -> Result<ServerList, Invalid> {
+        if t == "none" {
+            return Ok(ServerList::EMPTY);
+        }
+        let mut out = ServerEntries {
+            entries: [None; MAX_SERVERS],
+            len: 0,
+        };
+        for (slot, entry) in out.entries.iter_mut().zip(parse::list(t)?) {
+            let (text, port) = parse::server_entry(entry)?;
+            *slot = host(text)?.map(|a| (a, port));
+            out.len += 1;
+        }
+        Ok(ServerList(Some(shared(out)?)))
+    }
+
+    /// A comma-separated list of secrets, each as [`secret`] takes it or `-` (that server
+    /// takes `secret`), or `none`: no list.
+    pub(crate) fn secrets(t: &str) -> Result<SecretList, Invalid> {
+        if t == "none" {
+            return Ok(SecretList::EMPTY);
+        }
+        let mut out = SecretEntries {
+            entries: [const { None }; MAX_SERVERS],
+            len: 0,
+        };
+        for (slot, entry) in out.entries.iter_mut().zip(parse::list(t)?) {
+            *slot = match entry {
+                "-" => None,
+                "none" => return Err(Invalid("a server with no secret of its own is '-'")),
+                e => secret(e)?,
+            };
+            out.len += 1;
+        }
+        Ok(SecretList(Some(shared(out)?)))
+    }
+
+    /// The servers as `servers` takes them, or `(none)`.
+    pub(crate) fn servers_shown(v: &ServerList, w: &mut impl Write) -> fmt::Result {
+        if v.is_empty() {
+            return writeln!(w, "(none)");
+        }
+        for i in 0..v.len() {
+            let sep = if i == 0 { "" } else { "," };
+            match v.entry(i) {
+                Some((a, Some(p))) => write!(w, "{}{}", sep, a.with_port(p).with_port_shown())?,
+                Some((a, None)) => write!(w, "{}{}", sep, a)?,
+                None => {}
+            }
+        }
+        writeln!(w)
+    }
+
+    /// Whether each entry is set (`(set)`) or `-`, never a secret; `(none)` for no list.
+    pub(crate) fn secrets_shown(v: &SecretList, w: &mut impl Write) -> fmt::Result {
+        if v.len() == 0 {
+            return writeln!(w, "(none)");
+        }
+        for i in 0..v.len() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(
+                w,
+                "{}{}",
+                sep,
+                if v.get(i).is_some() { "(set)" } else { "-" }
+            )?;
+        }
+        writeln!(w)
     }
 
     /// `0`/`1` (see [`parse::boolean`]).

@@ -95,6 +95,25 @@ impl SockAddr {
     }
 }
 
+/// The same family, address, scope and port: every byte of the two `sockaddr_storage`s,
+/// which [`SockAddr::parse`] starts from zeroes, so the bytes no field uses are equal.
+impl PartialEq for SockAddr {
+    fn eq(&self, other: &Self) -> bool {
+        let len = core::mem::size_of::<bindings::__kernel_sockaddr_storage>();
+        // SAFETY: each pointer is to a whole `sockaddr_storage` of `len` initialised bytes
+        // (plain integers and byte arrays), borrowed for this call.
+        let (a, b) = unsafe {
+            (
+                core::slice::from_raw_parts((&raw const self.0).cast::<u8>(), len),
+                core::slice::from_raw_parts((&raw const other.0).cast::<u8>(), len),
+            )
+        };
+        a == b
+    }
+}
+
+impl Eq for SockAddr {}
+
 /// An address shown with its port ([`SockAddr::with_port_shown`]).
 pub(crate) struct WithPort<'a>(&'a SockAddr);
 

@@ -67,7 +67,7 @@ t_bad_values() {
 	try_bad enable 2
 	dmesg_mark "enable without addr"
 	echo 1 > $T/enable 2>/dev/null && { bad=1; why+="enable without addr accepted; "; }
-	[ "$(cat $T/last_error)" = "enable: set addr first" ] || { bad=1; why+="last_error after enable: '$(cat $T/last_error)'; "; }
+	[ "$(cat $T/last_error)" = "enable: set addr (or servers) first" ] || { bad=1; why+="last_error after enable: '$(cat $T/last_error)'; "; }
 	if [ $bad = 0 ]; then ktap_pass; ktap_diag "last_error: $(cat $T/last_error)"; else ktap_fail "$why"; fi
 }
 ktap_test "configfs: bad values are rejected with EINVAL and a reason in dmesg and in last_error" t_bad_values
