@@ -48,6 +48,11 @@ def kernel_default(m):
         return ("Cpus", None)
     if d == "random()":
         return ("Random", None)
+    if d.endswith("::EMPTY"):
+        # A list (servers, secrets): none given.
+        return ("Unset", "(none)")
+    if d == "Code::PLAIN":
+        return ("Value", "1+0")
     if d in ("false", "true"):
         return ("Value", "1" if d == "true" else "0")
     return ("Value", str(num(d)))
@@ -87,6 +92,12 @@ def main():
             want = (num(k["min"]), num(k["max"]))
             if r is None or (num(r[1]), num(r[2])) != want:
                 errors.append(f"{name}: range: module {want}, rswapctl {c['kind'].strip()}")
+        # The row's builder calls, up to the next row: `.live()` when the module takes a
+        # new value while enabled.
+        end = ctext.find("Setting::new", c.end())
+        live = ".live()" in ctext[c.end():end if end >= 0 else len(ctext)]
+        if live != (k["live"] == "true"):
+            errors.append(f"{name}: live: module {k['live']}, rswapctl {'.live()' if live else 'not'}")
         if f"`{name}`" not in doc:
             errors.append(f"{name}: not in Documentation/configuration.md")
         print(f"{name}: attribute {k['id']}, default {what}({text or ''}), "

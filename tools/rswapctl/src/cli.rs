@@ -240,11 +240,22 @@ impl Args for SettingArgs {
                 .long(flag)
                 .help(first.trim_end_matches('.').to_string())
                 .long_help(s.help_text());
+            // A setting that may be given instead of this one (`--servers` for
+            // `--server`): one of the two is required, not both.
+            let other = SETTINGS
+                .iter()
+                .find(|o| o.instead_of == Some(s.attr))
+                .and_then(|o| o.key);
+            let arg = match other {
+                Some(other) if s.required() => {
+                    arg.required_unless_present(other).conflicts_with(other)
+                }
+                _ => arg.required(s.required()),
+            };
             cmd.arg(match s.kind {
                 Kind::Switch => arg.action(ArgAction::SetTrue),
                 _ => arg
                     .value_name(s.value_name)
-                    .required(s.required())
                     // A value that looks like a flag is refused as a value, with why.
                     .allow_hyphen_values(true)
                     .value_parser(move |v: &str| s.check(v)),

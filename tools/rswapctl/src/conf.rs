@@ -97,10 +97,26 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
             _ => unreachable!("every key of keys() is handled"),
         }
     }
+    let given = |key: &str| seen.iter().find(|(k, _)| *k == key).map(|(_, line)| *line);
     for required in SETTINGS.iter().filter(|s| s.required()) {
         let key = required.key.unwrap_or(required.attr);
-        if !seen.iter().any(|(k, _)| *k == key) {
-            return Err(format!("{file}: no `{key} = ...` line (required)"));
+        // A setting that may be given instead of it (`servers` for `server`).
+        let other = SETTINGS
+            .iter()
+            .find(|s| s.instead_of == Some(required.attr))
+            .and_then(|s| s.key);
+        match (given(key), other.and_then(given)) {
+            (Some(_), Some(line_no)) => {
+                let other = other.unwrap_or_default();
+                return Err(format!("{file}:{line_no}: {key} or {other}, not both"));
+            }
+            (None, None) => {
+                let or = other
+                    .map(|o| format!(" or `{o} = ...`"))
+                    .unwrap_or_default();
+                return Err(format!("{file}: no `{key} = ...` line{or} (required)"));
+            }
+            _ => {}
         }
     }
     if let Some((_, line_no)) = seen.iter().find(|(k, _)| *k == "priority") {

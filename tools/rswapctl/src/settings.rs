@@ -41,6 +41,14 @@ pub enum Kind {
     /// A file holding the secret (`parse::parse_secret`), an absolute path in a target
     /// file; its digits go to the attribute through their own write, and are never shown.
     SecretFile,
+    /// An erasure code `K+R`: k of 1, 2, 4 or 8, r of 0, 1 or 2.
+    Code,
+    /// A comma-separated list of 1 to 10 servers, each `ADDR[:PORT]` as [`Kind::Server`]
+    /// takes it.
+    ServerList,
+    /// The module's list of secrets, one per server: shown (`(set)` or `-` each), not set
+    /// by rswapctl.
+    SecretList,
 }
 
 impl Kind {
@@ -127,6 +135,9 @@ pub struct Setting {
     /// `EBUSY`, disable it first).
     pub while_enabled: bool,
     pub since: Option<Since>,
+    /// The required setting (its attribute) that this one may be given instead of: one
+    /// of the two is needed, both are refused.
+    pub instead_of: Option<&'static str>,
     pub up: Up,
     /// The flag's help, without the range and default (added from the row).
     pub help: &'static str,
@@ -146,6 +157,7 @@ impl Setting {
             column: None,
             while_enabled: false,
             since: None,
+            instead_of: None,
             up: Up::Ignore,
             help: "",
             sample: ("", ""),
@@ -178,6 +190,20 @@ impl Setting {
     const fn since(self, feature: &'static str, without: &'static str) -> Setting {
         Setting {
             since: Some(Since { feature, without }),
+            ..self
+        }
+    }
+
+    const fn instead_of(self, attr: &'static str) -> Setting {
+        Setting {
+            instead_of: Some(attr),
+            ..self
+        }
+    }
+
+    const fn live(self) -> Setting {
+        Setting {
+            while_enabled: true,
             ..self
         }
     }
@@ -224,6 +250,11 @@ impl Setting {
             Kind::ClientId => client_id(v),
             Kind::Switch => yes_no(v).map(|on| if on { "1" } else { "0" }.to_string()),
             Kind::SecretFile => Ok(v.to_string()),
+            Kind::Code => code(v)
+                .map(|(k, r)| format!("{k}+{r}"))
+                .map_err(|e| format!("{v:?} is not {}: {e}", self.accepted())),
+            Kind::ServerList => server_list(v),
+            Kind::SecretList => Err(format!("{}: shown, not set", self.attr)),
         }
     }
 
@@ -254,6 +285,9 @@ impl Setting {
             Kind::ClientId => "a client id (1..2^64-1, decimal or 0x hex)".to_string(),
             Kind::Switch => "yes or no".to_string(),
             Kind::SecretFile => "a secret file".to_string(),
+            Kind::Code => "a code K+R (k 1, 2, 4 or 8; r 0, 1 or 2)".to_string(),
+            Kind::ServerList => "a list of 1 to 10 servers, ADDR[:PORT],...".to_string(),
+            Kind::SecretList => "a list of secrets".to_string(),
         }
     }
 
@@ -304,7 +338,12 @@ impl Setting {
             }
             Kind::Switch => parse_bool_attr(text).map_or(Value::Null, Value::Bool),
             Kind::SecretFile => parse_secret_attr(text).map_or(Value::Null, Value::Bool),
-            Kind::Server | Kind::HostOrAny | Kind::ClientId => {
+            Kind::Server
+            | Kind::HostOrAny
+            | Kind::ClientId
+            | Kind::Code
+            | Kind::ServerList
+            | Kind::SecretList => {
                 if text.is_empty() || Some(text) == unset {
                     Value::Null
                 } else {
@@ -313,6 +352,43 @@ impl Setting {
             }
         }
     }
+}
+
+/// A code `K+R` as the module takes it, or why not.
+fn code(v: &str) -> Result<(u8, u8), &'static str> {
+    let (k, r) = v.split_once('+').ok_or("no '+'")?;
+    let number = |t: &str| {
+        t.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| t.parse::<u8>().ok())
+            .flatten()
+    };
+    match (number(k), number(r)) {
+        (Some(k @ (1 | 2 | 4 | 8)), Some(r @ 0..=2)) => Ok((k, r)),
+        (Some(_), Some(0..=2)) => Err("k must be 1, 2, 4 or 8"),
+        (Some(_), Some(_)) => Err("r must be 0, 1 or 2"),
+        _ => Err("K and R are numbers"),
+    }
+}
+
+/// A list of servers as the module takes it (entries as `--server` takes them), written
+/// without the spaces around its entries; or why not.
+fn server_list(v: &str) -> Result<String, String> {
+    let entries: Vec<&str> = v.split(',').map(str::trim).collect();
+    if entries.len() > 10 {
+        return Err(format!("{v:?} is not a list of at most 10 servers"));
+    }
+    for (i, e) in entries.iter().enumerate() {
+        if e.is_empty() {
+            return Err(format!(
+                "{v:?} is not a list of servers: entry {} is empty",
+                i + 1
+            ));
+        }
+        target::parse_server(e)
+            .map_err(|why| format!("{v:?} is not a list of servers: entry {}: {why}", i + 1))?;
+    }
+    Ok(entries.join(","))
 }
 
 /// `Kind::Number`, the module's range.
@@ -414,6 +490,26 @@ pub const SETTINGS: &[Setting] = &[
         )
         .column("SECRET")
         .sample("/etc/rswap/t.secret", "rel/t.secret"),
+    Setting::new("code", Kind::Code, ModuleDefault::Value("1+0"))
+        .value(
+            "K+R",
+            "The erasure code of a disk over k + r servers (--servers): each page cut into \
+             k fragments and r parity fragments, one on each server; any k of them give \
+             the page back. 1+0: one server.",
+        )
+        .since("erasure-coded disks", "without it")
+        .up(Up::Equal)
+        .sample("4+2", "3+1"),
+    Setting::new("servers", Kind::ServerList, ModuleDefault::Unset("(none)"))
+        .value(
+            "ADDR:PORT,...",
+            "The disk's memory servers in order, one per fragment of --code, instead of \
+             --server: each ADDR:PORT as --server takes it.",
+        )
+        .since("erasure-coded disks", "without it")
+        .instead_of("addr")
+        .sample("192.0.2.7:7000,[fd00::7]:7000", "192.0.2.7:0"),
+    Setting::new("secrets", Kind::SecretList, ModuleDefault::Unset("(none)")).key(None),
     Setting::new("timeout_ms", ms(100, 120_000), ModuleDefault::Value("5000"))
         .value(
             "MS",
@@ -474,6 +570,31 @@ pub const SETTINGS: &[Setting] = &[
         .since("synchronous swap-in", "without it")
         .up(Up::On("synchronous"))
         .sample("yes", "on"),
+    Setting::new(
+        "extra_reads",
+        number(0, 2, "a number of parity fragments"),
+        ModuleDefault::Value("1"),
+    )
+    .value(
+        "N",
+        "Parity fragments a read of a disk over several servers asks for beyond the k it \
+         needs, so that it can end without its slowest server.",
+    )
+    .since("erasure-coded disks", "without it")
+    .sample("2", "3"),
+    Setting::new(
+        "rebuild_mbps",
+        number(1, 100_000, "a rate in MiB/s"),
+        ModuleDefault::Value("200"),
+    )
+    .value(
+        "MIBS",
+        "How fast a disk over several servers rewrites a server's fragments after it \
+         comes back or is replaced, at most. Also while the target is enabled.",
+    )
+    .since("erasure-coded disks", "without it")
+    .live()
+    .sample("500", "0"),
 ];
 
 /// How Prometheus sees a number of `stats`.

@@ -603,6 +603,9 @@ fn two_targets() -> Fake {
     fs::remove_file(fake.dir("b").join("sync_swapin")).unwrap();
     fs::remove_file(fake.dir("b").join("poll_queues")).unwrap();
     fs::remove_file(fake.dir("b").join("io_timeout_ms")).unwrap();
+    for attr in ["code", "servers", "secrets", "extra_reads", "rebuild_mbps"] {
+        fs::remove_file(fake.dir("b").join(attr)).unwrap();
+    }
     fake.target("a", "192.0.2.2", "8589934592", Some("rswap0"));
     fs::write(fake.dir("a").join("secret"), "(set)\n").unwrap();
     fake.swapped_on("rswap0", 2048, 100);
@@ -688,7 +691,8 @@ fn list_json() {
             "auth_failures": null, "src_addr": null, "queues": cpus,
             "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
             "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": 30000,
-            "stats": null
+            "code": "1+0", "servers": null, "secrets": null, "extra_reads": 1,
+            "rebuild_mbps": 200, "stats": null
         },
         {
             "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -700,7 +704,8 @@ fn list_json() {
             "auth_failures": null, "src_addr": null, "queues": cpus,
             "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
             "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": null,
-            "stats": null
+            "code": null, "servers": null, "secrets": null, "extra_reads": null,
+            "rebuild_mbps": null, "stats": null
         }
     ]);
     want[0]["stats"] = stats;
@@ -787,9 +792,9 @@ fn status_text() {
         .filter(|l| l.starts_with("attr."))
         .copied()
         .collect();
-    // All but secret, encrypt, sync_swapin, poll_queues and io_timeout_ms, then enable,
-    // state, device, stats.
-    assert_eq!(attrs.len(), SETTINGS.len() - 5 + 4);
+    // All but secret, encrypt, sync_swapin, poll_queues, io_timeout_ms and the five of
+    // erasure-coded disks, then enable, state, device, stats.
+    assert_eq!(attrs.len(), SETTINGS.len() - 10 + 4);
     assert_eq!(attrs[0], "attr.addr: 192.0.2.3");
     assert_eq!(attrs[attrs.len() - 2], "attr.device: ");
     assert_eq!(attrs[attrs.len() - 1], "attr.stats: ");
@@ -803,7 +808,8 @@ fn status_text() {
     );
     assert!(
         out.contains(
-            "\nkeepalive_ms: 5000\nio_timeout_ms: 30000\nencrypt: false\nsync_swapin: false\nstate: connected\n"
+            "\nkeepalive_ms: 5000\nio_timeout_ms: 30000\nencrypt: false\nsync_swapin: false\n\
+             extra_reads: 1\nrebuild_mbps: 200\nstate: connected\n"
         ),
         "{out}"
     );
@@ -825,7 +831,15 @@ fn status_text() {
         ]
     );
     assert_eq!(
-        attrs[12..15],
+        attrs[9..12],
+        [
+            "attr.code: 1+0",
+            "attr.servers: (none)",
+            "attr.secrets: (none)"
+        ]
+    );
+    assert_eq!(
+        attrs[15..18],
         [
             "attr.io_timeout_ms: 30000",
             "attr.encrypt: 0",
@@ -1609,7 +1623,7 @@ fn conf_errors_name_file_and_line() {
     }
     assert_eq!(
         parse_target_config("t", "f.conf", "size = 8G\n").unwrap_err(),
-        "f.conf: no `server = ...` line (required)"
+        "f.conf: no `server = ...` line or `servers = ...` (required)"
     );
     assert_eq!(
         parse_target_config("t", "f.conf", "# empty\nserver = 192.0.2.2\n").unwrap_err(),
@@ -2173,7 +2187,12 @@ fn field_for(s: &settings::Setting, shown: &str) -> Value {
         Kind::Number { .. } | Kind::Size => json!(shown.parse::<u64>().unwrap()),
         Kind::Switch => json!(shown == "1"),
         Kind::SecretFile => json!(shown == "(set)"),
-        Kind::Server | Kind::HostOrAny | Kind::ClientId => json!(shown),
+        Kind::Server
+        | Kind::HostOrAny
+        | Kind::ClientId
+        | Kind::Code
+        | Kind::ServerList
+        | Kind::SecretList => json!(shown),
     }
 }
 
@@ -2186,10 +2205,23 @@ fn status_line(field: &str, value: &Value) -> String {
     }
 }
 
+/// The settings every target of the tests has: a server and a size; no server when
+/// `given` has a setting given instead of it (`servers`).
+fn base<'a>(given: &[(&str, &str)]) -> Vec<(&'a str, &'a str)> {
+    let instead = |attr: &str| {
+        given
+            .iter()
+            .any(|(k, _)| settings::by_key(k).is_some_and(|s| s.instead_of == Some(attr)))
+    };
+    let mut base = vec![("server", "192.0.2.2"), ("size", "8G")];
+    base.retain(|(k, _)| !settings::by_key(k).is_some_and(|s| instead(s.attr)));
+    base
+}
+
 /// `add mem0 --server 192.0.2.2 --size 8G` and these settings, by key (`yes` for a
 /// switch), each replacing the base's value of the same key.
 fn add_args(given: &[(&str, &str)]) -> Vec<String> {
-    let mut keyed: Vec<(&str, &str)> = vec![("server", "192.0.2.2"), ("size", "8G")];
+    let mut keyed = base(given);
     for (key, value) in given {
         match keyed.iter_mut().find(|(k, _)| k == key) {
             Some(kv) => kv.1 = value,
@@ -2215,7 +2247,7 @@ fn run_add(fake: &Fake, given: &[(&str, &str)]) -> Result<String, String> {
 /// A target file of a server, a size and these settings, by key, each replacing the
 /// base's line of the same key; and the line of the last one.
 fn conf_of(given: &[(&str, &str)]) -> (String, usize) {
-    let mut lines: Vec<(&str, &str)> = vec![("server", "192.0.2.2"), ("size", "8G")];
+    let mut lines = base(given);
     let mut at = 0;
     for (key, value) in given {
         at = match lines.iter().position(|(k, _)| k == key) {
@@ -2335,7 +2367,12 @@ fn every_setting_shows_the_module_default_and_null_without_the_attribute() {
             ModuleDefault::Value(v) => field_for(s, v),
         };
         let odd_value = match s.kind {
-            Kind::Server | Kind::HostOrAny | Kind::ClientId => json!("odd value"),
+            Kind::Server
+            | Kind::HostOrAny
+            | Kind::ClientId
+            | Kind::Code
+            | Kind::ServerList
+            | Kind::SecretList => json!("odd value"),
             _ => Value::Null,
         };
         // In name order: fresh, odd, old.
@@ -2810,8 +2847,9 @@ fn the_settings_table() {
             "{:?}",
             s.key
         );
-        // The module refuses every write while the target is enabled.
-        assert!(!s.while_enabled, "{}", s.attr);
+        // The module refuses every write while the target is enabled, but the rate of a
+        // rebuild.
+        assert_eq!(s.while_enabled, s.attr == "rebuild_mbps", "{}", s.attr);
         // Its default is a value it takes.
         if let (Kind::Number { .. }, ModuleDefault::Value(v)) = (s.kind, s.default) {
             assert_eq!(s.check(v).as_deref(), Ok(v), "{}", s.attr);
@@ -2836,10 +2874,18 @@ fn the_settings_table() {
     fake.ctl().add(&add_options("t")).unwrap();
     let cpus = settings::possible_cpus().clamp(1, 64).to_string();
     assert_eq!(fake.attr("t", "queues"), cpus);
-    // The fake refuses writes while enabled, as the module does.
+    // The fake refuses writes while enabled, as the module does, but to a live setting.
     for s in SETTINGS {
-        let e = fake.write(&fake.dir("t").join(s.attr), "1\n").unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(EBUSY), "{}", s.attr);
+        let written = fake.write(&fake.dir("t").join(s.attr), "1\n");
+        match s.while_enabled {
+            true => written.unwrap(),
+            false => assert_eq!(
+                written.unwrap_err().raw_os_error(),
+                Some(EBUSY),
+                "{}",
+                s.attr
+            ),
+        }
     }
     let why = fs::read_to_string(fake.dir("t").join("last_error")).unwrap();
     assert!(
@@ -3041,4 +3087,105 @@ fn microseconds_as_seconds() {
     assert_eq!(us_as_seconds(1_000_000), "1");
     assert_eq!(us_as_seconds(8_388_608), "8.388608");
     assert_eq!(us_as_seconds(0), "0");
+}
+
+#[test]
+fn servers_instead_of_server() {
+    // A target file with servers and no server: the list as written, without spaces.
+    let text = "servers = 192.0.2.5:7471, [fd00::5]\nsize = 8G\ncode = 2+0\n";
+    let o = parse_target_config("t", "t.conf", text).unwrap().options;
+    assert_eq!(o.get("servers"), Some("192.0.2.5:7471,[fd00::5]"));
+    assert_eq!((o.get("code"), o.get("addr")), (Some("2+0"), None));
+    // Both, or neither: refused, with the line of the second.
+    let both = "server = 192.0.2.2\nservers = 192.0.2.5\nsize = 8G\n";
+    assert_eq!(
+        parse_target_config("t", "t.conf", both).unwrap_err(),
+        "t.conf:2: server or servers, not both"
+    );
+    assert_eq!(
+        parse_target_config("t", "t.conf", "size = 8G\n").unwrap_err(),
+        "t.conf: no `server = ...` line or `servers = ...` (required)"
+    );
+    // The same from the command line.
+    let fake = Fake::new();
+    run(
+        &fake,
+        &[
+            "add",
+            "m",
+            "--servers",
+            "192.0.2.5,192.0.2.6",
+            "--code",
+            "2+0",
+            "--size",
+            "8G",
+        ],
+    )
+    .unwrap();
+    let writes = fake.writes.borrow().clone();
+    assert!(
+        writes.contains(&"servers=192.0.2.5,192.0.2.6".to_string()),
+        "{writes:?}"
+    );
+    assert!(writes.contains(&"code=2+0".to_string()), "{writes:?}");
+    assert!(!writes.iter().any(|w| w.starts_with("addr=")), "{writes:?}");
+    let e = run(
+        &fake,
+        &[
+            "add",
+            "n",
+            "--server",
+            "192.0.2.2",
+            "--servers",
+            "192.0.2.5",
+            "--size",
+            "8G",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = run(&fake, &["add", "n", "--size", "8G"]).unwrap_err();
+    assert!(e.contains("--server <ADDR:PORT>"), "{e}");
+    assert!(!fake.dir("n").exists());
+}
+
+#[test]
+fn codes_and_server_lists() {
+    let code = settings::setting("code").unwrap();
+    assert_eq!(code.check("4+2"), Ok("4+2".to_string()));
+    assert_eq!(code.check("1+0"), Ok("1+0".to_string()));
+    for (bad, why) in [
+        ("4+3", "r must be 0, 1 or 2"),
+        ("3+1", "k must be 1, 2, 4 or 8"),
+        ("16+2", "k must be 1, 2, 4 or 8"),
+        ("4", "no '+'"),
+        ("4+-2", "K and R are numbers"),
+        ("+2", "K and R are numbers"),
+    ] {
+        assert_eq!(
+            code.check(bad),
+            Err(format!(
+                "{bad:?} is not a code K+R (k 1, 2, 4 or 8; r 0, 1 or 2): {why}"
+            ))
+        );
+    }
+    let servers = settings::setting("servers").unwrap();
+    assert_eq!(
+        servers.check("192.0.2.5 ,fd00::5,[fe80::5%eth0]:7000"),
+        Ok("192.0.2.5,fd00::5,[fe80::5%eth0]:7000".to_string())
+    );
+    let eleven = ["192.0.2.5"; 11].join(",");
+    assert_eq!(
+        servers.check(&eleven),
+        Err(format!("{eleven:?} is not a list of at most 10 servers"))
+    );
+    assert_eq!(
+        servers.check("192.0.2.5,,192.0.2.6"),
+        Err("\"192.0.2.5,,192.0.2.6\" is not a list of servers: entry 2 is empty".to_string())
+    );
+    let e = servers.check("192.0.2.5,192.0.2.6:0").unwrap_err();
+    assert!(
+        e.starts_with("\"192.0.2.5,192.0.2.6:0\" is not a list of servers: entry 2: "),
+        "{e}"
+    );
 }
