@@ -72,6 +72,66 @@ t_bad_values() {
 }
 ktap_test "configfs: bad values are rejected with EINVAL and a reason in dmesg and in last_error" t_bad_values
 
+# The settings of a disk over several servers, on a target of their own ($E): what each
+# takes and shows, and what enable refuses before it connects anything.
+t_legs_settings() {
+	local E=$CFG/legs hex
+	hex=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	mkdir $E
+	bad=0 why=
+	want() { # attr text: the attribute shows text
+		[ "$(cat "$E/$1")" = "$2" ] || { bad=1; why+="$1 shows '$(cat "$E/$1")', not '$2'; "; }
+	}
+	refused() { # attr value reason
+		if echo "$2" > "$E/$1" 2>/dev/null; then bad=1; why+="$1=$2 accepted; "; return; fi
+		[ "$(cat $E/last_error)" = "$1: $3" ] || { bad=1; why+="$1=$2: last_error '$(cat $E/last_error)'; "; }
+	}
+	enable_refused() { # reason
+		if echo 1 > $E/enable 2>/dev/null; then bad=1; why+="enable accepted ($1); "; echo 0 > $E/enable; return; fi
+		[ "$(cat $E/last_error)" = "enable: $1" ] || { bad=1; why+="enable: last_error '$(cat $E/last_error)', not '$1'; "; }
+	}
+	want code 1+0; want servers "(none)"; want secrets "(none)"; want extra_reads 1; want rebuild_mbps 200
+	refused code 3+1 "k must be 1, 2, 4 or 8"
+	refused code 4+3 "r must be 0, 1 or 2"
+	refused code four "not a code (K+R, e.g. 4+2)"
+	refused servers 192.0.2.5:0 "a port is 1 to 65535"
+	refused servers "192.0.2.5,,192.0.2.6" "an empty entry in the list"
+	refused servers "$(printf '192.0.2.5,%.0s' 1 2 3 4 5 6 7 8 9 10)192.0.2.5" "more than 10 entries"
+	refused servers "[fd00::5" "an IPv6 address opened with '[' is closed with ']'"
+	refused servers 192.0.2.256 "not an IPv4 or IPv6 address"
+	refused secrets "-,zz" "a secret is hexadecimal digits"
+	refused secret "key:rswap:a,b" "a key's description has a ','"
+	refused extra_reads 3 "number out of range"
+	refused rebuild_mbps 0 "number out of range"
+	echo "192.0.2.5:7000, [fd00::5]:7001,fd00::6" > $E/servers
+	want servers "192.0.2.5:7000,[fd00::5]:7001,fd00::6"
+	echo "-,$hex,-" > $E/secrets; want secrets "-,(set),-"
+	echo 64M > $E/size; echo 4+2 > $E/code
+	enable_refused "code 4+2 needs 6 servers, 3 given"
+	echo "$IP" > $E/addr
+	enable_refused "set addr (one server) or servers, not both"
+	rmdir $E; mkdir $E; echo 64M > $E/size; echo 4+1 > $E/code; echo 2 > $E/extra_reads
+	echo "$(printf '192.0.2.5:700%s,' 1 2 3 4)192.0.2.5:7005" > $E/servers
+	enable_refused "extra_reads 2 is more than the 1 parity fragments of code 4+1"
+	echo 1 > $E/extra_reads; echo "-,$hex" > $E/secrets
+	enable_refused "secrets: 5 entries needed, 2 given"
+	echo none > $E/secrets
+	enable_refused "code 4+1: this rswap.ko has no erasure-coded disk yet (1+0 only)"
+	# One server in servers with code 1+0 is the plain disk; rebuild_mbps is live.
+	rmdir $E; mkdir $E; echo 64M > $E/size; echo 2 > $E/queues
+	echo "$IP:$PORT" > $E/servers
+	if echo 1 > $E/enable 2>/dev/null; then
+		[[ "$(cat $E/state)" == "connected queues=2/2 "* ]] || { bad=1; why+="servers=$IP:$PORT: state '$(cat $E/state)'; "; }
+		echo 500 > $E/rebuild_mbps 2>/dev/null && want rebuild_mbps 500 || { bad=1; why+="rebuild_mbps refused while enabled; "; }
+		echo 0 > $E/enable
+	else
+		bad=1; why+="servers=$IP:$PORT with code 1+0: enable failed: $(cat $E/last_error); "
+	fi
+	rmdir $E
+	if [ $bad = 0 ]; then ktap_pass; else ktap_fail "$why"; fi
+}
+ktap_test "configfs: code, servers, secrets, extra_reads, rebuild_mbps: defaults, refusals with their reasons, enable's checks; one server in servers is the plain disk; rebuild_mbps changes while enabled" t_legs_settings
+
 t_enable() {
 	dmesg_mark "configure"
 
