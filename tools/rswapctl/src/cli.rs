@@ -315,6 +315,11 @@ pub fn read_target_config(dir: &std::path::Path, name: &str) -> Result<AddOption
         .map(|f| target::read_secret_file(&f))
         .transpose()
         .map_err(|e| Failure::new("up", name, e))?;
+    options.secrets = cfg
+        .secret_files
+        .map(|list| target::read_secret_files(&list))
+        .transpose()
+        .map_err(|e| Failure::new("up", name, e))?;
     Ok(options)
 }
 
@@ -539,6 +544,9 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
                     // Read before anything is created; a bad file leaves no trace.
                     Kind::SecretFile => target::read_secret_file(value.as_ref())
                         .map(|secret| o.secret = Some(secret)),
+                    Kind::SecretFileList => {
+                        target::read_secret_files(&value).map(|secrets| o.secrets = Some(secrets))
+                    }
                     _ => o.set(s, &value),
                 };
                 set.map_err(|e| Failure::new("add", &o.name, e))?;

@@ -35,6 +35,8 @@ pub fn keys() -> Vec<&'static str> {
 pub struct TargetConfig {
     pub options: AddOptions,
     pub secret_file: Option<PathBuf>,
+    /// `secret_files`, checked, read only when the target is brought up.
+    pub secret_files: Option<String>,
 }
 
 fn priority(v: &str) -> Result<i32, String> {
@@ -51,6 +53,7 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
         ..AddOptions::default()
     };
     let mut secret_file = None;
+    let mut secret_files = None;
     // The line of each key seen, for duplicates and `priority` without `swap`.
     let mut seen: Vec<(&str, usize)> = Vec::new();
     let keys = keys();
@@ -91,6 +94,9 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
                 }
                 secret_file = Some(path);
             }
+            (_, Some(s)) if s.kind == Kind::SecretFileList => {
+                secret_files = Some(s.check(value).map_err(bad)?);
+            }
             (_, Some(s)) => options.set(s, value).map_err(bad)?,
             ("swap", None) => options.swap = settings::yes_no(value).map_err(bad)?,
             ("priority", None) => options.priority = Some(priority(value).map_err(bad)?),
@@ -127,6 +133,7 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
     Ok(TargetConfig {
         options,
         secret_file,
+        secret_files,
     })
 }
 

@@ -46,9 +46,10 @@ pub enum Kind {
     /// A comma-separated list of 1 to 10 servers, each `ADDR[:PORT]` as [`Kind::Server`]
     /// takes it.
     ServerList,
-    /// The module's list of secrets, one per server: shown (`(set)` or `-` each), not set
-    /// by rswapctl.
-    SecretList,
+    /// A comma-separated list of secret files (each as [`Kind::SecretFile`]) or `-`, one
+    /// per server; read like the secret file, and never shown (the attribute shows `(set)`
+    /// or `-` for each).
+    SecretFileList,
 }
 
 impl Kind {
@@ -254,7 +255,7 @@ impl Setting {
                 .map(|(k, r)| format!("{k}+{r}"))
                 .map_err(|e| format!("{v:?} is not {}: {e}", self.accepted())),
             Kind::ServerList => server_list(v),
-            Kind::SecretList => Err(format!("{}: shown, not set", self.attr)),
+            Kind::SecretFileList => secret_file_list(v),
         }
     }
 
@@ -287,7 +288,7 @@ impl Setting {
             Kind::SecretFile => "a secret file".to_string(),
             Kind::Code => "a code K+R (k 1, 2, 4 or 8; r 0, 1 or 2)".to_string(),
             Kind::ServerList => "a list of 1 to 10 servers, ADDR[:PORT],...".to_string(),
-            Kind::SecretList => "a list of secrets".to_string(),
+            Kind::SecretFileList => "a list of secret files or -, FILE,...".to_string(),
         }
     }
 
@@ -343,7 +344,7 @@ impl Setting {
             | Kind::ClientId
             | Kind::Code
             | Kind::ServerList
-            | Kind::SecretList => {
+            | Kind::SecretFileList => {
                 if text.is_empty() || Some(text) == unset {
                     Value::Null
                 } else {
@@ -387,6 +388,30 @@ fn server_list(v: &str) -> Result<String, String> {
         }
         target::parse_server(e)
             .map_err(|why| format!("{v:?} is not a list of servers: entry {}: {why}", i + 1))?;
+    }
+    Ok(entries.join(","))
+}
+
+/// A list of secret files (absolute paths) or `-`, written without the spaces around its
+/// entries; or why not.
+fn secret_file_list(v: &str) -> Result<String, String> {
+    let entries: Vec<&str> = v.split(',').map(str::trim).collect();
+    if entries.len() > 10 {
+        return Err(format!("{v:?} is not a list of at most 10 secret files"));
+    }
+    for (i, e) in entries.iter().enumerate() {
+        let why = match e {
+            &"" => "is empty".to_string(),
+            &"-" => continue,
+            e if !std::path::Path::new(e).is_absolute() => {
+                format!("{e:?} is not an absolute path")
+            }
+            _ => continue,
+        };
+        return Err(format!(
+            "{v:?} is not a list of secret files: entry {} {why}",
+            i + 1
+        ));
     }
     Ok(entries.join(","))
 }
@@ -509,7 +534,21 @@ pub const SETTINGS: &[Setting] = &[
         .since("erasure-coded disks", "without it")
         .instead_of("addr")
         .sample("192.0.2.7:7000,[fd00::7]:7000", "192.0.2.7:0"),
-    Setting::new("secrets", Kind::SecretList, ModuleDefault::Unset("(none)")).key(None),
+    Setting::new(
+        "secrets",
+        Kind::SecretFileList,
+        ModuleDefault::Unset("(none)"),
+    )
+    .key(Some("secret_files"))
+    .value(
+        "FILE,...",
+        "A secret for each server of --servers, in the same order, so that no server \
+             holds another's: each a secret file as --secret-file takes it, or - (that \
+             server takes --secret-file's). Each reaches the module as a logon key, as \
+             --secret-file's does, and is never printed.",
+    )
+    .since("erasure-coded disks", "without it")
+    .sample("/etc/rswap/a.secret,-", "-,rel.secret"),
     Setting::new("timeout_ms", ms(100, 120_000), ModuleDefault::Value("5000"))
         .value(
             "MS",

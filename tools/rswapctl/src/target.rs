@@ -306,6 +306,18 @@ pub fn read_secret_file(path: &Path) -> Result<Secret, String> {
     secret
 }
 
+/// Reads a list of secret files (`add --secret-files`, checked by its row): each entry's
+/// secret as [`read_secret_file`] reads it, `None` for `-`.
+pub fn read_secret_files(list: &str) -> Result<Vec<Option<Secret>>, String> {
+    list.split(',')
+        .map(str::trim)
+        .map(|e| match e {
+            "-" => Ok(None),
+            path => read_secret_file(Path::new(path)).map(Some),
+        })
+        .collect()
+}
+
 /// What `rswapctl add` sets.
 #[derive(Debug, Clone, Default)]
 pub struct AddOptions {
@@ -315,6 +327,8 @@ pub struct AddOptions {
     pub values: BTreeMap<&'static str, String>,
     /// Written to the `secret` attribute; its `Debug` does not show it.
     pub secret: Option<Secret>,
+    /// Written to the `secrets` attribute (`None`: `-`, that server takes `secret`).
+    pub secrets: Option<Vec<Option<Secret>>>,
     pub swap: bool,
     pub priority: Option<i32>,
 }
@@ -341,7 +355,9 @@ impl AddOptions {
             Kind::Switch if checked == "0" => {
                 self.values.remove(s.attr);
             }
-            Kind::SecretFile => return Err(format!("{}: read, not set", s.attr)),
+            Kind::SecretFile | Kind::SecretFileList => {
+                return Err(format!("{}: read, not set", s.attr))
+            }
             _ => {
                 self.values.insert(s.attr, checked);
             }
@@ -581,57 +597,91 @@ impl<'a> Ctl<'a> {
     /// keyrings, or a module that does not take `key:` (EINVAL), gets the hexadecimal
     /// digits instead, with a warning.
     fn write_secret(&self, op: &'static str, name: &str, secret: &Secret) -> Result<(), Failure> {
+        self.write_secrets(op, name, "secret", &[Some(secret)])
+    }
+
+    /// Writes attribute `attr` (`secret`, or `secrets`: one entry a server, `-` for
+    /// `None`) as [`Self::write_secret`] does: a logon key for each secret (described
+    /// `rswap:NAME:PID`, then `:2`, `:3`... for the later ones), all invalidated once
+    /// the write is done; the digits, with a warning, where keys cannot be used.
+    fn write_secrets(
+        &self,
+        op: &'static str,
+        name: &str,
+        attr: &str,
+        secrets: &[Option<&Secret>],
+    ) -> Result<(), Failure> {
         let dir = self.dir(name);
+        let (what, whose) = match attr {
+            "secret" => ("the secret", "the secret's"),
+            _ => ("the secrets", "the secrets'"),
+        };
         let warn = |why: String| {
             self.host.warn(&format!(
-                "rswapctl: {op} {name}: warning: {why}; writing the secret's digits instead \
+                "rswapctl: {op} {name}: warning: {why}; writing {whose} digits instead \
                  (they stay in a kernel buffer freed without clearing)"
             ))
         };
-        let desc = format!("rswap:{name}:{}", std::process::id());
-        let added = self.host.add_logon_key(&desc, secret.bytes().as_slice());
-        match added {
-            Ok(key) => {
-                let written = self
-                    .host
-                    .write(&dir.join("secret"), &format!("key:{desc}\n"));
-                // Whatever the module did, the key is no longer needed.
-                if let Err(e) = self.host.invalidate_key(key) {
-                    self.host.warn(&format!(
-                        "rswapctl: {op} {name}: warning: invalidating key {key} ({desc}): {}",
-                        errno_text(&e)
-                    ));
-                }
-                match written {
-                    Ok(()) => return Ok(()),
-                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => warn(format!(
-                        "the module refused key:{desc} ({})",
-                        self.read_attr(name, "last_error").unwrap_or_default()
-                    )),
-                    Err(e) => {
-                        return Err(Failure::new(
-                            op,
-                            name,
-                            format!("writing secret: {}", errno_text(&e)),
-                        )
-                        .kernel_reason(&dir))
-                    }
+        let failed = |e: &io::Error| {
+            Failure::new(op, name, format!("writing {attr}: {}", errno_text(e))).kernel_reason(&dir)
+        };
+        let mut keys = Vec::new();
+        let mut text = String::new();
+        let mut added = Ok(());
+        for (i, secret) in secrets.iter().enumerate() {
+            text.push_str(if i == 0 { "" } else { "," });
+            let Some(secret) = secret else {
+                text.push('-');
+                continue;
+            };
+            let desc = match i {
+                0 => format!("rswap:{name}:{}", std::process::id()),
+                i => format!("rswap:{name}:{}:{}", std::process::id(), i + 1),
+            };
+            match self.host.add_logon_key(&desc, secret.bytes().as_slice()) {
+                Ok(key) => keys.push((key, desc.clone())),
+                Err(e) => {
+                    added = Err(e);
+                    break;
                 }
             }
+            text.push_str(&format!("key:{desc}"));
+        }
+        text.push('\n');
+        let written = added
+            .as_ref()
+            .map(|()| self.host.write(&dir.join(attr), &text));
+        // Whatever the module did, the keys are no longer needed.
+        for (key, desc) in keys {
+            if let Err(e) = self.host.invalidate_key(key) {
+                self.host.warn(&format!(
+                    "rswapctl: {op} {name}: warning: invalidating key {key} ({desc}): {}",
+                    errno_text(&e)
+                ));
+            }
+        }
+        match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => warn(format!(
+                "the module refused {} ({})",
+                text.trim_end(),
+                self.read_attr(name, "last_error").unwrap_or_default()
+            )),
+            Ok(Err(e)) => return Err(failed(&e)),
             Err(e) => warn(format!(
-                "cannot add the secret to the keyring ({})",
-                errno_text(&e)
+                "cannot add {what} to the keyring ({})",
+                errno_text(e)
             )),
         }
-        let mut text = String::with_capacity(secret.digits().len() + 1);
-        text.push_str(secret.digits());
-        text.push('\n');
-        let written = self.host.write(&dir.join("secret"), &text);
-        parse::wipe(&mut text.into_bytes());
-        written.map_err(|e| {
-            Failure::new(op, name, format!("writing secret: {}", errno_text(&e)))
-                .kernel_reason(&dir)
-        })
+        let mut digits = String::new();
+        for (i, secret) in secrets.iter().enumerate() {
+            digits.push_str(if i == 0 { "" } else { "," });
+            digits.push_str(secret.map_or("-", |s| s.digits()));
+        }
+        digits.push('\n');
+        let written = self.host.write(&dir.join(attr), &digits);
+        parse::wipe(&mut digits.into_bytes());
+        written.map_err(|e| failed(&e))
     }
 
     fn missing_target(&self, op: &'static str, name: &str, e: &io::Error) -> Failure {
@@ -682,6 +732,15 @@ impl<'a> Ctl<'a> {
 
     fn add_steps(&self, o: &AddOptions, enabled: &mut bool) -> Result<(), Failure> {
         let name = o.name.as_str();
+        // The secrets are read, not values: the same check as for the values below.
+        if o.secrets.is_some() && fs::metadata(self.dir(name).join("secrets")).is_err() {
+            return Err(Failure::new(
+                "add",
+                name,
+                "secrets: the rswap module loaded has no secrets attribute (it is older than \
+                 erasure-coded disks); not adding the target without it",
+            ));
+        }
         let mut writes: Vec<(&str, &str)> = Vec::new();
         for s in SETTINGS {
             let Some(value) = o.get(s.attr) else {
@@ -719,6 +778,10 @@ impl<'a> Ctl<'a> {
         // Through its own write, whose error does not show it.
         if let Some(secret) = &o.secret {
             self.write_secret("add", name, secret)?;
+        }
+        if let Some(secrets) = &o.secrets {
+            let entries: Vec<Option<&Secret>> = secrets.iter().map(Option::as_ref).collect();
+            self.write_secrets("add", name, "secrets", &entries)?;
         }
         self.write_attr("add", name, "enable", "1")?;
         *enabled = true;

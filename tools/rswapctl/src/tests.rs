@@ -222,29 +222,47 @@ impl Host for Fake {
             fs::write(path.with_file_name("last_error"), why)?;
             return Err(io::Error::from_raw_os_error(EBUSY));
         }
-        if attr == "secret" {
-            if let Some(desc) = value.trim().strip_prefix("key:") {
+        if attr == "secret" || attr == "secrets" {
+            // Each entry (one of `secret`, a list of `secrets`).
+            let entries: Vec<&str> = match attr.as_str() {
+                "secret" => vec![value.trim()],
+                _ => value.trim().split(',').map(str::trim).collect(),
+            };
+            for entry in &entries {
+                let Some(desc) = entry.strip_prefix("key:") else {
+                    continue;
+                };
                 // The module copies the payload of a valid logon key of the writer.
                 let keys = self.keys.borrow();
                 let key = keys.iter().find(|(d, _, valid)| d == desc && *valid);
                 let why = match key {
-                    _ if self.no_key_secret => Some("secret: a secret is hexadecimal digits"),
-                    None => {
-                        Some("secret: no logon key with that description in the writer's keyrings")
-                    }
+                    _ if self.no_key_secret => Some("a secret is hexadecimal digits"),
+                    None => Some("no logon key with that description in the writer's keyrings"),
                     Some((_, payload, _)) if !(16..=64).contains(&payload.len()) => {
-                        Some("secret: the key's payload is not 16 to 64 bytes")
+                        Some("the key's payload is not 16 to 64 bytes")
                     }
                     Some(_) => None,
                 };
                 if let Some(why) = why {
-                    fs::write(path.with_file_name("last_error"), format!("{why}\n"))?;
+                    fs::write(
+                        path.with_file_name("last_error"),
+                        format!("{attr}: {why}\n"),
+                    )?;
                     return Err(io::Error::from_raw_os_error(EINVAL));
                 }
             }
-            // The module keeps the secret to itself.
-            let set = value.trim() != "none";
-            fs::write(path, if set { "(set)\n" } else { "(unset)\n" })?;
+            // The module keeps the secrets to itself.
+            let shown = match (attr.as_str(), value.trim()) {
+                ("secret", "none") => "(unset)".to_string(),
+                ("secret", _) => "(set)".to_string(),
+                (_, "none") => "(none)".to_string(),
+                _ => entries
+                    .iter()
+                    .map(|e| if *e == "-" { "-" } else { "(set)" })
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            fs::write(path, format!("{shown}\n"))?;
             return Ok(());
         }
         if attr == "size" {
@@ -330,10 +348,21 @@ impl Host for Fake {
 fn with(mut o: AddOptions, given: &[(&str, &str)]) -> AddOptions {
     for (key, value) in given {
         let s = settings::by_key(key).unwrap_or_else(|| panic!("{key}: no such key"));
+        if s.kind == Kind::SecretFileList {
+            // As if each file held SECRET.
+            let secret = || parse::parse_secret(SECRET.as_bytes()).unwrap();
+            o.secrets = Some(value.split(',').map(|e| (e != "-").then(secret)).collect());
+            continue;
+        }
         o.set(s, value)
             .unwrap_or_else(|e| panic!("{key} = {value}: {e}"));
     }
     o
+}
+
+/// Whether `add` reads the setting's files rather than writing its value.
+fn read_at_add(s: &settings::Setting) -> bool {
+    matches!(s.kind, Kind::SecretFile | Kind::SecretFileList)
 }
 
 /// `add NAME --server 192.0.2.2:18516 --size 8G`.
@@ -2159,6 +2188,20 @@ fn written(s: &settings::Setting, value: &str) -> Vec<String> {
         }
         Kind::Switch => vec![format!("{}=1", s.attr)],
         Kind::SecretFile => vec![key_write("mem0")],
+        // Each file a key; `-` as it is.
+        Kind::SecretFileList => {
+            let pid = std::process::id();
+            let entries: Vec<String> = value
+                .split(',')
+                .enumerate()
+                .map(|(i, e)| match (i, e) {
+                    (_, "-") => "-".to_string(),
+                    (0, _) => format!("key:rswap:mem0:{pid}"),
+                    (i, _) => format!("key:rswap:mem0:{pid}:{}", i + 1),
+                })
+                .collect();
+            vec![format!("secrets={}", entries.join(","))]
+        }
         _ => vec![format!("{}={value}", s.attr)],
     }
 }
@@ -2173,6 +2216,11 @@ fn shows(s: &settings::Setting, value: &str) -> Vec<(&'static str, String)> {
             let shown = match s.kind {
                 Kind::Size => bytes(v),
                 Kind::SecretFile => "(set)".to_string(),
+                Kind::SecretFileList => v
+                    .split(',')
+                    .map(|e| if e == "-" { "-" } else { "(set)" })
+                    .collect::<Vec<_>>()
+                    .join(","),
                 _ => v.to_string(),
             };
             (s.attr, shown)
@@ -2192,7 +2240,7 @@ fn field_for(s: &settings::Setting, shown: &str) -> Value {
         | Kind::ClientId
         | Kind::Code
         | Kind::ServerList
-        | Kind::SecretList => json!(shown),
+        | Kind::SecretFileList => json!(shown),
     }
 }
 
@@ -2274,6 +2322,10 @@ fn every_setting_is_written_before_enable_and_shown() {
             Kind::SecretFile => secret_file(&fake, "t.secret", SECRET, 0o600)
                 .display()
                 .to_string(),
+            Kind::SecretFileList => format!(
+                "{},-",
+                secret_file(&fake, "t.secret", SECRET, 0o600).display()
+            ),
             _ => s.sample.0.to_string(),
         };
         run_add(&fake, &[(key, &good)]).unwrap_or_else(|e| panic!("{key}: {e}"));
@@ -2372,7 +2424,7 @@ fn every_setting_shows_the_module_default_and_null_without_the_attribute() {
             | Kind::ClientId
             | Kind::Code
             | Kind::ServerList
-            | Kind::SecretList => json!("odd value"),
+            | Kind::SecretFileList => json!("odd value"),
             _ => Value::Null,
         };
         // In name order: fresh, odd, old.
@@ -2420,7 +2472,7 @@ fn every_setting_refuses_a_bad_value_with_the_reason_before_anything_is_created(
             format!("t.conf:{second}: {key} given twice (first on line {first})")
         );
         // From the command line (a switch takes no value, a secret file is read).
-        if matches!(s.kind, Kind::Switch | Kind::SecretFile) {
+        if s.kind == Kind::Switch || read_at_add(s) {
             continue;
         }
         let flag = s.flag().unwrap();
@@ -2444,7 +2496,7 @@ fn every_setting_refuses_a_bad_value_with_the_reason_before_anything_is_created(
 
 #[test]
 fn every_setting_of_a_target_file_is_what_add_writes() {
-    for s in keyed().filter(|s| s.kind != Kind::SecretFile) {
+    for s in keyed().filter(|s| !read_at_add(s)) {
         let key = s.key.unwrap();
         let (text, _) = conf_of(&[(key, s.sample.0)]);
         let o = parse_target_config("t", "t.conf", &text).unwrap().options;
@@ -2570,7 +2622,7 @@ fn kernel_refusal_leaves_nothing(o: &AddOptions, write: &str, reason: &'static s
 
 #[test]
 fn every_setting_refused_by_the_module_leaves_nothing() {
-    for s in keyed().filter(|s| s.kind != Kind::SecretFile) {
+    for s in keyed().filter(|s| !read_at_add(s)) {
         let key = s.key.unwrap();
         let o = with(add_options("mem0"), &[(key, s.sample.0)]);
         kernel_refusal_leaves_nothing(&o, &written(s, s.sample.0)[0], "not accepted");
