@@ -372,48 +372,44 @@ fn code(v: &str) -> Result<(u8, u8), &'static str> {
     }
 }
 
-/// A list of servers as the module takes it (entries as `--server` takes them), written
-/// without the spaces around its entries; or why not.
-fn server_list(v: &str) -> Result<String, String> {
+/// A comma-separated list of 1 to 10 `what` (`servers`), each entry checked by `entry`:
+/// the list without the spaces around its entries, or why not.
+fn list_of(
+    v: &str,
+    what: &str,
+    entry: impl Fn(&str) -> Result<(), String>,
+) -> Result<String, String> {
     let entries: Vec<&str> = v.split(',').map(str::trim).collect();
     if entries.len() > 10 {
-        return Err(format!("{v:?} is not a list of at most 10 servers"));
+        return Err(format!("{v:?} is not a list of at most 10 {what}"));
     }
     for (i, e) in entries.iter().enumerate() {
-        if e.is_empty() {
-            return Err(format!(
-                "{v:?} is not a list of servers: entry {} is empty",
-                i + 1
-            ));
-        }
-        target::parse_server(e)
-            .map_err(|why| format!("{v:?} is not a list of servers: entry {}: {why}", i + 1))?;
-    }
-    Ok(entries.join(","))
-}
-
-/// A list of secret files (absolute paths) or `-`, written without the spaces around its
-/// entries; or why not.
-fn secret_file_list(v: &str) -> Result<String, String> {
-    let entries: Vec<&str> = v.split(',').map(str::trim).collect();
-    if entries.len() > 10 {
-        return Err(format!("{v:?} is not a list of at most 10 secret files"));
-    }
-    for (i, e) in entries.iter().enumerate() {
-        let why = match e {
-            &"" => "is empty".to_string(),
-            &"-" => continue,
-            e if !std::path::Path::new(e).is_absolute() => {
-                format!("{e:?} is not an absolute path")
-            }
-            _ => continue,
+        let why = match entry(e) {
+            _ if e.is_empty() => "is empty".to_string(),
+            Ok(()) => continue,
+            Err(why) => format!(": {why}"),
         };
+        let sep = if why.starts_with(':') { "" } else { " " };
         return Err(format!(
-            "{v:?} is not a list of secret files: entry {} {why}",
+            "{v:?} is not a list of {what}: entry {}{sep}{why}",
             i + 1
         ));
     }
     Ok(entries.join(","))
+}
+
+/// A list of servers as the module takes it (entries as `--server` takes them).
+fn server_list(v: &str) -> Result<String, String> {
+    list_of(v, "servers", |e| target::parse_server(e).map(|_| ()))
+}
+
+/// A list of secret files (absolute paths) or `-`.
+fn secret_file_list(v: &str) -> Result<String, String> {
+    list_of(v, "secret files", |e| match e {
+        "-" => Ok(()),
+        e if std::path::Path::new(e).is_absolute() => Ok(()),
+        e => Err(format!("{e:?} is not an absolute path")),
+    })
 }
 
 /// `Kind::Number`, the module's range.
