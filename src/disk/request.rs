@@ -60,7 +60,7 @@ pub(crate) struct RequestData {
 
 /// A block request is an I/O of the transport while it is issued.
 impl IoOwner for Request<Driver> {
-    type Data = RequestData;
+    type Slot = IoSlot<RequestData>;
 
     fn slot(&mut self) -> &mut IoSlot<RequestData> {
         self.data()

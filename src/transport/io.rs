@@ -26,9 +26,11 @@ use super::{
 };
 use crate::{
     ib::{
-        cqe::{impl_has_cqe, Cqe, CqeOwner, SgeList, Wc},
+        cqe::{Cqe, CqeOwner, HasCqe, SgeList, Wc},
         dma::{Direction, MappedSg, SgDma, Sge},
+        pd::Pd,
         qp::RdmaOp,
+        Device,
     },
     kernel_ext::{IntoRaw, SgTable},
 };
@@ -62,33 +64,64 @@ impl Dir {
 }
 
 /// One I/O slot's preallocated state: the transport's part (its work request's
-/// completion entry, the scatterlist of its pages and that list's DMA mapping), then the
-/// device's own `data`.
+/// completion entry, the scatterlist of its pages, at most `N` entries, and that list's
+/// DMA mapping), then the device's own `data`.
 #[derive(Default)]
-pub(crate) struct IoSlot<D> {
+pub(crate) struct IoSlot<D, const N: usize = MAX_SEGMENTS> {
     cqe: Cqe,
-    dma: SgDma<MAX_SEGMENTS>,
+    dma: SgDma<N>,
     /// The device's part.
     pub(crate) data: D,
 }
 
-impl<D> IoSlot<D> {
+impl<D, const N: usize> IoSlot<D, N> {
     /// The scatterlist to describe the next I/O's pages in; `None` while an I/O of this
     /// slot is under way (its list is mapped).
-    pub(crate) fn table(&mut self) -> Option<&mut SgTable<MAX_SEGMENTS>> {
+    pub(crate) fn table(&mut self) -> Option<&mut SgTable<N>> {
         self.dma.table()
     }
 }
 
-impl_has_cqe! { impl<D> HasCqe for IoSlot<D> { self.cqe } }
+// SAFETY: both functions use the `cqe` field, so `from_cqe` inverts `raw_cqe`.
+unsafe impl<D, const N: usize> HasCqe for IoSlot<D, N> {
+    unsafe fn raw_cqe(this: *mut Self) -> *mut Cqe {
+        // SAFETY: `this` points to a valid `Self` (the caller's guarantee).
+        unsafe { &raw mut (*this).cqe }
+    }
 
-impl<D> SgeList for IoSlot<D> {
+    unsafe fn from_cqe(cqe: *mut Cqe) -> *mut Self {
+        // SAFETY: `cqe` is the field of a valid `Self` (the caller's guarantee).
+        unsafe { kernel::container_of!(cqe, Self, cqe) }
+    }
+}
+
+impl<D, const N: usize> SgeList for IoSlot<D, N> {
     fn sges(&self) -> &[Sge] {
         self.dma.sges()
     }
 
     fn mapped_sg(&self) -> Option<MappedSg<'_>> {
         self.dma.mapped_sg()
+    }
+}
+
+/// The transport's view of an I/O slot of any size: its mapping, and what a work request
+/// needs of it.
+pub(crate) trait Slot: HasCqe + SgeList {
+    /// Maps the first `nents` entries of the slot's scatterlist (see [`SgDma::map`]).
+    fn map(&mut self, pd: &Pd, nents: usize, dir: Direction) -> Result;
+
+    /// Undoes the mapping (see [`SgDma::unmap`]).
+    fn unmap(&mut self, dev: &Device);
+}
+
+impl<D, const N: usize> Slot for IoSlot<D, N> {
+    fn map(&mut self, pd: &Pd, nents: usize, dir: Direction) -> Result {
+        self.dma.map(pd, nents, dir)
+    }
+
+    fn unmap(&mut self, dev: &Device) {
+        self.dma.unmap(dev);
     }
 }
 
@@ -131,12 +164,12 @@ pub(crate) enum Refusal {
 
 /// What owns an I/O: the device's request, which gives itself up to the transport while
 /// its work request is posted (as a pointer to its [`IoSlot`]) and is completed once.
-pub(crate) trait IoOwner: IntoRaw<Target = IoSlot<Self::Data>> + Send {
-    /// The device's part of the slot.
-    type Data;
+pub(crate) trait IoOwner: IntoRaw<Target = Self::Slot> + Send {
+    /// The slot the I/O is described in (an [`IoSlot`]).
+    type Slot: Slot;
 
     /// The slot, while the owner has it.
-    fn slot(&mut self) -> &mut IoSlot<Self::Data>;
+    fn slot(&mut self) -> &mut Self::Slot;
 
     /// The queue the I/O is issued on.
     fn queue(&self) -> &Arc<Queue>;
@@ -202,20 +235,20 @@ struct InFlight<R>(R);
 // SAFETY: `into_raw`/`from_raw` are those of `R`'s `IntoRaw`, whose contract is the one
 // `CqeOwner` asks for.
 unsafe impl<R: IoOwner> CqeOwner for InFlight<R> {
-    type Target = IoSlot<R::Data>;
+    type Target = R::Slot;
 
-    fn into_raw(self) -> NonNull<IoSlot<R::Data>> {
+    fn into_raw(self) -> NonNull<R::Slot> {
         self.0.into_raw()
     }
 
-    unsafe fn from_raw(target: NonNull<IoSlot<R::Data>>) -> Self {
+    unsafe fn from_raw(target: NonNull<R::Slot>) -> Self {
         // SAFETY: the caller's guarantee, passed on.
         Self(unsafe { R::from_raw(target) })
     }
 
     fn complete(self, wc: &Wc<'_>) {
         let mut io = self.0;
-        io.slot().dma.unmap(wc.device());
+        io.slot().unmap(wc.device());
         let result = {
             let queue = io.queue();
             let counters = queue.io_counters();
@@ -280,7 +313,7 @@ fn post<R: IoOwner>(
     let Some(qp) = conn.qp() else {
         return Err((Refusal::Fail("the connection has no QP"), io));
     };
-    match io.slot().dma.map(qp.pd(), nents, dir.dma()) {
+    match io.slot().map(qp.pd(), nents, dir.dma()) {
         Ok(()) => {}
         // Out of mapping resources: retry later. Anything else will not improve.
         Err(e) if e == ENOMEM => return Err((Refusal::Busy, io)),
@@ -298,7 +331,7 @@ fn post<R: IoOwner>(
         }
         Err((e, InFlight(mut io))) => {
             IoCounters::count(&counters.completed);
-            io.slot().dma.unmap(conn.rdma_device().device());
+            io.slot().unmap(conn.rdma_device().device());
             if e == ENOMEM || e == EBUSY {
                 Err((Refusal::Busy, io))
             } else {
