@@ -16,6 +16,8 @@ extern crate std;
 mod config_parse;
 #[path = "../../../src/disk/ec_layout.rs"]
 mod ec_layout;
+#[path = "../../../src/blk/quorum.rs"]
+mod quorum;
 #[path = "../../../src/transport/remote.rs"]
 mod remote;
 #[path = "../../../src/transport/wire.rs"]
