@@ -63,6 +63,29 @@ int rswap_blk_rq_pages(struct request *rq, struct page **pages, unsigned int max
 	return n;
 }
 
+int rswap_blk_rq_map_frags(struct request *rq, struct scatterlist *sgl, unsigned int max,
+			   unsigned int off, unsigned int len)
+{
+	struct req_iterator iter;
+	struct scatterlist *sg = NULL;
+	struct bio_vec bv;
+	unsigned int n = 0;
+
+	if (len == 0 || off >= PAGE_SIZE || len > PAGE_SIZE - off)
+		return -EINVAL;
+	sg_init_table(sgl, max);
+	rq_for_each_segment(bv, rq, iter) {
+		if (bv.bv_offset != 0 || bv.bv_len != PAGE_SIZE || n == max)
+			return -EINVAL;
+		sg = sg ? sg_next(sg) : sgl;
+		sg_set_page(sg, bv.bv_page, len, off);
+		n++;
+	}
+	if (sg)
+		sg_mark_end(sg);
+	return n;
+}
+
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata)
 {

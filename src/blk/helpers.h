@@ -33,6 +33,13 @@ int rswap_blk_rq_map_sg(struct request *rq, struct scatterlist *sgl, unsigned in
  * (some written) if a segment is not one whole page or there are more than @max.
  */
 int rswap_blk_rq_pages(struct request *rq, struct page **pages, unsigned int max);
+/*
+ * sg_init_table(@sgl, @max), then one entry per page of @rq's data: bytes @off..@off+@len
+ * of that page. Returns the number of entries, or -EINVAL (nothing usable written) if a
+ * segment is not one whole page, there are more than @max, or the range is outside a page.
+ */
+int rswap_blk_rq_map_frags(struct request *rq, struct scatterlist *sgl, unsigned int max,
+			   unsigned int off, unsigned int len);
 struct gendisk *rswap_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					void *queuedata);
 /*

@@ -90,42 +90,38 @@ impl<D, Q> OwnedRequest<D, Q> {
         self.rq.as_ptr()
     }
 
+    /// The request's identity and hardware queue, for as long as it is borrowed.
+    pub(crate) fn info(&self) -> RqInfo<'_, Q> {
+        // INVARIANT: the request is valid while this owner is borrowed (type invariant).
+        RqInfo {
+            rq: self.rq,
+            _rq: PhantomData,
+        }
+    }
+
     /// The first sector (512-byte units).
     pub(crate) fn sector(&self) -> u64 {
-        // SAFETY: the request is valid (type invariant).
-        unsafe { bindings::rswap_blk_rq_pos(self.raw()) }
+        self.info().sector()
     }
 
     /// The byte offset of the first sector.
     pub(crate) fn offset(&self) -> u64 {
-        self.sector() << SECTOR_SHIFT
+        self.info().offset()
     }
 
     /// The number of bytes left to transfer.
     pub(crate) fn bytes(&self) -> u32 {
-        // SAFETY: the request is valid.
-        unsafe { bindings::rswap_blk_rq_bytes(self.raw()) }
+        self.info().bytes()
     }
 
-    /// Nanoseconds since the block layer started the request (when its bio became a
-    /// request), if the block layer timed it: it does with I/O accounting on (the queue's
-    /// `iostats`, the default) or an I/O scheduler.
+    /// See [`RqInfo::age_ns`].
     pub(crate) fn age_ns(&self) -> Option<u64> {
-        // SAFETY: the request is valid.
-        let ns = unsafe { bindings::rswap_blk_rq_age_ns(self.raw()) };
-        (ns != u64::MAX).then_some(ns)
+        self.info().age_ns()
     }
 
     /// The operation.
     pub(crate) fn op(&self) -> Op {
-        // SAFETY: the request is valid.
-        let op = unsafe { bindings::rswap_blk_rq_op(self.raw()) };
-        match op {
-            kernel::bindings::req_op_REQ_OP_READ => Op::Read,
-            kernel::bindings::req_op_REQ_OP_WRITE => Op::Write,
-            kernel::bindings::req_op_REQ_OP_FLUSH => Op::Flush,
-            other => Op::Other(other),
-        }
+        self.info().op()
     }
 
     /// The data of the hardware queue the request was issued on. It lives as long as the
@@ -133,10 +129,7 @@ impl<D, Q> OwnedRequest<D, Q> {
     pub(crate) fn hw_queue(&self) -> &Q {
         // SAFETY: the request is valid; its hardware context's driver data points to a
         // `Q` that outlives the request (type invariant).
-        unsafe {
-            &*bindings::rswap_blk_hctx_driver_data(bindings::rswap_blk_rq_hctx(self.raw()))
-                .cast::<Q>()
-        }
+        unsafe { hw_queue_of(self.raw()) }
     }
 
     fn pdu_ptr(&self) -> *mut Pdu<D> {
@@ -145,10 +138,8 @@ impl<D, Q> OwnedRequest<D, Q> {
     }
 
     fn data_ptr(&self) -> NonNull<D> {
-        let pdu = self.pdu_ptr();
-        // SAFETY: the PDU is valid (above) and sits in the request's allocation, so its
-        // field's address is not null.
-        unsafe { NonNull::new_unchecked(&raw mut (*pdu).data) }
+        // SAFETY: the request is valid and its PDU is a `Pdu<D>` (type invariant).
+        unsafe { data_of(self.rq) }
     }
 
     /// Hands the request to `wq`, whose worker runs the driver's
@@ -192,6 +183,26 @@ impl<D, Q> OwnedRequest<D, Q> {
         usize::try_from(n).ok().filter(|&n| n > 0)
     }
 
+    /// Fills the scatterlist that `table` picks out of the request's data with one entry
+    /// per page of the request: bytes `off..off + len` of each page (a fragment of every
+    /// block, for a disk whose blocks are pages). Returns how many entries; `None` if
+    /// `table` gives no table, a segment is not a whole page, there are more pages than the
+    /// table has entries, or the range is not within a page.
+    pub(crate) fn map_fragments<const N: usize>(
+        &mut self,
+        table: impl FnOnce(&mut D) -> Option<&mut SgTable<N>>,
+        off: u32,
+        len: u32,
+    ) -> Option<usize> {
+        let rq = self.raw();
+        let table = table(self.data())?;
+        let max = u32::try_from(N).ok()?;
+        // SAFETY: the request is valid and owned; `table` has `max` entries, and the
+        // helper writes at most that many.
+        let n = unsafe { bindings::rswap_blk_rq_map_frags(rq, table.as_raw(), max, off, len) };
+        usize::try_from(n).ok().filter(|&n| n > 0)
+    }
+
     /// The driver's data of this request, and the pages a write sends, in order (see
     /// [`Self::pages`]); `None` for any other operation. The pages are the bios', not
     /// part of the data, so both can be used at once.
@@ -222,17 +233,8 @@ impl<D, Q> OwnedRequest<D, Q> {
     /// page-sized blocks, has only such requests). They stay valid while the request is
     /// owned.
     fn pages<const N: usize, K>(&self) -> Option<RqPages<'_, N, K>> {
-        let mut pages = [core::ptr::null_mut(); N];
-        let max = u32::try_from(N).ok()?;
-        // SAFETY: the request is valid and owned; `pages` has room for `max` pointers.
-        let n = unsafe { bindings::rswap_blk_rq_pages(self.raw(), pages.as_mut_ptr(), max) };
-        let len = usize::try_from(n).ok()?;
-        // INVARIANT: the helper wrote `len` pages of the request's bios.
-        Some(RqPages {
-            pages,
-            len,
-            _rq: PhantomData,
-        })
+        // SAFETY: the request is valid, and owned while `self` is borrowed.
+        unsafe { pages_of(self.rq) }
     }
 
     /// Ends the request with `status`.
@@ -249,9 +251,10 @@ impl<D, Q> OwnedRequest<D, Q> {
     }
 
     /// Gives up ownership without ending the request: blk-mq ends or requeues it because
-    /// `queue_rq` returned an error status for it.
-    pub(super) fn into_raw(self) -> *mut kernel::bindings::request {
-        self.raw()
+    /// `queue_rq` returned an error status for it, or the parts it was fanned out to own
+    /// it ([`super::fanout`]).
+    pub(super) fn into_raw(self) -> NonNull<kernel::bindings::request> {
+        self.rq
     }
 }
 
@@ -269,17 +272,146 @@ unsafe impl<D, Q> IntoRaw for OwnedRequest<D, Q> {
 
     unsafe fn from_raw(data: NonNull<D>) -> Self {
         // SAFETY: `data` is the data of the PDU of an owned request (the caller's
-        // guarantee); the request sits right before its PDU in the same allocation, so it
-        // is not null.
-        let rq = unsafe {
-            let pdu = kernel::container_of!(data.as_ptr(), Pdu<D>, data);
-            NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(pdu.cast()))
-        };
+        // guarantee).
+        let rq = unsafe { request_of_data(data) };
         // INVARIANT: the ownership `into_raw` gave up comes back exactly once.
         Self {
             rq,
             _types: PhantomData,
         }
+    }
+}
+
+/// The driver's data in the PDU of `rq`.
+///
+/// # Safety
+///
+/// `rq` must be a valid request whose PDU is a `Pdu<D>`.
+pub(super) unsafe fn data_of<D>(rq: NonNull<kernel::bindings::request>) -> NonNull<D> {
+    // SAFETY: the caller's guarantee: the PDU is a `Pdu<D>` in the request's allocation,
+    // so its field's address is not null.
+    unsafe {
+        let pdu = bindings::rswap_blk_mq_rq_to_pdu(rq.as_ptr()).cast::<Pdu<D>>();
+        NonNull::new_unchecked(&raw mut (*pdu).data)
+    }
+}
+
+/// The request whose PDU holds `data`.
+///
+/// # Safety
+///
+/// `data` must be the data of the PDU (a `Pdu<D>`) of a valid request.
+pub(super) unsafe fn request_of_data<D>(data: NonNull<D>) -> NonNull<kernel::bindings::request> {
+    // SAFETY: the caller's guarantee; the request sits right before its PDU in the same
+    // allocation, so it is not null.
+    unsafe {
+        let pdu = kernel::container_of!(data.as_ptr(), Pdu<D>, data);
+        NonNull::new_unchecked(bindings::rswap_blk_mq_rq_from_pdu(pdu.cast()))
+    }
+}
+
+/// The driver data of `rq`'s hardware queue.
+///
+/// # Safety
+///
+/// `rq` must be a valid request of a tag set whose hardware contexts' driver data point to
+/// a `Q` that outlives `'a`, and stay valid for `'a`.
+pub(super) unsafe fn hw_queue_of<'a, Q>(rq: *mut kernel::bindings::request) -> &'a Q {
+    // SAFETY: the caller's guarantee.
+    unsafe { &*bindings::rswap_blk_hctx_driver_data(bindings::rswap_blk_rq_hctx(rq)).cast::<Q>() }
+}
+
+/// The pages of `rq`'s data (see [`OwnedRequest::filled_pages`]).
+///
+/// # Safety
+///
+/// `rq` must be a valid request whose bios stay with it for `'a` (it is not ended), of
+/// kind `K` ([`Sent`]: a write; [`Filled`]: a read whose pages nobody else uses for `'a`).
+pub(super) unsafe fn pages_of<'a, const N: usize, K>(
+    rq: NonNull<kernel::bindings::request>,
+) -> Option<RqPages<'a, N, K>> {
+    let mut pages = [core::ptr::null_mut(); N];
+    let max = u32::try_from(N).ok()?;
+    // SAFETY: the request is valid (the caller's guarantee); `pages` has room for `max`
+    // pointers.
+    let n = unsafe { bindings::rswap_blk_rq_pages(rq.as_ptr(), pages.as_mut_ptr(), max) };
+    let len = usize::try_from(n).ok()?;
+    // INVARIANT: the helper wrote `len` pages of the request's bios, which stay for `'a`
+    // (the caller's guarantee).
+    Some(RqPages {
+        pages,
+        len,
+        _rq: PhantomData,
+    })
+}
+
+/// What any holder of a request may read of it: where it is, how large, which operation,
+/// and its hardware queue.
+///
+/// # Invariants
+///
+/// `rq` is a valid request of a tag set whose hardware contexts' driver data point to a
+/// `Q`, and both stay valid for `'a`.
+pub(crate) struct RqInfo<'a, Q> {
+    rq: NonNull<kernel::bindings::request>,
+    _rq: PhantomData<&'a Q>,
+}
+
+impl<'a, Q> RqInfo<'a, Q> {
+    /// # Safety
+    ///
+    /// `rq` must satisfy the type invariant for `'a`.
+    pub(super) unsafe fn new(rq: NonNull<kernel::bindings::request>) -> Self {
+        // INVARIANT: the caller's guarantee.
+        Self {
+            rq,
+            _rq: PhantomData,
+        }
+    }
+
+    /// The first sector (512-byte units).
+    pub(crate) fn sector(&self) -> u64 {
+        // SAFETY: the request is valid (type invariant).
+        unsafe { bindings::rswap_blk_rq_pos(self.rq.as_ptr()) }
+    }
+
+    /// The byte offset of the first sector.
+    pub(crate) fn offset(&self) -> u64 {
+        self.sector() << SECTOR_SHIFT
+    }
+
+    /// The number of bytes left to transfer.
+    pub(crate) fn bytes(&self) -> u32 {
+        // SAFETY: the request is valid.
+        unsafe { bindings::rswap_blk_rq_bytes(self.rq.as_ptr()) }
+    }
+
+    /// Nanoseconds since the block layer started the request (when its bio became a
+    /// request), if the block layer timed it: it does with I/O accounting on (the queue's
+    /// `iostats`, the default) or an I/O scheduler.
+    pub(crate) fn age_ns(&self) -> Option<u64> {
+        // SAFETY: the request is valid.
+        let ns = unsafe { bindings::rswap_blk_rq_age_ns(self.rq.as_ptr()) };
+        (ns != u64::MAX).then_some(ns)
+    }
+
+    /// The operation.
+    pub(crate) fn op(&self) -> Op {
+        // SAFETY: the request is valid.
+        let op = unsafe { bindings::rswap_blk_rq_op(self.rq.as_ptr()) };
+        match op {
+            kernel::bindings::req_op_REQ_OP_READ => Op::Read,
+            kernel::bindings::req_op_REQ_OP_WRITE => Op::Write,
+            kernel::bindings::req_op_REQ_OP_FLUSH => Op::Flush,
+            other => Op::Other(other),
+        }
+    }
+
+    /// The data of the request's hardware queue.
+    pub(crate) fn hw_queue(&self) -> &'a Q {
+        // SAFETY: the request and its hardware queue's data are valid for `'a` (type
+        // invariant).
+        unsafe { hw_queue_of(self.rq.as_ptr()) }
     }
 }
 
