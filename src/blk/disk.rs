@@ -31,6 +31,8 @@ pub(crate) struct DiskParams<'a> {
     pub(crate) max_segments: u32,
     /// Largest request in bytes.
     pub(crate) max_request_bytes: u32,
+    /// No request crosses a multiple of this many bytes (0: no such boundary).
+    pub(crate) chunk_bytes: u32,
     /// Every segment of every request is one whole page (`dma_alignment` of a page),
     /// for a driver that processes requests page by page ([`super::OwnedRequest::pages`]).
     pub(crate) whole_pages: bool,
@@ -87,6 +89,7 @@ impl<T: Operations> Disk<T> {
         let hw_queues = params.hw_queues;
         let poll_queues = params.poll_queues;
         let whole_pages = params.whole_pages;
+        let chunk_sectors = params.chunk_bytes >> SECTOR_SHIFT;
         let features = if params.synchronous {
             bindings::RSWAP_BLK_FEAT_SYNCHRONOUS
         } else {
@@ -115,6 +118,7 @@ impl<T: Operations> Disk<T> {
                         physical_block_size: block_size,
                         io_min: block_size,
                         max_hw_sectors: max_sectors,
+                        chunk_sectors,
                         max_segments,
                         dma_alignment: if whole_pages { PAGE_SIZE as u32 - 1 } else { 0 },
                         features,
