@@ -64,6 +64,16 @@ impl Health {
         h
     }
 
+    /// Adds `other`'s queues to these (a disk over several sessions).
+    pub(crate) fn add(&mut self, other: &Health) {
+        self.total += other.total;
+        self.live += other.live;
+        self.recovering += other.recovering;
+        self.dead += other.dead;
+        self.recoveries += other.recoveries;
+        self.retried += other.retried;
+    }
+
     /// The session's state in one word: `connected` (every queue live), `recovering`
     /// (some reconnecting), `dead` (all dead), `disconnected` (none live, none recovering
     /// or dead: the server closed them and each reconnects on its next I/O) or `degraded`
