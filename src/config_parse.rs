@@ -289,13 +289,6 @@ impl Code {
     }
 
     /// Data fragments a block.
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "the erasure-coded disk's layout uses it (disk/ec_layout.rs)"
-        )
-    )]
     pub(crate) fn k(self) -> u8 {
         self.k
     }

@@ -208,11 +208,12 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
         refuse(this, format_args!("enable: {}", why));
         return Err(EINVAL);
     }
-    if settings.code != Code::PLAIN {
+    if !crate::disk::ec_supported(settings.code) {
         refuse(
             this,
             format_args!(
-                "enable: code {}: this rswap.ko has no erasure-coded disk yet (1+0 only)",
+                "enable: code {}: this rswap.ko has disks over several servers with codes \
+                 K+0 (striping) and 1+R (replication) only",
                 settings.code
             ),
         );
@@ -220,11 +221,13 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
     }
     // One server in `servers` (code 1+0) is the plain disk: `addr`, `port` and, if
     // `secrets` gives one, `secret` are that server's.
-    if let Some((addr, port)) = settings.servers.entry(0) {
-        settings.addr = Some(addr);
-        settings.port = port.unwrap_or(settings.port);
-        if let Some(secret) = settings.secrets.get(0) {
-            settings.secret = Some(secret.clone());
+    if settings.code == Code::PLAIN {
+        if let Some((addr, port)) = settings.servers.entry(0) {
+            settings.addr = Some(addr);
+            settings.port = port.unwrap_or(settings.port);
+            if let Some(secret) = settings.secrets.get(0) {
+                settings.secret = Some(secret.clone());
+            }
         }
     }
     if settings.size.is_none() {
@@ -386,25 +389,7 @@ impl configfs::AttributeOperations<8> for TargetConfig {
         let s = this.inner.lock();
         show_with(page, |w| match &s.enabled {
             None => writeln!(w, "disabled"),
-            Some(Enabled { disk, .. }) => {
-                let h = disk.health();
-                let d = disk.descriptor();
-                let summary = h.summary();
-                writeln!(
-                    w,
-                    "{} queues={}/{} region={} epoch={} length={} recovering={} dead={} recoveries={} retried={}",
-                    summary,
-                    h.live,
-                    h.total,
-                    d.region_id,
-                    d.epoch,
-                    s.settings.bytes(),
-                    h.recovering,
-                    h.dead,
-                    h.recoveries,
-                    h.retried
-                )
-            }
+            Some(Enabled { disk, .. }) => disk.write_state(w, s.settings.bytes()),
         })
     }
 }

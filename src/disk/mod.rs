@@ -9,6 +9,8 @@
 //! then the session's queues, then the number. The data path is in [`request`].
 
 mod crypt;
+mod ec;
+pub(crate) mod ec_layout;
 mod events;
 mod request;
 mod stats;
@@ -18,6 +20,7 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
     blk::{Disk, DiskEvents, DiskIndex, DiskParams},
+    config_parse::Code,
     kernel_ext::HmacSha256,
     settings::{ModuleContext, TargetSettings},
     transport::{
@@ -25,14 +28,15 @@ use crate::{
         link::{Credentials, LinkParams},
         name::Name,
         session::{Health, Session, SessionConfig},
-        wire::RegionDescriptor,
     },
 };
 use crypt::{DiskCrypt, CRYPT_PAGES};
+use ec::EcDriver;
 use events::EventWatcher;
 use request::Driver;
 
 pub(crate) use crate::transport::link::ConnectNote;
+pub(crate) use ec::supported as ec_supported;
 
 /// The block size of every rswap disk: the page size swap writes.
 const BLOCK_SIZE: u32 = 4096;
@@ -66,22 +70,49 @@ impl kernel::fmt::Display for PollQueues {
     }
 }
 
-/// A connected disk.
+/// A disk and its driver: over one server, or over several (code other than 1+0).
 ///
 /// Fields are dropped in declaration order: the disk (which owns the tag set and, through
-/// it, a reference to the driver), then the driver and its session, then the number.
+/// it, a reference to the driver), then the driver and its sessions.
+enum Driven {
+    Plain {
+        disk: Pin<KBox<Disk<Driver>>>,
+        driver: Arc<Driver>,
+    },
+    Ec {
+        disk: Pin<KBox<Disk<EcDriver>>>,
+        driver: Arc<EcDriver>,
+    },
+}
+
+/// A connected disk.
+///
+/// Fields are dropped in declaration order: the disk and its driver, then the number.
 pub(crate) struct RemoteDisk {
-    disk: Pin<KBox<Disk<Driver>>>,
-    driver: Arc<Driver>,
+    driven: Driven,
     name: Name,
     _index: DiskIndex,
 }
 
 impl RemoteDisk {
-    /// Connects to the server and adds `/dev/rswapN`.
+    /// Connects to the server (or servers) and adds `/dev/rswapN`.
     pub(crate) fn create(config: &DiskConfig) -> Result<Self> {
         let index = DiskIndex::take()?;
         let name = Name::new(fmt!("rswap{}", index.get()));
+        let driven = if config.settings.code == Code::PLAIN {
+            Self::create_plain(config, name)?
+        } else {
+            Self::create_ec(config, name)?
+        };
+        Ok(Self {
+            driven,
+            name,
+            _index: index,
+        })
+    }
+
+    /// The disk over one server.
+    fn create_plain(config: &DiskConfig, name: Name) -> Result<Driven> {
         let settings = &config.settings;
         let server = settings.server().ok_or(EDESTADDRREQ)?;
         let key = match &settings.secret {
@@ -150,6 +181,7 @@ impl RemoteDisk {
                 io_timeout_ms: settings.io_timeout_ms,
                 max_segments,
                 max_request_bytes: max_segments * BLOCK_SIZE,
+                chunk_bytes: 0,
                 whole_pages: settings.encrypt,
                 synchronous: settings.sync_swapin,
                 // On iWARP the transport registers a READ's pages as one range (see
@@ -191,12 +223,56 @@ impl RemoteDisk {
                 }
             );
         }
-        Ok(Self {
-            disk,
-            driver,
+        Ok(Driven::Plain { disk, driver })
+    }
+
+    /// The disk over the servers of `servers`, with code `code`.
+    fn create_ec(config: &DiskConfig, name: Name) -> Result<Driven> {
+        let settings = &config.settings;
+        if settings.encrypt {
+            config.note.set_text(format_args!(
+                "encrypt=1 over several servers: not in this rswap.ko"
+            ));
+            return Err(EOPNOTSUPP);
+        }
+        let driver = Arc::new(EcDriver::connect(config, name)?, GFP_KERNEL)?;
+        let max_segments = driver.max_segments();
+        let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
+        let disk = Disk::new(
+            &DiskParams {
+                name: &disk_name,
+                capacity: settings.bytes(),
+                block_size: BLOCK_SIZE,
+                hw_queues: u32::from(settings.queues),
+                poll_queues: u32::from(settings.poll_queues),
+                queue_depth: settings.queue_depth,
+                io_timeout_ms: settings.io_timeout_ms,
+                max_segments,
+                max_request_bytes: max_segments * BLOCK_SIZE,
+                // A request stays in one group, where the placement is one rule.
+                chunk_bytes: (ec_layout::GROUP_BLOCKS * ec_layout::BLOCK) as u32,
+                // Fragments are cut from whole pages.
+                whole_pages: true,
+                synchronous: settings.sync_swapin,
+                page_contiguous: true,
+                events: None,
+            },
+            driver.clone(),
+        )?;
+        let code = driver.code();
+        pr_info!(
+            "{}: {} bytes over {} servers, code {}+{} ({} bytes of remote memory on each), {} \
+             queues{}\n",
             name,
-            _index: index,
-        })
+            settings.bytes(),
+            code.legs(),
+            code.k(),
+            code.r(),
+            ec_layout::Layout::new(code, settings.bytes()).leg_bytes(),
+            settings.queues,
+            PollQueues(settings.poll_queues)
+        );
+        Ok(Driven::Ec { disk, driver })
     }
 
     /// The disk's name, e.g. `rswap0`.
@@ -207,12 +283,61 @@ impl RemoteDisk {
     /// Makes the disk refuse every open from now on so that it can be dropped, unless
     /// something holds it open (swapon, a mount, a file descriptor): then `EBUSY`.
     pub(crate) fn shut(&self) -> Result {
-        self.disk.shut()
+        match &self.driven {
+            Driven::Plain { disk, .. } => disk.shut(),
+            Driven::Ec { disk, .. } => disk.shut(),
+        }
     }
 
-    /// How the queues are doing.
+    /// How the queues are doing (every server's).
     pub(crate) fn health(&self) -> Health {
-        self.driver.session().health()
+        match &self.driven {
+            Driven::Plain { driver, .. } => driver.session().health(),
+            Driven::Ec { driver, .. } => driver.health(),
+        }
+    }
+
+    /// Writes the `state` attribute of the target, whose disk is `length` bytes: a first
+    /// line with the state word, the queues and the region (for a disk over several
+    /// servers: region 0, then its code and legs), then a line per server of such a disk.
+    /// See `Documentation/configuration.md`.
+    pub(crate) fn write_state(&self, w: &mut impl Write, length: u64) -> core::fmt::Result {
+        let h = self.health();
+        let (region, epoch) = match &self.driven {
+            Driven::Plain { driver, .. } => {
+                let d = driver.session().current_descriptor();
+                (d.region_id, d.epoch)
+            }
+            Driven::Ec { .. } => (0, 0),
+        };
+        write!(
+            w,
+            "{} queues={}/{} region={} epoch={} length={} recovering={} dead={} recoveries={} \
+             retried={}",
+            h.summary(),
+            h.live,
+            h.total,
+            region,
+            epoch,
+            length,
+            h.recovering,
+            h.dead,
+            h.recoveries,
+            h.retried
+        )?;
+        match &self.driven {
+            Driven::Plain { .. } => writeln!(w),
+            Driven::Ec { driver, .. } => {
+                writeln!(
+                    w,
+                    " code={} legs_up={}/{}",
+                    driver.code(),
+                    driver.legs_up(),
+                    driver.code().legs()
+                )?;
+                driver.write_legs(w)
+            }
+        }
     }
 
     /// Writes the disk's counters for the `stats` attribute, in at most `room` bytes: the
@@ -222,8 +347,17 @@ impl RemoteDisk {
     pub(crate) fn write_stats(&self, w: &mut impl Write, room: usize) -> Result {
         let queues: KVec<stats::Snapshot> = {
             let mut v = KVec::new();
-            for q in self.driver.stats() {
-                v.push(q, GFP_KERNEL)?;
+            match &self.driven {
+                Driven::Plain { driver, .. } => {
+                    for q in driver.stats() {
+                        v.push(q, GFP_KERNEL)?;
+                    }
+                }
+                Driven::Ec { driver, .. } => {
+                    for q in driver.stats() {
+                        v.push(q, GFP_KERNEL)?;
+                    }
+                }
             }
             v
         };
@@ -234,7 +368,11 @@ impl RemoteDisk {
         let mut w = stats::Counted::new(w);
         total.write_line(&mut w, format_args!("total"))?;
         total.write_latency(&mut w)?;
-        match self.driver.crypt() {
+        let crypt = match &self.driven {
+            Driven::Plain { driver, .. } => driver.crypt(),
+            Driven::Ec { .. } => None,
+        };
+        match crypt {
             None => writeln!(w, "encryption off")?,
             Some(c) => {
                 let c = c.counters();
@@ -262,11 +400,5 @@ impl RemoteDisk {
             w.write_str(line.as_str())?;
         }
         Ok(())
-    }
-
-    /// The region descriptor the queues post with now (see
-    /// [`crate::transport::session::Session::current_descriptor`]).
-    pub(crate) fn descriptor(&self) -> RegionDescriptor {
-        self.driver.session().current_descriptor()
     }
 }

@@ -203,6 +203,17 @@ pub(crate) struct QueueCounters {
     pub(crate) recoveries: u64,
 }
 
+impl QueueCounters {
+    /// Adds `other`'s counts to these (the queues of several servers behind one hardware
+    /// queue).
+    pub(crate) fn add(&mut self, other: &QueueCounters) {
+        self.inflight += other.inflight;
+        self.registered_reads += other.registered_reads;
+        self.requeues += other.requeues;
+        self.recoveries += other.recoveries;
+    }
+}
+
 impl IoCounters {
     /// The counters now, with the queue's own `requeues` and `recoveries`. `completed` is
     /// read first, so that a completion between the two loads shows as one more in

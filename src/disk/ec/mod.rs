@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A disk over k + r memory servers, its *legs*: code `k+r` of the target's settings.
+//! Each leg is a session of its own (its queues, its region of `size / k` bytes, its
+//! recovery), and each request of the disk becomes one I/O on the same-numbered queue of
+//! every leg it needs ([`request`]). Where each fragment of each block lives is
+//! [`super::ec_layout`]'s.
+//!
+//! This rswap.ko moves fragments straight between the request's pages and the legs, so it
+//! takes the codes whose fragments are the pages' own bytes: striping (`k+0`) and
+//! replication (`1+r`). Every leg must take every write: a leg that recovers holds the
+//! request back as a plain disk's queue does, a dead leg fails the disk's I/O.
+
+mod request;
+
+use core::fmt::Write;
+use kernel::{prelude::*, sync::Arc};
+
+use super::stats;
+use crate::{
+    config_parse::Code,
+    kernel_ext::HmacSha256,
+    settings::TargetSettings,
+    transport::{
+        link::{Credentials, LinkParams},
+        name::Name,
+        session::{Health, Session, SessionConfig},
+    },
+};
+
+use super::{
+    ec_layout::{Layout, GROUP_BLOCKS, MAX_LEGS},
+    DiskConfig,
+};
+pub(super) use request::EcQueue;
+
+/// Segments (pages) of one request at most: one group, so that every leg's I/O of it is
+/// one range of the leg's region.
+pub(super) const EC_SEGMENTS: usize = GROUP_BLOCKS as usize;
+
+/// One server of the disk.
+struct Leg {
+    /// Its address, for `state`.
+    server: crate::kernel_ext::SockAddr,
+    session: Session,
+}
+
+/// The blk-mq driver of a disk over several servers.
+///
+/// Fields are dropped in declaration order: the legs' sessions shut their queues down
+/// before the hardware queues let go of them.
+pub(crate) struct EcDriver {
+    legs: KVec<Leg>,
+    queues: KVec<EcQueue>,
+    layout: Layout,
+}
+
+/// Whether this rswap.ko has a disk for `code` (see the module's documentation).
+pub(crate) fn supported(code: Code) -> bool {
+    code.r() == 0 || code.is_replication()
+}
+
+impl EcDriver {
+    /// Connects one session to each server of `config` and makes a driver over them, one
+    /// hardware queue per queue of a session.
+    pub(super) fn connect(config: &DiskConfig, name: Name) -> Result<Self> {
+        let settings = &config.settings;
+        let layout = Layout::new(settings.code, settings.bytes());
+        let n = usize::from(settings.code.legs());
+        if settings.servers.len() != n || n > MAX_LEGS || !supported(settings.code) {
+            return Err(EINVAL);
+        }
+        let mut legs = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            let leg = Self::connect_leg(config, name, &layout, i)?;
+            if let Some(same) = legs.iter().position(|l: &Leg| {
+                l.session.descriptor().region_id == leg.session.descriptor().region_id
+            }) {
+                pr_err!(
+                    "{}: legs {} and {} got the same region {}: the same server twice?\n",
+                    name,
+                    same,
+                    i,
+                    leg.session.descriptor().region_id
+                );
+                config.note.set_text(format_args!(
+                    "legs {} and {} got the same region: the same server twice?",
+                    same, i
+                ));
+                return Err(EEXIST);
+            }
+            legs.push(leg, GFP_KERNEL)?;
+        }
+        let queues = request::hw_queues(&legs, layout)?;
+        Ok(Self {
+            legs,
+            queues,
+            layout,
+        })
+    }
+
+    /// Connects leg `i`: the target's settings with that server, its secret, and a region
+    /// of the leg's size.
+    fn connect_leg(config: &DiskConfig, disk: Name, layout: &Layout, i: usize) -> Result<Leg> {
+        let settings = &config.settings;
+        let (addr, port) = settings.servers.entry(i).ok_or(EINVAL)?;
+        let mut leg = TargetSettings::clone(settings);
+        leg.addr = Some(addr);
+        leg.port = port.unwrap_or(settings.port);
+        leg.size = Some(layout.leg_bytes());
+        if let Some(secret) = settings.secrets.get(i) {
+            leg.secret = Some(secret.clone());
+        }
+        let server = leg.server().ok_or(EDESTADDRREQ)?;
+        let name = Name::new(fmt!("{} leg{}", disk, i));
+        let key = match &leg.secret {
+            None => None,
+            Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
+                pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
+            })?),
+        };
+        let credentials = Arc::new(
+            Credentials {
+                instance: config.instance,
+                key,
+            },
+            GFP_KERNEL,
+        )?;
+        let session = Session::connect(&SessionConfig {
+            name,
+            link: LinkParams {
+                settings: Arc::new(leg, GFP_KERNEL)?,
+                max_sge: EC_SEGMENTS as u32,
+                credentials,
+                note: config.note.clone(),
+                devices: config.context.devices,
+            },
+        })?;
+        Ok(Leg { server, session })
+    }
+
+    /// The most pages one request may have: a group, or fewer if a leg's queues take
+    /// fewer SGEs in a work request.
+    pub(super) fn max_segments(&self) -> u32 {
+        self.legs
+            .iter()
+            .map(|l| l.session.max_sge())
+            .fold(EC_SEGMENTS as u32, u32::min)
+    }
+
+    /// The code.
+    pub(super) fn code(&self) -> Code {
+        self.layout.code()
+    }
+
+    /// How the queues of every leg are doing, together.
+    pub(super) fn health(&self) -> Health {
+        let mut h = Health::of(&[]);
+        for leg in self.legs.iter() {
+            h.add(&leg.session.health());
+        }
+        h
+    }
+
+    /// Legs whose queues are all live.
+    pub(super) fn legs_up(&self) -> usize {
+        self.legs
+            .iter()
+            .filter(|l| {
+                let h = l.session.health();
+                h.live == h.total
+            })
+            .count()
+    }
+
+    /// One line per leg for `state`: its server, its state word and queues, its region.
+    pub(super) fn write_legs(&self, w: &mut impl Write) -> core::fmt::Result {
+        for (i, leg) in self.legs.iter().enumerate() {
+            let h = leg.session.health();
+            let d = leg.session.current_descriptor();
+            writeln!(
+                w,
+                "leg{} {} {} queues={}/{} region={} epoch={}",
+                i,
+                leg.server.with_port_shown(),
+                h.summary(),
+                h.live,
+                h.total,
+                d.region_id,
+                d.epoch
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The counters of each hardware queue, with the transport counters of its queues
+    /// (every leg's) summed.
+    pub(super) fn stats(&self) -> impl Iterator<Item = stats::Snapshot> + '_ {
+        self.queues.iter().map(EcQueue::snapshot)
+    }
+}
