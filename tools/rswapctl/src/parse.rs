@@ -72,8 +72,9 @@ fn small(key: &str, value: &str) -> Result<u32, StateError> {
 /// Parses the `state` attribute: `disabled`, or `SUMMARY queues=L/N region=.. epoch=..
 /// length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
 /// fields are ignored (a newer module may add some); a missing known one is an error.
-pub fn parse_state(line: &str) -> Result<TargetState, StateError> {
-    let line = line.trim();
+/// Only the first line is read: a disk over several servers adds a line per server.
+pub fn parse_state(text: &str) -> Result<TargetState, StateError> {
+    let line = text.lines().next().unwrap_or("").trim();
     let mut words = line.split_whitespace();
     let summary = match words.next() {
         None => return Err(StateError("empty".into())),
@@ -616,6 +617,13 @@ mod tests {
     #[test]
     fn unknown_fields_are_ignored() {
         let st = parse_state(&format!("{} future=9", line("connected").trim())).unwrap();
+        // A disk over several servers: its code on the first line, then a line per server.
+        let legs = format!(
+            "{} code=2+0 legs_up=2/2\nleg0 192.0.2.2:7471 connected queues=2/2 region=5 \
+             epoch=1\nleg1 [fd00::3]:7471 connected queues=2/2 region=6 epoch=1\n",
+            line("connected").trim()
+        );
+        assert_eq!(parse_state(&legs), parse_state(&line("connected")));
         assert_eq!(st.enabled().unwrap().retried, 12);
     }
 
