@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# One disk over several memory servers (code K+R, soft-RoCE, one guest, four rswap-server
+# processes): striping (4+0, 2+0) and replication (1+2, 1+1). Each test enables a target
+# over the servers, checks its state (a line per server), writes and verifies with fio,
+# and reads the servers' region files (--state-dir) to see every fragment where the
+# placement rule puts it: fragment j of block b on server (j + b / 8) mod (k + r), at byte
+# b * 4096 / k of its region; with replication every server holds every block.
+. "$RSWAP_TOP/tests/lib/guest.sh"
+
+KO=$RSWAP_TOP/rswap.ko
+SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+IP=${RSWAP_GUEST_IP:-192.0.2.1}
+PORTS=(18571 18572 18573 18574)
+CFG=/sys/kernel/config/rswap
+T=$CFG/ec
+OUT=$RSWAP_OUT/57-ec
+SD=/tmp/rswap-57
+SIZE_MB=16
+mkdir -p "$OUT"
+
+PIDS=() MOUNTS=
+cleanup() {
+	{ [ -d "$T" ] && echo 0 > "$T/enable"; } 2>/dev/null
+	rmdir "$T" 2>/dev/null
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for m in $MOUNTS; do umount "$m" 2>/dev/null; done
+	true
+}
+trap cleanup EXIT
+
+setup() {
+	[ -f "$KO" ] || ktap_skip_rest "rswap.ko not built"
+	[ -x "$SRV" ] || ktap_skip_rest "rswap-server not built (scripts/build-server.sh)"
+	command -v fio >/dev/null || ktap_skip_rest "no fio in the guest image"
+	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
+	dmesg_mark "57-ec"
+	for i in 0 1 2 3; do
+		mkdir -p $SD$i && mount -t tmpfs -o size=$((SIZE_MB + 24))M,mode=0700 rswap-57 $SD$i && MOUNTS="$MOUNTS $SD$i"
+		server_start "$OUT/server$i.log" --listen "$IP:${PORTS[$i]}" --size $((SIZE_MB + 8))M \
+			--state-dir $SD$i --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
+		PIDS+=("$SPID")
+	done
+	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+}
+
+# servers N: the first N servers as a `servers` list.
+servers() {
+	local i list=
+	for ((i = 0; i < $1; i++)); do list+="${list:+,}$IP:${PORTS[$i]}"; done
+	echo "$list"
+}
+
+# ec_enable CODE: a target of code CODE (K+R) over the first K+R servers.
+ec_enable() {
+	local k=${1%+*} r=${1#*+}
+	rmdir $T 2>/dev/null
+	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2 > $T/queues && echo 0x5701 > $T/client_id \
+		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers && echo 1 > $T/enable
+}
+
+ec_disable() {
+	echo 0 > $T/enable && rmdir $T
+}
+
+# leg_region I: the region file of leg I of the enabled target.
+leg_region() {
+	local id
+	id=$(sed -n "s/^leg$1 .* region=\([0-9]*\) .*/\1/p" $T/state)
+	printf '%s%d/region-%016x.mem' $SD "$1" "$id"
+}
+
+# placed K R BLOCKS FILE: FILE, written at the start of the disk, is where the placement
+# rule puts it in the legs' region files: prints the fragments that are not.
+placed() {
+	local k=$1 n=$(($1 + $2)) blocks=$3 file=$4 f=$((4096 / $1)) b j leg bad=0
+	for ((b = 0; b < blocks; b++)); do
+		for ((j = 0; j < n; j++)); do
+			leg=$(((j + b / 8) % n))
+			# Replication: every fragment is the whole block; striping: bytes j*f of it.
+			if [ "$k" = 1 ]; then want="$b"; else want=$((b * k + j)); fi
+			cmp -s <(dd if="$(leg_region $leg)" bs=$f skip=$b count=1 status=none) \
+				<(dd if="$file" bs=$f skip=$want count=1 status=none) || { bad=$((bad + 1)); echo "block $b fragment $j (leg $leg)"; }
+		done
+	done
+	return $bad
+}
+
+# ec_test CODE: enable, state, regions of size/k, fio verify, placement, disable.
+ec_test() {
+	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40
+	if ! ec_enable "$code"; then
+		ktap_fail "enable: $(cat $T/last_error 2>&1); $(dmesg | grep rswap | tail -4)"
+		rmdir $T 2>/dev/null
+		return
+	fi
+	dev=/dev/$(cat $T/device)
+	st=$(cat $T/state)
+	[[ $(head -1 <<<"$st") == "connected queues=$((2 * (k + r)))/$((2 * (k + r))) "*" code=$code legs_up=$((k + r))/$((k + r))" ]] \
+		|| why+="state '$(head -1 <<<"$st")'; "
+	[ "$(grep -c '^leg[0-9] .* connected queues=2/2 region=' <<<"$st")" = $((k + r)) ] || why+="leg lines: $st; "
+	[ "$(blockdev --getsize64 $dev)" = $((SIZE_MB << 20)) ] || why+="size $(blockdev --getsize64 $dev); "
+	for ((i = 0; i < k + r; i++)); do
+		sz=$(stat -c %s "$(leg_region $i)" 2>/dev/null)
+		[ "$sz" = $(((SIZE_MB << 20) / k)) ] || why+="leg $i region file $(leg_region $i): ${sz:-none} bytes; "
+	done
+	fio --name=verify --filename=$dev --direct=1 --ioengine=libaio --rw=randwrite \
+		--bsrange=4k-64k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+		--output-format=json --output="$OUT/fio-$code.json" >"$OUT/fio-$code.log" 2>&1
+	frc=$?
+	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-$code.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	[ $frc = 0 ] && [ "$errs" = 0 ] || why+="fio exit $frc, errors $errs: $(tail -5 "$OUT/fio-$code.log"); "
+	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
+	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
+	cmp -s <(dd if=$dev bs=64k count=$((blocks * 4096 / 65536 + 1)) iflag=direct status=none | head -c $((blocks * 4096))) "$OUT/blocks" \
+		|| why+="read back differs; "
+	misplaced=$(placed $k $r $blocks "$OUT/blocks") || why+="$(wc -l <<<"$misplaced") fragments misplaced: $(head -3 <<<"$misplaced" | tr '\n' ' '); "
+	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
+	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	ec_disable || why+="disable failed; "
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "$code: $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); fio $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-$code.json" | head -2 | awk '{ printf "%s ", $3 }')bytes"
+	else
+		ktap_fail "$code: $why"
+	fi
+}
+
+t_striping4() { ec_test 4+0; }
+ktap_test "ec 4+0 (striping over 4 servers): enable, a state line per server, regions of size/4, fio verify, every 1 KiB fragment where the placement rule puts it" t_striping4
+
+t_striping2() { ec_test 2+0; }
+ktap_test "ec 2+0: the same over 2 servers, 2 KiB fragments" t_striping2
+
+t_replication3() { ec_test 1+2; }
+ktap_test "ec 1+2 (three copies): enable, state, regions of the whole size, fio verify, every block on every server" t_replication3
+
+t_replication2() { ec_test 1+1; }
+ktap_test "ec 1+1 (mirroring): the same over 2 servers" t_replication2
+
+# The codes this rswap.ko does not have yet, and the same server twice, are refused with
+# their reasons, and leave no disk.
+t_refusals() {
+	local why=
+	ec_enable 2+1 2>/dev/null && { why+="2+1 enabled; "; echo 0 > $T/enable; }
+	[ "$(cat $T/last_error)" = "enable: code 2+1: this rswap.ko has disks over several servers with codes K+0 (striping) and 1+R (replication) only" ] \
+		|| why+="2+1: last_error '$(cat $T/last_error)'; "
+	rmdir $T
+	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+0 > $T/code && echo "$IP:${PORTS[0]},$IP:${PORTS[0]}" > $T/servers
+	if echo 1 > $T/enable 2>/dev/null; then
+		why+="the same server twice enabled; "
+		echo 0 > $T/enable
+	fi
+	[[ "$(cat $T/last_error)" == *"the same server twice"* ]] || why+="same server: last_error '$(cat $T/last_error)'; "
+	rmdir $T
+	ls /dev/rswap* >/dev/null 2>&1 && why+="a disk is left: $(ls /dev/rswap*); "
+	if [ -z "$why" ]; then ktap_pass; else ktap_fail "$why"; fi
+}
+ktap_test "ec: a code with parity (2+1) is refused with its reason; the same server twice is refused; no disk is left" t_refusals
+
+t_teardown() {
+	if rmmod rswap; then ktap_pass; else ktap_fail "$(dmesg | tail -5)"; fi
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	PIDS=()
+}
+ktap_test "ec: rmmod works" t_teardown
+
+ktap_test "dmesg: no BUG/WARNING/Oops in the ec tests" dmesg_check_noting
+
+ktap_run setup
