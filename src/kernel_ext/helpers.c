@@ -8,6 +8,8 @@
  */
 #include <crypto/aead.h>
 #include <crypto/gcm.h>
+#include <crypto/utils.h>
+#include <linux/highmem.h>
 #include <linux/err.h>
 #include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
@@ -143,13 +145,28 @@ int rswap_aead_open(struct rswap_aead_req *r, struct page *page, u64 nonce, u64 
 	return crypto_aead_decrypt(r->req);
 }
 
-void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n)
+void rswap_page_combine(struct page *dst, unsigned int dst_off, struct page *src,
+			unsigned int src_off, unsigned int len, bool xor)
+{
+	u8 *d = kmap_local_page(dst);
+	const u8 *s = kmap_local_page(src);
+
+	if (xor)
+		crypto_xor(d + dst_off, s + src_off, len);
+	else
+		memcpy(d + dst_off, s + src_off, len);
+	kunmap_local(s);
+	kunmap_local(d);
+}
+
+void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n,
+			unsigned int last)
 {
 	unsigned int i;
 
 	sg_init_table(sgl, n);
 	for (i = 0; i < n; i++)
-		sg_set_page(&sgl[i], pages[i], PAGE_SIZE, 0);
+		sg_set_page(&sgl[i], pages[i], i + 1 == n ? last : PAGE_SIZE, 0);
 }
 
 int rswap_inet_parse(const char *text, struct sockaddr_storage *out)

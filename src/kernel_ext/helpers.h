@@ -55,8 +55,19 @@ int rswap_aead_seal(struct rswap_aead_req *r, struct page *src, struct page *dst
 int rswap_aead_open(struct rswap_aead_req *r, struct page *page, u64 nonce, u64 block,
 		    const u8 *tag);
 
-/* Points the first @n entries of @sgl at the whole @pages, the last entry ending it. */
-void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n);
+/*
+ * Points the first @n entries of @sgl at @pages, each whole but the last, which holds its
+ * first @last bytes and ends the list.
+ */
+void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsigned int n,
+			unsigned int last);
+
+/*
+ * Copies (@xor false) or XORs @len bytes at @src_off of @src into @dst at @dst_off, both
+ * pages mapped for the length of it. Any context.
+ */
+void rswap_page_combine(struct page *dst, unsigned int dst_off, struct page *src,
+			unsigned int src_off, unsigned int len, bool xor);
 
 /*
  * Parses the NUL-terminated @text into @out with port 0, as nvme-rdma parses traddr

@@ -22,7 +22,7 @@ pub(crate) use alloc_scope::{NoIoScope, ReserveScope};
 pub(crate) use configfs::{DependableSubsystem, ItemDependency};
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
-pub(crate) use io_page::{IoSink, IoSource};
+pub(crate) use io_page::{Combine, IoSink, IoSource};
 pub(crate) use keyring::read_logon_key;
 pub(crate) use owned::IntoRaw;
 pub(crate) use scatterlist::SgTable;

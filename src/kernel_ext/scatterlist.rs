@@ -6,7 +6,11 @@
 //! the type sits here so that neither layer has to know the other. Or its holder fills
 //! pages the table owns (an encrypted write's ciphertext) and points the table at them.
 
-use kernel::{page::Page, prelude::*, types::Opaque};
+use kernel::{
+    page::{Page, PAGE_SIZE},
+    prelude::*,
+    types::Opaque,
+};
 
 use super::IoSink;
 
@@ -16,6 +20,7 @@ extern "C" {
         // `struct page **`; `struct page` holds types the FFI-safety lint rejects.
         pages: *const *mut kernel::ffi::c_void,
         n: u32,
+        last: u32,
     );
 }
 
@@ -69,9 +74,18 @@ impl<const N: usize> SgTable<N> {
     /// Points the first `n` entries at the first `n` of the table's own pages, each whole,
     /// and returns how many (0 if it has fewer pages).
     pub(crate) fn use_own_pages(&mut self, n: usize) -> usize {
-        let Some(pages) = self.own.get(..n) else {
+        self.use_own_bytes(n * PAGE_SIZE)
+    }
+
+    /// Points the table at the first `bytes` of its own pages (an entry per page, the last
+    /// one short if `bytes` ends inside it), and returns how many entries (0 if it has
+    /// fewer pages than that, or `bytes` is 0).
+    pub(crate) fn use_own_bytes(&mut self, bytes: usize) -> usize {
+        let n = bytes.div_ceil(PAGE_SIZE);
+        let Some(pages) = self.own.get(..n).filter(|_| n > 0) else {
             return 0;
         };
+        let last = bytes - (n - 1) * PAGE_SIZE;
         let raw: [*mut kernel::ffi::c_void; N] = core::array::from_fn(|i| {
             pages
                 .get(i)
@@ -79,8 +93,9 @@ impl<const N: usize> SgTable<N> {
         });
         // SAFETY: the table has `N >= n` entries (`own` holds at most `N` pages) and
         // `&mut self` keeps everyone else off it; `raw` holds `n` of the table's own pages,
-        // which stay allocated as long as the table (type invariant).
-        unsafe { rswap_sg_set_pages(self.as_raw(), raw.as_ptr(), n as u32) };
+        // which stay allocated as long as the table (type invariant); `last` is 1 to
+        // `PAGE_SIZE`.
+        unsafe { rswap_sg_set_pages(self.as_raw(), raw.as_ptr(), n as u32, last as u32) };
         n
     }
 
