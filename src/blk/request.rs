@@ -209,7 +209,20 @@ impl<D, Q> OwnedRequest<D, Q> {
     pub(crate) fn data_and_sent_pages<const N: usize>(
         &mut self,
     ) -> Option<(&mut D, RqPages<'_, N, Sent>)> {
-        if self.op() != Op::Write {
+        self.data_and_pages(Op::Write)
+    }
+
+    /// The driver's data of this request, and the pages a read fills, in order (see
+    /// [`Self::pages`]); `None` for any other operation.
+    pub(crate) fn data_and_filled_pages<const N: usize>(
+        &mut self,
+    ) -> Option<(&mut D, RqPages<'_, N, Filled>)> {
+        self.data_and_pages(Op::Read)
+    }
+
+    /// The data and the pages, if the request is an `op` (whose pages are of kind `K`).
+    fn data_and_pages<const N: usize, K>(&mut self, op: Op) -> Option<(&mut D, RqPages<'_, N, K>)> {
+        if self.op() != op {
             return None;
         }
         let pages = self.pages()?;
