@@ -213,7 +213,7 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
             this,
             format_args!(
                 "enable: code {}: this rswap.ko has disks over several servers with codes \
-                 K+0 (striping) and 1+R (replication) only",
+                 K+0 (striping), 1+R (replication) and K+1 (one parity fragment) only",
                 settings.code
             ),
         );

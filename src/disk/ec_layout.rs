@@ -64,7 +64,7 @@ impl Decode {
     /// RAID-6 library's recoveries want task context.
     #[cfg_attr(
         MODULE,
-        expect(dead_code, reason = "degraded reads (a later step) decode")
+        expect(dead_code, reason = "late reads (a later step) settle early")
     )]
     pub(crate) fn softirq_ok(self) -> bool {
         matches!(self, Decode::Direct | Decode::Copy(_) | Decode::Xor { .. })
@@ -164,10 +164,6 @@ impl Layout {
 
     /// How to put a block of group `group` together from what the legs of `arrived`
     /// sent.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "degraded reads (a later step) decode")
-    )]
     pub(crate) fn decode(&self, group: u64, arrived: LegMask) -> Decode {
         let k = self.code.k();
         let have = self.fragments_of(group, arrived);

@@ -6,10 +6,10 @@
 //! every leg it needs ([`request`]). Where each fragment of each block lives is
 //! [`super::ec_layout`]'s.
 //!
-//! This rswap.ko moves fragments straight between the request's pages and the legs, so it
-//! takes the codes whose fragments are the pages' own bytes: striping (`k+0`) and
-//! replication (`1+r`). Every leg must take every write: a leg that recovers holds the
-//! request back as a plain disk's queue does, a dead leg fails the disk's I/O.
+//! This rswap.ko takes striping (`k+0`), replication (`1+r`) and one parity fragment
+//! (`k+1`, P the XOR of the data). A leg that reconnects holds writes back as a plain
+//! disk's queue does (reads go around it); a dead leg is taken out of the disk for good,
+//! and the disk goes on while k legs are in.
 
 mod request;
 
@@ -33,6 +33,7 @@ use super::{
     DiskConfig,
 };
 pub(super) use request::EcQueue;
+use request::LegsOut;
 
 /// Segments (pages) of one request at most: one group, so that every leg's I/O of it is
 /// one range of the leg's region.
@@ -53,11 +54,12 @@ pub(crate) struct EcDriver {
     legs: KVec<Leg>,
     queues: KVec<EcQueue>,
     layout: Layout,
+    out: Arc<LegsOut>,
 }
 
 /// Whether this rswap.ko has a disk for `code` (see the module's documentation).
 pub(crate) fn supported(code: Code) -> bool {
-    code.r() == 0 || code.is_replication()
+    code.r() <= 1 || code.is_replication()
 }
 
 impl EcDriver {
@@ -91,11 +93,13 @@ impl EcDriver {
             }
             legs.push(leg, GFP_KERNEL)?;
         }
-        let queues = request::hw_queues(&legs, layout)?;
+        let out = Arc::new(LegsOut::default(), GFP_KERNEL)?;
+        let queues = request::hw_queues(&legs, layout, &out)?;
         Ok(Self {
             legs,
             queues,
             layout,
+            out,
         })
     }
 
@@ -162,19 +166,36 @@ impl EcDriver {
         h
     }
 
-    /// Legs whose queues are all live.
+    /// The legs out of the disk, after taking out any whose queues died since the last
+    /// I/O looked.
+    fn legs_out(&self) -> u16 {
+        for (i, leg) in self.legs.iter().enumerate() {
+            if leg.session.health().dead > 0 {
+                if let Some(q) = leg.session.queues().first() {
+                    self.out.take_out(i, q, "its queue is dead");
+                }
+            }
+        }
+        self.out.mask()
+    }
+
+    /// Legs in the disk whose queues are all live.
     pub(super) fn legs_up(&self) -> usize {
+        let out = self.legs_out();
         self.legs
             .iter()
-            .filter(|l| {
+            .enumerate()
+            .filter(|(i, l)| {
                 let h = l.session.health();
-                h.live == h.total
+                out & (1 << i) == 0 && h.live == h.total
             })
             .count()
     }
 
-    /// One line per leg for `state`: its server, its state word and queues, its region.
+    /// One line per leg for `state`: its server, its state word (its queues', or `out`
+    /// once it is out of the disk) and queues, its region.
     pub(super) fn write_legs(&self, w: &mut impl Write) -> core::fmt::Result {
+        let out = self.legs_out();
         for (i, leg) in self.legs.iter().enumerate() {
             let h = leg.session.health();
             let d = leg.session.current_descriptor();
@@ -183,7 +204,11 @@ impl EcDriver {
                 "leg{} {} {} queues={}/{} region={} epoch={}",
                 i,
                 leg.server.with_port_shown(),
-                h.summary(),
+                if out & (1 << i) != 0 {
+                    "out"
+                } else {
+                    h.summary()
+                },
                 h.live,
                 h.total,
                 d.region_id,

@@ -2,15 +2,26 @@
 
 //! The data path of a disk over several servers: each block request is fanned out
 //! ([`crate::blk::FanOut`]) to one I/O per leg it needs, on that leg's queue of the
-//! request's hardware queue. A write goes to every leg; a read to the legs that hold the
-//! data fragments of its group. Each leg's I/O describes its fragment of each page of the
-//! request (the whole page for replication), so the data moves straight between the
-//! request's pages and the legs' regions, at byte `block * fragment` of each region.
+//! request's hardware queue. Each leg's I/O moves its fragment of every page of the
+//! request, at byte `block * fragment` of the leg's region: a data fragment straight from
+//! or into the pages (bytes `j * fragment` of each; the whole page for replication), a
+//! parity fragment (k > 1) from or into the slot's own pages, its *area*.
 //!
-//! The request ends when every leg's I/O is back: with success if all of them succeeded;
-//! otherwise it is issued again (a leg recovering, up to [`MAX_RETRIES`] times) or fails.
+//! - A write goes to every leg that is in the disk. Its parity (XOR of the data
+//!   fragments, r = 1) is computed into the parity leg's area before anything is posted.
+//! - A read asks the legs of the data fragments; for a leg that is out of the disk or
+//!   reconnecting it asks the parity leg (or another copy) instead, and rebuilds the
+//!   missing fragment of each page from parity once every leg is back.
+//! - A leg whose queue is dead (its server gone for longer than `recovery_ms`, or back
+//!   without its region) is taken out of the disk for good ([`LegsOut`]): it missed
+//!   writes, so it is never read again; the disk goes on while at least k legs are in.
+//!
+//! The request ends when every leg's I/O is back: with success if the write reached k
+//! legs or more (the others being out now) or the read has every fragment it asked for;
+//! otherwise it is issued again (a leg reconnecting, up to [`MAX_RETRIES`] times) or
+//! fails.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU16, Ordering};
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -18,7 +29,7 @@ use kernel::{
 };
 
 use super::{
-    super::ec_layout::{LegMask, MAX_LEGS},
+    super::ec_layout::{Decode, LegMask, MAX_LEGS},
     Layout, Leg, EC_SEGMENTS,
 };
 use crate::{
@@ -30,6 +41,7 @@ use crate::{
         ec_layout::BLOCK,
         stats::{QueueStats, Snapshot},
     },
+    kernel_ext::{Combine, IoSink, IoSource},
     transport::{
         io::{Dir, IoDesc, IoError, IoOwner, IoSlot, QueueCounters, Refusal},
         queue::{Queue, State, Verdict},
@@ -42,44 +54,73 @@ const MAX_RETRIES: u8 = 5;
 /// One leg's transport slot of a request: its scatterlist has an entry per page.
 type LegSlot = IoSlot<(), EC_SEGMENTS>;
 
-/// What a request's legs report back when they did not succeed, the worst kept
-/// ([`Again`]); read once every leg is back.
+/// The legs taken out of a disk (see the module's documentation), shared by its hardware
+/// queues.
+#[derive(Default)]
+pub(crate) struct LegsOut(AtomicU16);
+
+impl LegsOut {
+    /// The legs out.
+    pub(super) fn mask(&self) -> LegMask {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Takes leg `leg` (whose queue is `queue`) out, saying why the first time.
+    pub(super) fn take_out(&self, leg: usize, queue: &Queue, why: &str) {
+        let bit = 1 << leg;
+        if self.0.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+            pr_err!(
+                "{}: out of the disk: {}; its fragments are rebuilt from the other servers \
+                 from now on\n",
+                queue.name(),
+                why
+            );
+        }
+    }
+}
+
+/// What a request's legs share: how those that did not succeed failed (a leg mask each),
+/// and how a read's pages are rebuilt.
 #[derive(Default)]
 pub(crate) struct EcShared {
-    again: AtomicU8,
+    /// Legs out of a resource: issue the request again, not counted as a retry.
+    busy: AtomicU16,
+    /// Legs whose queue is reconnecting: issue it again once they are back.
+    retry: AtomicU16,
+    /// Legs whose queue is dead: they go out of the disk.
+    dead: AtomicU16,
+    /// For a read: the missing data fragment to rebuild from parity, and the leg of P.
+    rebuild: Option<(u8, u8)>,
     /// Times this request was issued again because a leg's queue failed.
     retries: u8,
     /// When it was issued, for the latency histogram.
     issued: Option<Instant<Monotonic>>,
 }
 
-/// What to do with a request a leg did not take or did not complete, the worst of its
-/// legs' answers (in this order).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-enum Again {
-    /// Every leg succeeded.
-    No = 0,
-    /// A leg was out of a resource: issue it again, not counted as a retry.
-    Busy = 1,
-    /// A leg's queue is recovering: issue it again once it is back.
-    Retry = 2,
-    /// A leg's queue is dead, or the I/O cannot work: fail it.
-    Fail = 3,
-}
-
 impl EcShared {
-    fn note(&self, again: Again) {
-        self.again.fetch_max(again as u8, Ordering::AcqRel);
+    fn note(&self, leg: usize, why: &AtomicU16) {
+        why.fetch_or(1 << leg, Ordering::AcqRel);
     }
 
-    fn again(&self) -> Again {
-        match self.again.load(Ordering::Acquire) {
-            0 => Again::No,
-            1 => Again::Busy,
-            2 => Again::Retry,
-            _ => Again::Fail,
-        }
+    fn failed(&self, leg: usize, verdict: Verdict) {
+        self.note(
+            leg,
+            match verdict {
+                Verdict::Retry => &self.retry,
+                Verdict::Fail => &self.dead,
+            },
+        );
+    }
+
+    fn refused(&self, leg: usize, r: Refusal) {
+        self.note(
+            leg,
+            match r {
+                Refusal::Busy => &self.busy,
+                Refusal::Wait => &self.retry,
+                Refusal::Fail(_) => &self.dead,
+            },
+        );
     }
 }
 
@@ -89,8 +130,12 @@ pub(crate) type EcRequestData = FanOut<LegSlot, EcShared, MAX_LEGS>;
 /// A leg's I/O of a request.
 type LegIo = RequestPart<LegSlot, EcShared, MAX_LEGS, EcQueue>;
 
+/// A request of the disk.
+type EcRequest = Request<super::EcDriver>;
+
 /// A hardware queue of the disk: the same-numbered queue of each leg, its blk-mq context
-/// (stopped while a leg it needs recovers), its counters and the disk's layout.
+/// (stopped while a leg it needs reconnects), its counters, the disk's layout and its legs
+/// out.
 pub(crate) struct EcQueue {
     legs: KVec<Arc<Queue>>,
     /// Leg 0's queue, standing in for an index that is not a leg (never asked for: parts
@@ -99,6 +144,7 @@ pub(crate) struct EcQueue {
     ctx: Arc<HwCtxSlot>,
     stats: QueueStats,
     layout: Layout,
+    out: Arc<LegsOut>,
 }
 
 impl EcQueue {
@@ -118,9 +164,9 @@ impl EcQueue {
 
 /// One hardware queue per queue of a leg (every leg has as many): queue `i` of each leg
 /// resumes hardware queue `i` when it is back.
-pub(super) fn hw_queues(legs: &[Leg], layout: Layout) -> Result<KVec<EcQueue>> {
+pub(super) fn hw_queues(legs: &[Leg], layout: Layout, out: &Arc<LegsOut>) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
-    let mut out = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
     for i in 0..count {
         let ctx = HwCtxSlot::new()?;
         let mut queues = KVec::with_capacity(legs.len(), GFP_KERNEL)?;
@@ -130,18 +176,19 @@ pub(super) fn hw_queues(legs: &[Leg], layout: Layout) -> Result<KVec<EcQueue>> {
             queues.push(q.clone(), GFP_KERNEL)?;
         }
         let first = queues.first().ok_or(EINVAL)?.clone();
-        out.push(
+        hw.push(
             EcQueue {
                 legs: queues,
                 first,
                 ctx,
                 stats: QueueStats::default(),
                 layout,
+                out: out.clone(),
             },
             GFP_KERNEL,
         )?;
     }
-    Ok(out)
+    Ok(hw)
 }
 
 /// A leg's I/O is an I/O of the transport while it is issued.
@@ -169,23 +216,11 @@ fn log_failure() -> bool {
     n < 20 || n % 1000 == 0
 }
 
-/// What a leg's refusal means for its request.
-fn refusal_again(r: Refusal) -> Again {
-    match r {
-        Refusal::Busy => Again::Busy,
-        Refusal::Wait => Again::Retry,
-        Refusal::Fail(_) => Again::Fail,
-    }
-}
-
 /// A leg's I/O came back (or was never taken): note how, and finish the request if it was
 /// the last.
 fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
     if let Err(e) = &result {
-        io.shared().note(match e.verdict {
-            Verdict::Retry => Again::Retry,
-            Verdict::Fail => Again::Fail,
-        });
+        io.shared().failed(io.part_index(), e.verdict);
         if log_failure() {
             let queue = io.queue();
             pr_err!(
@@ -217,98 +252,220 @@ fn released(r: Released<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
 }
 
 /// Every leg of `rq` is back: end it, or issue it again.
-fn finish(mut rq: Request<super::EcDriver>) {
+fn finish(mut rq: EcRequest) {
+    let k = rq.hw_queue().layout.code().k();
     let data = rq.data();
-    let all = data.ok() == data.given();
-    let again = data.shared.again();
+    let (ok, given) = (data.ok(), data.given());
+    let load = |a: &AtomicU16| u32::from(a.load(Ordering::Acquire));
+    let (busy, retry, dead) = (
+        load(&data.shared.busy),
+        load(&data.shared.retry),
+        load(&data.shared.dead),
+    );
     let issued = data.shared.issued.take();
-    if all {
+    let rebuild = data.shared.rebuild;
+    for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
         let hwq = rq.hw_queue();
-        if let Some(at) = issued {
-            let ns = rq
-                .age_ns()
-                .unwrap_or_else(|| u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX));
-            hwq.stats.done(rq.op(), rq.bytes(), ns);
+        hwq.out.take_out(leg, hwq.leg(leg), "its queue is dead");
+    }
+    let done = match rq.op() {
+        // Every leg in the disk took it, or enough did and the others are out now.
+        Op::Write => retry == 0 && busy == 0 && ok.count_ones() >= u32::from(k),
+        _ => ok == given,
+    };
+    if done {
+        if let Some((missing, p_leg)) = rebuild {
+            if rebuild_read(&mut rq, missing, p_leg).is_err() {
+                return fail(rq, "rebuilding a fragment from parity failed");
+            }
         }
-        rq.data().shared.retries = 0;
-        return rq.end(Status::Ok);
+        return succeed(rq, issued);
     }
     let retries = rq.data().shared.retries;
-    match again {
-        Again::Busy => rq.requeue(),
-        Again::Retry if retries < MAX_RETRIES => {
-            rq.data().shared.retries = retries + 1;
-            if let Some(q) = rq.hw_queue().legs.first() {
-                q.count_retry();
-            }
-            rq.requeue();
-        }
-        Again::No | Again::Retry | Again::Fail => {
-            rq.hw_queue().stats.error();
-            rq.data().shared.retries = 0;
-            rq.end(Status::IoErr);
+    if retries >= MAX_RETRIES {
+        return fail(rq, "retried too often");
+    }
+    if busy | retry | dead == 0 {
+        return fail(rq, "too few servers took it");
+    }
+    // Issued again: a dead leg is out now, a busy one may have room, a reconnecting one
+    // holds the hardware queue until it is back.
+    if retry | dead != 0 {
+        rq.data().shared.retries = retries + 1;
+        rq.hw_queue().first.count_retry();
+    }
+    rq.requeue();
+}
+
+/// Ends `rq` with success, counted with its latency.
+fn succeed(mut rq: EcRequest, issued: Option<Instant<Monotonic>>) {
+    if let Some(at) = issued {
+        let ns = rq
+            .age_ns()
+            .unwrap_or_else(|| u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        rq.hw_queue().stats.done(rq.op(), rq.bytes(), ns);
+    }
+    rq.data().shared.retries = 0;
+    rq.end(Status::Ok);
+}
+
+/// Ends `rq` with an I/O error, for reason `why`.
+fn fail(mut rq: EcRequest, why: &str) {
+    let hwq = rq.hw_queue();
+    hwq.stats.error();
+    if log_failure() {
+        pr_err!(
+            "{}: queue {}: {} bytes at sector {} failed: {}\n",
+            hwq.first.name(),
+            hwq.first.index(),
+            rq.bytes(),
+            rq.sector(),
+            why
+        );
+    }
+    rq.data().shared.retries = 0;
+    rq.end(Status::IoErr);
+}
+
+/// Rebuilds data fragment `missing` of every page of read `rq` from P, which leg `p_leg`
+/// read into its area, and the page's other data fragments.
+fn rebuild_read(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
+    let code = rq.hw_queue().layout.code();
+    let f = code.fragment_bytes() as usize;
+    let (fan, pages) = rq.data_and_filled_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
+    let table = fan
+        .part_mut(usize::from(p_leg))
+        .and_then(|p| p.table())
+        .ok_or(EINVAL)?;
+    let m = usize::from(missing) * f;
+    for (i, page) in pages.iter().enumerate() {
+        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
+        let area = table.own_pages().nth(a).ok_or(EINVAL)?;
+        page.combine(m, area.page(), off, f, Combine::Copy)?;
+        for j in (0..usize::from(code.k())).filter(|&j| j != usize::from(missing)) {
+            page.combine(m, IoSink::page(&page), j * f, f, Combine::Xor)?;
         }
     }
+    Ok(())
+}
+
+/// Computes P (the XOR of the data fragments) of every page of write `rq` into leg
+/// `leg`'s area, and points its scatterlist at it; returns the entries.
+fn parity_write(rq: &mut EcRequest, leg: usize, code_k: u8, f: usize) -> Option<usize> {
+    let (fan, pages) = rq.data_and_sent_pages::<EC_SEGMENTS>()?;
+    let table = fan.part_mut(leg)?.table()?;
+    for (i, page) in pages.iter().enumerate() {
+        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
+        let area = table.own_pages().nth(a)?;
+        let src = IoSource::page(&page);
+        area.combine(off, src, 0, f, Combine::Copy).ok()?;
+        for j in 1..usize::from(code_k) {
+            area.combine(off, src, j * f, f, Combine::Xor).ok()?;
+        }
+    }
+    let n = pages.len();
+    Some(table.use_own_bytes(n * f)).filter(|&e| e > 0)
 }
 
 /// Why `queue_rq` cannot issue a request now.
 enum NotNow {
-    /// A leg it needs is recovering.
+    /// A leg it needs is reconnecting.
     Wait,
     /// It fails, for this reason.
     Fail(&'static str),
 }
 
-/// Fills each needed leg's scatterlist with its fragment of every page of `rq`; returns
-/// the legs and each one's entries.
+/// The legs of `hwq` by what they can do now: (in the disk and live, reconnecting). A leg
+/// whose queue is dead goes out of the disk here.
+fn legs_now(hwq: &EcQueue) -> (LegMask, LegMask) {
+    let n = usize::from(hwq.layout.code().legs());
+    let (mut live, mut reconnecting) = (0, 0);
+    for l in 0..n {
+        if hwq.out.mask() & (1 << l) != 0 {
+            continue;
+        }
+        match hwq.leg(l).state() {
+            State::Recovering => reconnecting |= 1 << l,
+            State::Dead => hwq.out.take_out(l, hwq.leg(l), "its queue is dead"),
+            State::Connecting | State::Live => live |= 1 << l,
+        }
+    }
+    (live, reconnecting)
+}
+
+/// Chooses the legs of `rq` and fills each one's scatterlist; returns them and each one's
+/// entries.
 fn describe(
     hwq: &EcQueue,
-    rq: &mut Request<super::EcDriver>,
+    rq: &mut EcRequest,
     dir: Dir,
     group: u64,
 ) -> core::result::Result<(PartMask, [usize; MAX_LEGS]), NotNow> {
     let layout = &hwq.layout;
     let code = layout.code();
-    let all: PartMask = (1 << code.legs()) - 1;
+    let (live, reconnecting) = legs_now(hwq);
     let legs = match dir {
-        Dir::Write => all,
-        Dir::Read => {
-            let usable = LegMask::try_from(all).map_err(|_| NotNow::Fail("legs"))?;
-            PartMask::from(
-                layout
-                    .read_plan(group, usable, 0)
-                    .ok_or(NotNow::Fail("no plan to read"))?,
-            )
+        // Every leg in the disk keeps every block current.
+        Dir::Write if reconnecting != 0 => return Err(NotNow::Wait),
+        Dir::Write if live.count_ones() < u32::from(code.k()) => {
+            return Err(NotNow::Fail("more servers are out than the code survives"))
         }
+        Dir::Write => live,
+        Dir::Read => match layout.read_plan(group, live, 0) {
+            Some(plan) => plan,
+            None if reconnecting != 0 => return Err(NotNow::Wait),
+            None => return Err(NotNow::Fail("more servers are out than the code survives")),
+        },
     };
-    let frag = u32::try_from(code.fragment_bytes()).map_err(|_| NotNow::Fail("fragment"))?;
+    rq.data().shared.rebuild = None;
+    if dir == Dir::Read {
+        match layout.decode(group, legs) {
+            Decode::Direct | Decode::Copy(_) => {}
+            Decode::Xor { missing } => {
+                rq.data().shared.rebuild = Some((missing, layout.leg_of(group, code.k())));
+            }
+            Decode::PQ2Data { .. } | Decode::PQData { .. } | Decode::Impossible => {
+                return Err(NotNow::Fail("no way to rebuild the block"))
+            }
+        }
+    }
+    let f = code.fragment_bytes();
+    let frag = u32::try_from(f).map_err(|_| NotNow::Fail("fragment"))?;
     let mut nents = [0usize; MAX_LEGS];
     for (l, n) in nents.iter_mut().enumerate() {
         if legs & (1 << l) == 0 {
             continue;
         }
-        match hwq.leg(l).state() {
-            State::Recovering => return Err(NotNow::Wait),
-            State::Dead => return Err(NotNow::Fail("a leg is dead")),
-            State::Connecting | State::Live => {}
-        }
         let leg = u8::try_from(l).map_err(|_| NotNow::Fail("leg"))?;
-        let j = u32::from(layout.fragment_on(group, leg));
-        // Replication: every fragment is the whole block.
-        let off = if code.is_replication() { 0 } else { j * frag };
-        *n = rq
-            .map_fragments(|d| d.part_mut(l)?.table(), off, frag)
-            .ok_or(NotNow::Fail("more segments than the disk allows"))?;
+        let j = layout.fragment_on(group, leg);
+        let entries = if code.is_replication() {
+            // Every fragment is the whole page.
+            rq.map_fragments(|d| d.part_mut(l)?.table(), 0, frag)
+        } else if j < code.k() {
+            rq.map_fragments(|d| d.part_mut(l)?.table(), u32::from(j) * frag, frag)
+        } else if dir == Dir::Write {
+            parity_write(rq, l, code.k(), f as usize)
+        } else {
+            // P lands in the leg's area; the pages are rebuilt from it at the end.
+            let blocks = u64::from(rq.bytes()) / BLOCK;
+            let bytes = (blocks * f) as usize;
+            rq.data()
+                .part_mut(l)
+                .and_then(|p| p.table())
+                .map(|t| t.use_own_bytes(bytes))
+                .filter(|&e| e > 0)
+        };
+        *n = entries.ok_or(NotNow::Fail("more segments than the disk allows"))?;
     }
-    Ok((legs, nents))
+    Ok((PartMask::from(legs), nents))
 }
 
 /// Issues `rq` on every leg it needs.
 fn issue(
     hwq: &EcQueue,
-    mut rq: Request<super::EcDriver>,
+    mut rq: EcRequest,
     dir: Dir,
-) -> core::result::Result<(), (NotNow, Request<super::EcDriver>)> {
+) -> core::result::Result<(), (NotNow, EcRequest)> {
     let block = rq.offset() / BLOCK;
     let blocks = u64::from(rq.bytes()) / BLOCK;
     let group = Layout::group(block);
@@ -323,7 +480,9 @@ fn issue(
     let offset = hwq.layout.remote_offset(block);
     let bytes = u32::try_from(blocks * code.fragment_bytes()).unwrap_or(u32::MAX);
     let shared = &mut rq.data().shared;
-    *shared.again.get_mut() = 0;
+    for why in [&mut shared.busy, &mut shared.retry, &mut shared.dead] {
+        *why.get_mut() = 0;
+    }
     shared.issued = Some(Instant::now());
     let mut parts = match rq.fan_out(legs) {
         Ok(p) => p,
@@ -339,9 +498,8 @@ fn issue(
             bytes,
             nents,
         };
-        let queue = hwq.leg(l);
-        if let Err((refusal, io)) = Queue::submit(queue, io, desc) {
-            io.shared().note(refusal_again(refusal));
+        if let Err((refusal, io)) = Queue::submit(hwq.leg(l), io, desc) {
+            io.shared().refused(l, refusal);
             released(io.release(false, |_| false));
         }
     }
@@ -352,6 +510,21 @@ impl blk::Operations for super::EcDriver {
     type RequestData = EcRequestData;
     type HwQueue = EcQueue;
 
+    /// A disk with parity reserves each leg's area: the parity of a group's blocks (any
+    /// leg holds parity in some group).
+    fn init_request(&self, data: &mut EcRequestData) -> Result {
+        let code = self.layout.code();
+        if code.r() == 0 || code.is_replication() {
+            return Ok(());
+        }
+        let pages = (GROUP_AREA / code.k() as usize).div_ceil(BLOCK as usize);
+        for l in 0..usize::from(code.legs()) {
+            let table = data.part_mut(l).and_then(|p| p.table()).ok_or(EINVAL)?;
+            table.reserve_own_pages(pages)?;
+        }
+        Ok(())
+    }
+
     fn hw_queue(&self, index: u32) -> Option<&EcQueue> {
         self.queues.get(usize::try_from(index).ok()?)
     }
@@ -360,10 +533,7 @@ impl blk::Operations for super::EcDriver {
         &hwq.ctx
     }
 
-    fn queue_rq(
-        hwq: &EcQueue,
-        rq: Request<Self>,
-    ) -> core::result::Result<(), (Status, Request<Self>)> {
+    fn queue_rq(hwq: &EcQueue, rq: EcRequest) -> core::result::Result<(), (Status, EcRequest)> {
         let dir = match rq.op() {
             Op::Read => Dir::Read,
             Op::Write => Dir::Write,
@@ -405,7 +575,7 @@ impl blk::Operations for super::EcDriver {
     }
 
     /// Nothing is deferred.
-    fn run_deferred(rq: Request<Self>) {
+    fn run_deferred(rq: EcRequest) {
         rq.end(Status::IoErr);
     }
 
@@ -437,3 +607,6 @@ impl blk::Operations for super::EcDriver {
         action
     }
 }
+
+/// Bytes of a group: the most a request moves, so the most parity of one (k = 1).
+const GROUP_AREA: usize = (super::super::ec_layout::GROUP_BLOCKS * BLOCK) as usize;
