@@ -1,17 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# One disk over several memory servers (code K+R, soft-RoCE, one guest, four rswap-server
-# processes): striping (4+0, 2+0) and replication (1+2, 1+1). Each test enables a target
-# over the servers, checks its state (a line per server), writes and verifies with fio,
-# and reads the servers' region files (--state-dir) to see every fragment where the
-# placement rule puts it: fragment j of block b on server (j + b / 8) mod (k + r), at byte
-# b * 4096 / k of its region; with replication every server holds every block.
+# One disk over several memory servers (code K+R, soft-RoCE, one guest, five rswap-server
+# processes): striping (4+0, 2+0), replication (1+2, 1+1) and one parity fragment (2+1,
+# 4+1). Each test enables a target over the servers, checks its state (a line per
+# server), writes and verifies with fio, and reads the servers' region files (--state-dir)
+# to see every fragment where the placement rule puts it: fragment j of block b on server
+# (j + b / 8) mod (k + r), at byte b * 4096 / k of its region; with replication every
+# server holds every block, with parity P (fragment k) is the XOR of the data fragments.
+# Then a server is SIGKILLed: reads go on around it at once (rebuilt from the others),
+# and once its queues are dead its leg is out of the disk and fio verify passes without
+# it; with a second server killed (beyond what the code survives) I/O fails with EIO and
+# never returns wrong data.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
-PORTS=(18571 18572 18573 18574)
+PORTS=(18571 18572 18573 18574 18575)
 CFG=/sys/kernel/config/rswap
 T=$CFG/ec
 OUT=$RSWAP_OUT/57-ec
@@ -35,13 +40,17 @@ setup() {
 	command -v fio >/dev/null || ktap_skip_rest "no fio in the guest image"
 	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 	dmesg_mark "57-ec"
-	for i in 0 1 2 3; do
+	for i in 0 1 2 3 4; do
 		mkdir -p $SD$i && mount -t tmpfs -o size=$((SIZE_MB + 24))M,mode=0700 rswap-57 $SD$i && MOUNTS="$MOUNTS $SD$i"
-		server_start "$OUT/server$i.log" --listen "$IP:${PORTS[$i]}" --size $((SIZE_MB + 8))M \
-			--state-dir $SD$i --insecure >/dev/null || ktap_skip_rest "rswap-server does not start"
-		PIDS+=("$SPID")
+		start_server $i || ktap_skip_rest "rswap-server does not start"
 	done
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
+}
+
+# start_server I: server I on its port and state directory (PIDS[I]).
+start_server() {
+	server_start "$OUT/server$1.log" --listen "$IP:${PORTS[$1]}" --size $((SIZE_MB + 8))M \
+		--state-dir $SD$1 --grace 0 --insecure >/dev/null && PIDS[$1]=$SPID
 }
 
 # servers N: the first N servers as a `servers` list.
@@ -51,11 +60,15 @@ servers() {
 	echo "$list"
 }
 
-# ec_enable CODE: a target of code CODE (K+R) over the first K+R servers.
+# ec_enable CODE: a target of code CODE (K+R) over the first K+R servers, with a client
+# id of its own (a server keeps no region after a disconnect: --grace 0).
+CLIENT=$((0x5700))
 ec_enable() {
 	local k=${1%+*} r=${1#*+}
 	rmdir $T 2>/dev/null
-	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2 > $T/queues && echo 0x5701 > $T/client_id \
+	CLIENT=$((CLIENT + 1))
+	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2 > $T/queues && echo $CLIENT > $T/client_id \
+		&& echo 3000 > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
 		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers && echo 1 > $T/enable
 }
 
@@ -77,6 +90,10 @@ placed() {
 	for ((b = 0; b < blocks; b++)); do
 		for ((j = 0; j < n; j++)); do
 			leg=$(((j + b / 8) % n))
+			if [ "$k" -gt 1 ] && [ $j -ge "$k" ]; then
+				parity_ok $k $b "$(leg_region $leg)" "$file" || { bad=$((bad + 1)); echo "block $b parity (leg $leg)"; }
+				continue
+			fi
 			# Replication: every fragment is the whole block; striping: bytes j*f of it.
 			if [ "$k" = 1 ]; then want="$b"; else want=$((b * k + j)); fi
 			cmp -s <(dd if="$(leg_region $leg)" bs=$f skip=$b count=1 status=none) \
@@ -84,6 +101,37 @@ placed() {
 		done
 	done
 	return $bad
+}
+
+# parity_ok K B REGION FILE: P of block B in REGION (bytes B*f of it) is the XOR of the
+# block's k data fragments in FILE, compared 8 bytes at a time.
+parity_ok() {
+	local k=$1 b=$2 f=$((4096 / $1)) j c x cols files=()
+	words() { od -An -v -td8 -w8 | tr -d ' '; }
+	for ((j = 0; j < k; j++)); do
+		dd if="$4" bs=$f skip=$((b * k + j)) count=1 status=none | words > /tmp/57-frag$j
+		files+=(/tmp/57-frag$j)
+	done
+	dd if="$3" bs=$f skip=$b count=1 status=none | words > /tmp/57-p
+	[ -s /tmp/57-p ] || return 1
+	while read -r -a cols; do
+		x=0
+		for ((c = 0; c < k; c++)); do x=$((x ^ cols[c])); done
+		[ "$x" = "${cols[k]}" ] || return 1
+	done < <(paste -d' ' "${files[@]}" /tmp/57-p)
+}
+
+# fio_verify NAME ARGS...: fio random writes of 4 to 64 KiB on $dev, then reads them all
+# back and verifies them (crc32c), with ARGS; prints why it failed, if it did.
+fio_verify() {
+	local name=$1 rc errs
+	shift
+	fio --name="$name" --filename=$dev --direct=1 --ioengine=libaio --rw=randwrite --bsrange=4k-64k \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting "$@" \
+		--output-format=json --output="$OUT/fio-$name.json" >"$OUT/fio-$name.log" 2>&1
+	rc=$?
+	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-$name.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
+	[ $rc = 0 ] && [ "$errs" = 0 ] || echo "fio $name: exit $rc, errors $errs: $(tail -3 "$OUT/fio-$name.log" | tr '\n' ' '); "
 }
 
 # ec_test CODE: enable, state, regions of size/k, fio verify, placement, disable.
@@ -104,13 +152,7 @@ ec_test() {
 		sz=$(stat -c %s "$(leg_region $i)" 2>/dev/null)
 		[ "$sz" = $(((SIZE_MB << 20) / k)) ] || why+="leg $i region file $(leg_region $i): ${sz:-none} bytes; "
 	done
-	fio --name=verify --filename=$dev --direct=1 --ioengine=libaio --rw=randwrite \
-		--bsrange=4k-64k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
-		--output-format=json --output="$OUT/fio-$code.json" >"$OUT/fio-$code.log" 2>&1
-	frc=$?
-	errs=$(grep -o '"total_err" : [0-9]*' "$OUT/fio-$code.json" 2>/dev/null | awk '{ s += $3 } END { print s + 0 }')
-	[ $frc = 0 ] && [ "$errs" = 0 ] || why+="fio exit $frc, errors $errs: $(tail -5 "$OUT/fio-$code.log"); "
+	why+=$(fio_verify "$code" --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M)
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
 	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
 	cmp -s <(dd if=$dev bs=64k count=$((blocks * 4096 / 65536 + 1)) iflag=direct status=none | head -c $((blocks * 4096))) "$OUT/blocks" \
@@ -139,13 +181,79 @@ ktap_test "ec 1+2 (three copies): enable, state, regions of the whole size, fio 
 t_replication2() { ec_test 1+1; }
 ktap_test "ec 1+1 (mirroring): the same over 2 servers" t_replication2
 
+t_parity2() { ec_test 2+1; }
+ktap_test "ec 2+1 (one parity fragment): enable, state, regions of size/2, fio verify, data fragments placed, P the XOR of them" t_parity2
+
+t_parity4() { ec_test 4+1; }
+ktap_test "ec 4+1: the same over 5 servers, 1 KiB fragments" t_parity4
+
+# wait_out LEG: waits (up to 20 s) until leg LEG's line in state says out.
+wait_out() {
+	for _ in $(seq 200); do
+		grep -q "^leg$1 .* out " $T/state && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ec_lose CODE: with CODE enabled and 40 blocks written, the server of leg 1 is SIGKILLed:
+# the blocks read back right at once and after the leg is out; new blocks and fio verify
+# go to the legs left. Then the server of leg 2 too, one more than the code survives:
+# reads fail with EIO and never return wrong bytes.
+ec_lose() {
+	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40
+	ec_enable "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	dev=/dev/$(cat $T/device)
+	head -c $((blocks * 4096)) /dev/urandom > "$OUT/lose-a"
+	head -c $((blocks * 4096)) /dev/urandom > "$OUT/lose-b"
+	readback() { # FILE OFFSET_BLOCKS
+		cmp -s <(dd if=$dev bs=4k skip=$2 count=$blocks iflag=direct status=none) "$1"
+	}
+	dd if="$OUT/lose-a" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	readback "$OUT/lose-a" 0 || why+="blocks differ right after the kill; "
+	wait_out 1 || why+="leg 1 not out: $(cat $T/state | tr '\n' ' '); "
+	readback "$OUT/lose-a" 0 || why+="blocks differ with leg 1 out; "
+	dd if="$OUT/lose-b" of=$dev bs=64k seek=$((blocks * 4096 / 65536)) oflag=direct status=none || why+="degraded write failed; "
+	readback "$OUT/lose-b" $blocks || why+="blocks written degraded differ; "
+	why+=$(fio_verify "lose-$code" --iodepth=16 --size=$((SIZE_MB / 2))M --offset=$((SIZE_MB / 2))M)
+	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
+	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	st1=$(head -1 $T/state)
+	if [ $((r)) -lt 2 ]; then
+		# One more than the code survives: every read fails, none returns wrong bytes.
+		kill -KILL "${PIDS[2]}"; wait "${PIDS[2]}" 2>/dev/null
+		wait_out 2 || why+="leg 2 not out; "
+		dd if=$dev of="$OUT/lose-back" bs=4k count=$blocks iflag=direct status=none 2>"$OUT/lose-dd.err" \
+			&& why+="a read with two servers gone succeeded; "
+		grep -q "Input/output error" "$OUT/lose-dd.err" || why+="no EIO: $(cat "$OUT/lose-dd.err"); "
+		cmp -s -n "$(stat -c %s "$OUT/lose-back")" "$OUT/lose-back" "$OUT/lose-a" || why+="wrong bytes read; "
+	fi
+	ec_disable || why+="disable failed; "
+	for i in 1 2; do kill -0 "${PIDS[$i]}" 2>/dev/null || start_server $i || why+="server $i does not restart; "; done
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "$code with leg 1 out: $st1"
+	else
+		ktap_fail "$code: $why"
+	fi
+}
+
+t_lose_parity() { ec_lose 2+1; }
+ktap_test "ec 2+1: a server SIGKILLed: its blocks read back right at once and once its leg is out; writes and fio verify go on without it (0 errors); a second one killed: EIO, never wrong bytes" t_lose_parity
+
+t_lose_copy() { ec_lose 1+2; }
+ktap_test "ec 1+2: a server SIGKILLed: reads and writes go on from the other copies, 0 errors" t_lose_copy
+
 # The codes this rswap.ko does not have yet, and the same server twice, are refused with
 # their reasons, and leave no disk.
 t_refusals() {
 	local why=
-	ec_enable 2+1 2>/dev/null && { why+="2+1 enabled; "; echo 0 > $T/enable; }
-	[ "$(cat $T/last_error)" = "enable: code 2+1: this rswap.ko has disks over several servers with codes K+0 (striping) and 1+R (replication) only" ] \
-		|| why+="2+1: last_error '$(cat $T/last_error)'; "
+	rmdir $T 2>/dev/null
+	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+2 > $T/code && servers 4 > $T/servers
+	echo 1 > $T/enable 2>/dev/null && { why+="2+2 enabled; "; echo 0 > $T/enable; }
+	[ "$(cat $T/last_error)" = "enable: code 2+2: this rswap.ko has disks over several servers with codes K+0 (striping), 1+R (replication) and K+1 (one parity fragment) only" ] \
+		|| why+="2+2: last_error '$(cat $T/last_error)'; "
 	rmdir $T
 	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+0 > $T/code && echo "$IP:${PORTS[0]},$IP:${PORTS[0]}" > $T/servers
 	if echo 1 > $T/enable 2>/dev/null; then
@@ -157,7 +265,7 @@ t_refusals() {
 	ls /dev/rswap* >/dev/null 2>&1 && why+="a disk is left: $(ls /dev/rswap*); "
 	if [ -z "$why" ]; then ktap_pass; else ktap_fail "$why"; fi
 }
-ktap_test "ec: a code with parity (2+1) is refused with its reason; the same server twice is refused; no disk is left" t_refusals
+ktap_test "ec: a code with two parity fragments (2+2) is refused with its reason; the same server twice is refused; no disk is left" t_refusals
 
 t_teardown() {
 	if rmmod rswap; then ktap_pass; else ktap_fail "$(dmesg | tail -5)"; fi
