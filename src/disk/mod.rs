@@ -20,7 +20,7 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::{
     blk::{Disk, DiskEvents, DiskIndex, DiskParams},
-    config_parse::Code,
+    config_parse::{Code, Secret},
     kernel_ext::HmacSha256,
     settings::{ModuleContext, TargetSettings},
     transport::{
@@ -56,6 +56,41 @@ pub(crate) struct DiskConfig {
     /// object, and whether encrypted reads are opened in a workqueue rather than in their
     /// completion.
     pub(crate) context: ModuleContext,
+}
+
+/// How a disk of `settings` named `name` with requests of `max_segments` pages looks, but
+/// for what its kind of disk sets: no chunks, whole pages if encrypted, no events.
+fn disk_params<'a>(settings: &TargetSettings, name: &'a CStr, max_segments: u32) -> DiskParams<'a> {
+    DiskParams {
+        name,
+        capacity: settings.bytes(),
+        block_size: BLOCK_SIZE,
+        hw_queues: u32::from(settings.queues),
+        poll_queues: u32::from(settings.poll_queues),
+        queue_depth: settings.queue_depth,
+        io_timeout_ms: settings.io_timeout_ms,
+        max_segments,
+        max_request_bytes: max_segments * BLOCK_SIZE,
+        chunk_bytes: 0,
+        whole_pages: settings.encrypt,
+        synchronous: settings.sync_swapin,
+        // On iWARP the transport registers a READ's pages as one range (see
+        // `transport::io`); a queue may also recover onto such a device.
+        page_contiguous: true,
+        events: None,
+    }
+}
+
+/// How the session(s) of disk `name` authenticate: as instance `instance`, with
+/// `secret` if there is one.
+fn credentials(name: Name, secret: Option<&Secret>, instance: u64) -> Result<Arc<Credentials>> {
+    let key = match secret {
+        None => None,
+        Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
+            pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
+        })?),
+    };
+    Ok(Arc::new(Credentials { instance, key }, GFP_KERNEL)?)
 }
 
 /// The poll queues of a disk, as its log line names them (nothing if there are none).
@@ -115,19 +150,7 @@ impl RemoteDisk {
     fn create_plain(config: &DiskConfig, name: Name) -> Result<Driven> {
         let settings = &config.settings;
         let server = settings.server().ok_or(EDESTADDRREQ)?;
-        let key = match &settings.secret {
-            None => None,
-            Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
-                pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
-            })?),
-        };
-        let credentials = Arc::new(
-            Credentials {
-                instance: config.instance,
-                key,
-            },
-            GFP_KERNEL,
-        )?;
+        let credentials = credentials(name, settings.secret.as_ref(), config.instance)?;
         let size = settings.bytes();
         let crypt = match settings.encrypt {
             false => None,
@@ -172,22 +195,8 @@ impl RemoteDisk {
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
-                name: &disk_name,
-                capacity: size,
-                block_size: BLOCK_SIZE,
-                hw_queues: u32::from(settings.queues),
-                poll_queues: u32::from(settings.poll_queues),
-                queue_depth: settings.queue_depth,
-                io_timeout_ms: settings.io_timeout_ms,
-                max_segments,
-                max_request_bytes: max_segments * BLOCK_SIZE,
-                chunk_bytes: 0,
-                whole_pages: settings.encrypt,
-                synchronous: settings.sync_swapin,
-                // On iWARP the transport registers a READ's pages as one range (see
-                // `transport::io`); a queue may also recover onto such a device.
-                page_contiguous: true,
                 events: Some(events.clone()),
+                ..disk_params(settings, &disk_name, max_segments)
             },
             driver.clone(),
         )?;
@@ -240,22 +249,11 @@ impl RemoteDisk {
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
-                name: &disk_name,
-                capacity: settings.bytes(),
-                block_size: BLOCK_SIZE,
-                hw_queues: u32::from(settings.queues),
-                poll_queues: u32::from(settings.poll_queues),
-                queue_depth: settings.queue_depth,
-                io_timeout_ms: settings.io_timeout_ms,
-                max_segments,
-                max_request_bytes: max_segments * BLOCK_SIZE,
                 // A request stays in one group, where the placement is one rule.
                 chunk_bytes: (ec_layout::GROUP_BLOCKS * ec_layout::BLOCK) as u32,
                 // Fragments are cut from whole pages.
                 whole_pages: true,
-                synchronous: settings.sync_swapin,
-                page_contiguous: true,
-                events: None,
+                ..disk_params(settings, &disk_name, max_segments)
             },
             driver.clone(),
         )?;

@@ -19,10 +19,9 @@ use kernel::{prelude::*, sync::Arc};
 use super::stats;
 use crate::{
     config_parse::Code,
-    kernel_ext::HmacSha256,
     settings::TargetSettings,
     transport::{
-        link::{Credentials, LinkParams},
+        link::LinkParams,
         name::Name,
         session::{Health, Session, SessionConfig},
     },
@@ -117,19 +116,7 @@ impl EcDriver {
         }
         let server = leg.server().ok_or(EDESTADDRREQ)?;
         let name = Name::new(fmt!("{} leg{}", disk, i));
-        let key = match &leg.secret {
-            None => None,
-            Some(secret) => Some(HmacSha256::new(secret.bytes()).inspect_err(|e| {
-                pr_err!("{}: hmac(sha256) of the kernel crypto API: {:?}\n", name, e);
-            })?),
-        };
-        let credentials = Arc::new(
-            Credentials {
-                instance: config.instance,
-                key,
-            },
-            GFP_KERNEL,
-        )?;
+        let credentials = super::credentials(name, leg.secret.as_ref(), config.instance)?;
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
