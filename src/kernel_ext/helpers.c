@@ -10,6 +10,8 @@
 #include <crypto/gcm.h>
 #include <crypto/utils.h>
 #include <linux/highmem.h>
+#include <linux/module.h>
+#include <linux/raid/pq.h>
 #include <linux/err.h>
 #include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
@@ -143,6 +145,92 @@ int rswap_aead_open(struct rswap_aead_req *r, struct page *page, u64 nonce, u64 
 	sg_set_buf(&sg[2], r->tag, sizeof(r->tag));
 	aead_request_set_crypt(r->req, sg, sg, PAGE_SIZE + sizeof(r->tag), r->iv);
 	return crypto_aead_decrypt(r->req);
+}
+
+int rswap_raid6_get(struct rswap_raid6 *r)
+{
+	r->gen = symbol_request(raid6_gen_syndrome);
+	r->recov_2data = symbol_get(raid6_recov_2data);
+	r->recov_datap = symbol_get(raid6_recov_datap);
+	if (r->gen && r->recov_2data && r->recov_datap)
+		return 0;
+	rswap_raid6_put(r);
+	return -ENOENT;
+}
+
+void rswap_raid6_put(struct rswap_raid6 *r)
+{
+	if (r->gen)
+		symbol_put(raid6_gen_syndrome);
+	if (r->recov_2data)
+		symbol_put(raid6_recov_2data);
+	if (r->recov_datap)
+		symbol_put(raid6_recov_datap);
+	memset(r, 0, sizeof(*r));
+}
+
+bool rswap_raid6_context_ok(void)
+{
+	return in_task() && !irqs_disabled() && !softirq_count();
+}
+
+/* Most fragments of a block: 8 data and P and Q. */
+#define RSWAP_RAID6_MAX 10
+
+void rswap_raid6_gen_block(const struct rswap_raid6 *r, int k, unsigned int f, struct page *page,
+			   struct page *p, unsigned int p_off, struct page *q, unsigned int q_off)
+{
+	void *ptrs[RSWAP_RAID6_MAX];
+	u8 *d, *pp, *qq;
+	int j;
+
+	if (k < 2 || k + 2 > RSWAP_RAID6_MAX)
+		return;
+	d = kmap_local_page(page);
+	pp = kmap_local_page(p);
+	qq = kmap_local_page(q);
+	for (j = 0; j < k; j++)
+		ptrs[j] = d + j * f;
+	ptrs[k] = pp + p_off;
+	ptrs[k + 1] = qq + q_off;
+	r->gen(k + 2, f, ptrs);
+	kunmap_local(qq);
+	kunmap_local(pp);
+	kunmap_local(d);
+}
+
+void rswap_raid6_recov_block(const struct rswap_raid6 *r, int k, unsigned int f,
+			     struct page *const *pages, const unsigned int *offs,
+			     struct page *const *scratch, int faila, int failb)
+{
+	void *ptrs[RSWAP_RAID6_MAX];
+	int j, n = k + 2;
+
+	if (k < 2 || n > RSWAP_RAID6_MAX)
+		return;
+	for (j = 0; j < n; j++) {
+		u8 *s = kmap_local_page(pages[j]);
+
+		/* Scratch pages are the disk's own, GFP_KERNEL: never highmem. */
+		ptrs[j] = page_address(scratch[j]);
+		if (j == faila || j == failb)
+			memset(ptrs[j], 0, f);
+		else
+			memcpy(ptrs[j], s + offs[j], f);
+		kunmap_local(s);
+	}
+	if (failb < k)
+		r->recov_2data(n, f, faila, failb, ptrs);
+	else
+		r->recov_datap(n, f, faila, ptrs);
+	for (j = 0; j < k; j++) {
+		if (j == faila || j == failb) {
+			u8 *d = kmap_local_page(pages[j]);
+
+			memcpy(d + offs[j], ptrs[j], f);
+			kunmap_local(d);
+		}
+	}
 }
 
 void rswap_page_combine(struct page *dst, unsigned int dst_off, struct page *src,

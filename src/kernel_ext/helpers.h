@@ -63,6 +63,39 @@ void rswap_sg_set_pages(struct scatterlist *sgl, struct page *const *pages, unsi
 			unsigned int last);
 
 /*
+ * The RAID-6 library's functions (module raid6_pq), taken with symbol_request() so that
+ * rswap.ko loads without it; each non-NULL one holds a reference to the module until
+ * rswap_raid6_put().
+ */
+struct rswap_raid6 {
+	void (*gen)(int disks, size_t bytes, void **ptrs);
+	void (*recov_2data)(int disks, size_t bytes, int faila, int failb, void **ptrs);
+	void (*recov_datap)(int disks, size_t bytes, int faila, void **ptrs);
+};
+
+/* Fills @r (loading raid6_pq if needed); -ENOENT (and @r empty) if any is missing. Sleeps. */
+int rswap_raid6_get(struct rswap_raid6 *r);
+void rswap_raid6_put(struct rswap_raid6 *r);
+/* Whether the RAID-6 functions may run here: task context, interrupts and softirqs on. */
+bool rswap_raid6_context_ok(void);
+/*
+ * P and Q of one block: @k data fragments of @f bytes at offsets j * @f of @page, P into
+ * @p at @p_off, Q into @q at @q_off. @k >= 2, @f a multiple of 512 dividing PAGE_SIZE,
+ * offsets multiples of 64; rswap_raid6_context_ok().
+ */
+void rswap_raid6_gen_block(const struct rswap_raid6 *r, int k, unsigned int f, struct page *page,
+			   struct page *p, unsigned int p_off, struct page *q, unsigned int q_off);
+/*
+ * Rebuilds data fragment @faila (and @failb, or P if @failb is @k) of one block whose
+ * @k + 2 fragments are @f bytes at @offs[j] of @pages[j] (P at index k, Q at k + 1),
+ * through the @k + 2 page-aligned @scratch pages; writes the rebuilt data fragments back
+ * in place. rswap_raid6_context_ok().
+ */
+void rswap_raid6_recov_block(const struct rswap_raid6 *r, int k, unsigned int f,
+			     struct page *const *pages, const unsigned int *offs,
+			     struct page *const *scratch, int faila, int failb);
+
+/*
  * Copies (@xor false) or XORs @len bytes at @src_off of @src into @dst at @dst_off, both
  * pages mapped for the length of it. Any context.
  */
