@@ -81,6 +81,17 @@ impl<P, S, const N: usize> FanOut<P, S, N> {
         self.parts.get_mut(i).map(|p| &mut p.inner)
     }
 
+    /// Parts `a` and `b` at once, if both exist and differ.
+    pub(crate) fn pair_mut(&mut self, a: usize, b: usize) -> Option<(&mut P, &mut P)> {
+        if a == b {
+            return None;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let (first, rest) = self.parts.split_at_mut(hi);
+        let (lo, hi) = (&mut first.get_mut(lo)?.inner, &mut rest.first_mut()?.inner);
+        Some(if a < b { (lo, hi) } else { (hi, lo) })
+    }
+
     /// The parts that came back with success in the last round.
     pub(crate) fn ok(&self) -> PartMask {
         self.quorum.ok()
