@@ -208,17 +208,6 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
         refuse(this, format_args!("enable: {}", why));
         return Err(EINVAL);
     }
-    if !crate::disk::ec_supported(settings.code) {
-        refuse(
-            this,
-            format_args!(
-                "enable: code {}: this rswap.ko has disks over several servers with codes \
-                 K+0 (striping), 1+R (replication) and K+1 (one parity fragment) only",
-                settings.code
-            ),
-        );
-        return Err(EOPNOTSUPP);
-    }
     // One server in `servers` (code 1+0) is the plain disk: `addr`, `port` and, if
     // `secrets` gives one, `secret` are that server's.
     if settings.code == Code::PLAIN {

@@ -36,7 +36,6 @@ use events::EventWatcher;
 use request::Driver;
 
 pub(crate) use crate::transport::link::ConnectNote;
-pub(crate) use ec::supported as ec_supported;
 
 /// The block size of every rswap disk: the page size swap writes.
 const BLOCK_SIZE: u32 = 4096;

@@ -6,19 +6,24 @@
 //! every leg it needs ([`request`]). Where each fragment of each block lives is
 //! [`super::ec_layout`]'s.
 //!
-//! This rswap.ko takes striping (`k+0`), replication (`1+r`) and one parity fragment
-//! (`k+1`, P the XOR of the data). A leg that reconnects holds writes back as a plain
-//! disk's queue does (reads go around it); a dead leg is taken out of the disk for good,
-//! and the disk goes on while k legs are in.
+//! Every code: striping (`k+0`), replication (`1+r`), one parity fragment (`k+1`, P the
+//! XOR of the data) and two (`k+2`, P and Q of the kernel's RAID-6 library). A leg that
+//! reconnects holds writes back as a plain disk's queue does (reads go around it); a dead
+//! leg is taken out of the disk for good, and the disk goes on while k legs are in.
 
 mod request;
 
 use core::fmt::Write;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
 
 use super::stats;
 use crate::{
     config_parse::Code,
+    kernel_ext::{Raid6, Raid6Scratch, ReclaimWorkqueue},
     settings::TargetSettings,
     transport::{
         link::LinkParams,
@@ -33,6 +38,34 @@ use super::{
 };
 pub(super) use request::EcQueue;
 use request::LegsOut;
+
+/// What a disk with two parity fragments needs beyond the others: the RAID-6 library, the
+/// pages its recoveries work in, and the workqueue they run in (never in a completion:
+/// the library wants task context).
+#[pin_data]
+pub(super) struct Pq {
+    raid6: Raid6,
+    #[pin]
+    scratch: Mutex<Raid6Scratch>,
+    wq: ReclaimWorkqueue,
+}
+
+impl Pq {
+    /// For blocks of `fragments` fragments. Sleeps.
+    fn new(fragments: usize) -> Result<Arc<Self>> {
+        let raid6 = Raid6::new()?;
+        let scratch = Raid6Scratch::new(fragments)?;
+        let wq = ReclaimWorkqueue::new(c"rswap_ec")?;
+        Arc::pin_init(
+            pin_init!(Self {
+                raid6,
+                scratch <- new_mutex!(scratch, "rswap::disk::ec::Pq::scratch"),
+                wq,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
 
 /// Segments (pages) of one request at most: one group, so that every leg's I/O of it is
 /// one range of the leg's region.
@@ -56,11 +89,6 @@ pub(crate) struct EcDriver {
     out: Arc<LegsOut>,
 }
 
-/// Whether this rswap.ko has a disk for `code` (see the module's documentation).
-pub(crate) fn supported(code: Code) -> bool {
-    code.r() <= 1 || code.is_replication()
-}
-
 impl EcDriver {
     /// Connects one session to each server of `config` and makes a driver over them, one
     /// hardware queue per queue of a session.
@@ -68,9 +96,22 @@ impl EcDriver {
         let settings = &config.settings;
         let layout = Layout::new(settings.code, settings.bytes());
         let n = usize::from(settings.code.legs());
-        if settings.servers.len() != n || n > MAX_LEGS || !supported(settings.code) {
+        if settings.servers.len() != n || n > MAX_LEGS {
             return Err(EINVAL);
         }
+        let code = settings.code;
+        let pq = match code.r() == 2 && !code.is_replication() {
+            false => None,
+            true => Some(Pq::new(n).inspect_err(|&e| {
+                let why = if e == ENOENT {
+                    "the kernel has no RAID-6 library (module raid6_pq, CONFIG_RAID6_PQ)"
+                } else {
+                    "no memory for the RAID-6 scratch pages or workqueue"
+                };
+                pr_err!("{}: code {}+{}: {}\n", name, code.k(), code.r(), why);
+                config.note.set_text(format_args!("code {}: {}", code, why));
+            })?),
+        };
         let mut legs = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
             let leg = Self::connect_leg(config, name, &layout, i)?;
@@ -93,7 +134,7 @@ impl EcDriver {
             legs.push(leg, GFP_KERNEL)?;
         }
         let out = Arc::new(LegsOut::default(), GFP_KERNEL)?;
-        let queues = request::hw_queues(&legs, layout, &out)?;
+        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref())?;
         Ok(Self {
             legs,
             queues,

@@ -30,7 +30,7 @@ use kernel::{
 
 use super::{
     super::ec_layout::{Decode, LegMask, MAX_LEGS},
-    Layout, Leg, EC_SEGMENTS,
+    Layout, Leg, Pq, EC_SEGMENTS,
 };
 use crate::{
     blk::{
@@ -41,7 +41,7 @@ use crate::{
         ec_layout::BLOCK,
         stats::{QueueStats, Snapshot},
     },
-    kernel_ext::{Combine, IoSink, IoSource},
+    kernel_ext::{Combine, Fragment, IoSink, IoSource, Lost, Raid6},
     transport::{
         io::{Dir, IoDesc, IoError, IoOwner, IoSlot, QueueCounters, Refusal},
         queue::{Queue, State, Verdict},
@@ -89,8 +89,8 @@ pub(crate) struct EcShared {
     retry: AtomicU16,
     /// Legs whose queue is dead: they go out of the disk.
     dead: AtomicU16,
-    /// For a read: the missing data fragment to rebuild from parity, and the leg of P.
-    rebuild: Option<(u8, u8)>,
+    /// For a read: how its pages are rebuilt once every leg is back.
+    rebuild: Option<Rebuild>,
     /// Times this request was issued again because a leg's queue failed.
     retries: u8,
     /// When it was issued, for the latency histogram.
@@ -124,6 +124,17 @@ impl EcShared {
     }
 }
 
+/// How a read's pages are rebuilt from parity once every leg is back.
+#[derive(Clone, Copy)]
+enum Rebuild {
+    /// Data fragment `missing` from P (in leg `p_leg`'s area) and the other data
+    /// fragments: in the completion.
+    Xor { missing: u8, p_leg: u8 },
+    /// `lost` from P and Q (in the areas of `p_leg` and `q_leg`) and the other data
+    /// fragments: in the disk's workqueue.
+    Pq { lost: Lost, p_leg: u8, q_leg: u8 },
+}
+
 /// A request's data: a transport slot per leg, and what they share.
 pub(crate) type EcRequestData = FanOut<LegSlot, EcShared, MAX_LEGS>;
 
@@ -145,6 +156,8 @@ pub(crate) struct EcQueue {
     stats: QueueStats,
     layout: Layout,
     out: Arc<LegsOut>,
+    /// A disk with two parity fragments: the RAID-6 library and where it works.
+    pq: Option<Arc<Pq>>,
 }
 
 impl EcQueue {
@@ -164,7 +177,12 @@ impl EcQueue {
 
 /// One hardware queue per queue of a leg (every leg has as many): queue `i` of each leg
 /// resumes hardware queue `i` when it is back.
-pub(super) fn hw_queues(legs: &[Leg], layout: Layout, out: &Arc<LegsOut>) -> Result<KVec<EcQueue>> {
+pub(super) fn hw_queues(
+    legs: &[Leg],
+    layout: Layout,
+    out: &Arc<LegsOut>,
+    pq: Option<&Arc<Pq>>,
+) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
     let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
     for i in 0..count {
@@ -184,6 +202,7 @@ pub(super) fn hw_queues(legs: &[Leg], layout: Layout, out: &Arc<LegsOut>) -> Res
                 stats: QueueStats::default(),
                 layout,
                 out: out.clone(),
+                pq: pq.cloned(),
             },
             GFP_KERNEL,
         )?;
@@ -274,9 +293,24 @@ fn finish(mut rq: EcRequest) {
         _ => ok == given,
     };
     if done {
-        if let Some((missing, p_leg)) = rebuild {
-            if rebuild_read(&mut rq, missing, p_leg).is_err() {
-                return fail(rq, "rebuilding a fragment from parity failed");
+        match rebuild {
+            None => {}
+            Some(Rebuild::Xor { missing, p_leg }) => {
+                if rebuild_xor(&mut rq, missing, p_leg).is_err() {
+                    return fail(rq, "rebuilding a fragment from parity failed");
+                }
+            }
+            // The RAID-6 library wants task context: the disk's workqueue rebuilds it
+            // (`run_deferred`).
+            Some(Rebuild::Pq { .. }) => {
+                rq.data().shared.issued = issued;
+                let Some(pq) = rq.hw_queue().pq.clone() else {
+                    return fail(rq, "no RAID-6 library");
+                };
+                return match rq.defer(&pq.wq) {
+                    Ok(()) => {}
+                    Err(rq) => fail(rq, "rebuilding from P and Q could not be queued"),
+                };
             }
         }
         return succeed(rq, issued);
@@ -329,7 +363,7 @@ fn fail(mut rq: EcRequest, why: &str) {
 
 /// Rebuilds data fragment `missing` of every page of read `rq` from P, which leg `p_leg`
 /// read into its area, and the page's other data fragments.
-fn rebuild_read(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
+fn rebuild_xor(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
     let code = rq.hw_queue().layout.code();
     let f = code.fragment_bytes() as usize;
     let (fan, pages) = rq.data_and_filled_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
@@ -349,28 +383,85 @@ fn rebuild_read(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
     Ok(())
 }
 
-/// Computes P (the XOR of the data fragments) of every page of write `rq` into leg
-/// `leg`'s area, and points its scatterlist at it; returns the entries.
-fn parity_write(rq: &mut EcRequest, leg: usize, code_k: u8, f: usize) -> Option<usize> {
-    let (fan, pages) = rq.data_and_sent_pages::<EC_SEGMENTS>()?;
-    let table = fan.part_mut(leg)?.table()?;
+/// Rebuilds the fragments `lost` of every page of read `rq` from P and Q, which legs
+/// `p_leg` and `q_leg` read into their areas, and the page's other data fragments. Task
+/// context (the disk's workqueue).
+fn rebuild_pq(rq: &mut EcRequest, lost: Lost, p_leg: u8, q_leg: u8) -> Result {
+    let code = rq.hw_queue().layout.code();
+    let (k, f) = (usize::from(code.k()), code.fragment_bytes() as usize);
+    let pq = rq.hw_queue().pq.clone().ok_or(EINVAL)?;
+    let mut scratch = pq.scratch.lock();
+    let (fan, pages) = rq.data_and_filled_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
+    let (p_slot, q_slot) = fan
+        .pair_mut(usize::from(p_leg), usize::from(q_leg))
+        .ok_or(EINVAL)?;
+    let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
     for (i, page) in pages.iter().enumerate() {
         let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
-        let area = table.own_pages().nth(a)?;
+        let p_area = p_table.own_pages().nth(a).ok_or(EINVAL)?;
+        let q_area = q_table.own_pages().nth(a).ok_or(EINVAL)?;
+        pq.raid6.recover(
+            &mut scratch,
+            k,
+            f,
+            &page,
+            [
+                Fragment {
+                    page: p_area.page(),
+                    offset: off,
+                },
+                Fragment {
+                    page: q_area.page(),
+                    offset: off,
+                },
+            ],
+            lost,
+        )?;
+    }
+    Ok(())
+}
+
+/// Computes the parity of every page of write `rq` (group `group`) into the areas of the
+/// parity legs: P, the XOR of the data fragments; with two parity fragments P and Q of the
+/// RAID-6 library. `EAGAIN` where the library cannot run (not task context).
+fn parity_write(hwq: &EcQueue, rq: &mut EcRequest, group: u64) -> Result {
+    let layout = &hwq.layout;
+    let code = layout.code();
+    let (k, f) = (usize::from(code.k()), code.fragment_bytes() as usize);
+    let p_leg = usize::from(layout.leg_of(group, code.k()));
+    let (fan, pages) = rq.data_and_sent_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
+    if code.r() == 2 {
+        let raid6: &Raid6 = &hwq.pq.as_ref().ok_or(EINVAL)?.raid6;
+        let q_leg = usize::from(layout.leg_of(group, code.k() + 1));
+        let (p_slot, q_slot) = fan.pair_mut(p_leg, q_leg).ok_or(EINVAL)?;
+        let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
+        for (i, page) in pages.iter().enumerate() {
+            let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
+            let p_area = p_table.own_pages().nth(a).ok_or(EINVAL)?;
+            let q_area = q_table.own_pages().nth(a).ok_or(EINVAL)?;
+            raid6.gen(k, f, &page, (&p_area, off), (&q_area, off))?;
+        }
+        return Ok(());
+    }
+    let table = fan.part_mut(p_leg).and_then(|p| p.table()).ok_or(EINVAL)?;
+    for (i, page) in pages.iter().enumerate() {
+        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
+        let area = table.own_pages().nth(a).ok_or(EINVAL)?;
         let src = IoSource::page(&page);
-        area.combine(off, src, 0, f, Combine::Copy).ok()?;
-        for j in 1..usize::from(code_k) {
-            area.combine(off, src, j * f, f, Combine::Xor).ok()?;
+        area.combine(off, src, 0, f, Combine::Copy)?;
+        for j in 1..k {
+            area.combine(off, src, j * f, f, Combine::Xor)?;
         }
     }
-    let n = pages.len();
-    Some(table.use_own_bytes(n * f)).filter(|&e| e > 0)
+    Ok(())
 }
 
 /// Why `queue_rq` cannot issue a request now.
 enum NotNow {
     /// A leg it needs is reconnecting.
     Wait,
+    /// Not here: issue it again soon (from another context).
+    Busy,
     /// It fails, for this reason.
     Fail(&'static str),
 }
@@ -417,16 +508,35 @@ fn describe(
             None => return Err(NotNow::Fail("more servers are out than the code survives")),
         },
     };
-    rq.data().shared.rebuild = None;
-    if dir == Dir::Read {
-        match layout.decode(group, legs) {
-            Decode::Direct | Decode::Copy(_) => {}
-            Decode::Xor { missing } => {
-                rq.data().shared.rebuild = Some((missing, layout.leg_of(group, code.k())));
-            }
+    let (p_leg, q_leg) = (
+        layout.leg_of(group, code.k()),
+        layout.leg_of(group, code.k() + 1),
+    );
+    rq.data().shared.rebuild = match dir {
+        Dir::Write => None,
+        Dir::Read => match layout.decode(group, legs) {
+            Decode::Direct | Decode::Copy(_) => None,
+            Decode::Xor { missing } => Some(Rebuild::Xor { missing, p_leg }),
+            Decode::PQ2Data { a, b } if hwq.pq.is_some() => Some(Rebuild::Pq {
+                lost: Lost::TwoData(a, b),
+                p_leg,
+                q_leg,
+            }),
+            Decode::PQData { a } if hwq.pq.is_some() => Some(Rebuild::Pq {
+                lost: Lost::DataAndP(a),
+                p_leg,
+                q_leg,
+            }),
             Decode::PQ2Data { .. } | Decode::PQData { .. } | Decode::Impossible => {
                 return Err(NotNow::Fail("no way to rebuild the block"))
             }
+        },
+    };
+    if dir == Dir::Write && code.r() > 0 && !code.is_replication() {
+        match parity_write(hwq, rq, group) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Err(NotNow::Busy),
+            Err(_) => return Err(NotNow::Fail("computing the parity failed")),
         }
     }
     let f = code.fragment_bytes();
@@ -443,10 +553,9 @@ fn describe(
             rq.map_fragments(|d| d.part_mut(l)?.table(), 0, frag)
         } else if j < code.k() {
             rq.map_fragments(|d| d.part_mut(l)?.table(), u32::from(j) * frag, frag)
-        } else if dir == Dir::Write {
-            parity_write(rq, l, code.k(), f as usize)
         } else {
-            // P lands in the leg's area; the pages are rebuilt from it at the end.
+            // Parity: a write's was computed into the leg's area above; a read's lands
+            // there, and the pages are rebuilt from it at the end.
             let blocks = u64::from(rq.bytes()) / BLOCK;
             let bytes = (blocks * f) as usize;
             rq.data()
@@ -545,6 +654,7 @@ impl blk::Operations for super::EcDriver {
             Op::Other(_) => return Err((Status::NotSupp, rq)),
         };
         issue(hwq, rq, dir).map_err(|(why, mut rq)| match why {
+            NotNow::Busy => (Status::Resource, rq),
             NotNow::Wait => {
                 // As a plain disk: wait for the leg's recovery; if it ended meanwhile, its
                 // `resume` may have run before the stop.
@@ -574,9 +684,17 @@ impl blk::Operations for super::EcDriver {
         })
     }
 
-    /// Nothing is deferred.
-    fn run_deferred(rq: EcRequest) {
-        rq.end(Status::IoErr);
+    /// Reads rebuilt from P and Q (see `finish`).
+    fn run_deferred(mut rq: EcRequest) {
+        let issued = rq.data().shared.issued.take();
+        let rebuilt = match rq.data().shared.rebuild {
+            Some(Rebuild::Pq { lost, p_leg, q_leg }) => rebuild_pq(&mut rq, lost, p_leg, q_leg),
+            _ => Err(EINVAL),
+        };
+        match rebuilt {
+            Ok(()) => succeed(rq, issued),
+            Err(_) => fail(rq, "rebuilding fragments from P and Q failed"),
+        }
     }
 
     fn poll(hwq: &EcQueue) -> u32 {
