@@ -116,8 +116,6 @@ t_legs_settings() {
 	echo 1 > $E/extra_reads; echo "-,$hex" > $E/secrets
 	enable_refused "secrets: 5 entries needed, 2 given"
 	echo none > $E/secrets
-	echo 4+2 > $E/code; echo "$(printf '192.0.2.5:700%s,' 1 2 3 4 5)192.0.2.5:7006" > $E/servers
-	enable_refused "code 4+2: this rswap.ko has disks over several servers with codes K+0 (striping), 1+R (replication) and K+1 (one parity fragment) only"
 	# One server in servers with code 1+0 is the plain disk; rebuild_mbps is live.
 	rmdir $E; mkdir $E; echo 64M > $E/size; echo 2 > $E/queues
 	echo "$IP:$PORT" > $E/servers

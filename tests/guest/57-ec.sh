@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# One disk over several memory servers (code K+R, soft-RoCE, one guest, five rswap-server
+# One disk over several memory servers (code K+R, soft-RoCE, one guest, six rswap-server
 # processes): striping (4+0, 2+0), replication (1+2, 1+1) and one parity fragment (2+1,
 # 4+1). Each test enables a target over the servers, checks its state (a line per
 # server), writes and verifies with fio, and reads the servers' region files (--state-dir)
@@ -18,7 +18,7 @@ LOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
 CG=/sys/fs/cgroup/rswap-57
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
-PORTS=(18571 18572 18573 18574 18575)
+PORTS=(18571 18572 18573 18574 18575 18576)
 CFG=/sys/kernel/config/rswap
 T=$CFG/ec
 OUT=$RSWAP_OUT/57-ec
@@ -44,7 +44,7 @@ setup() {
 	command -v fio >/dev/null || ktap_skip_rest "no fio in the guest image"
 	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 	dmesg_mark "57-ec"
-	for i in 0 1 2 3 4; do
+	for i in 0 1 2 3 4 5; do
 		mkdir -p $SD$i && mount -t tmpfs -o size=$((SWAP_SIZE_MB + 16))M,mode=0700 rswap-57 $SD$i && MOUNTS="$MOUNTS $SD$i"
 		start_server $i || ktap_skip_rest "rswap-server does not start"
 	done
@@ -95,7 +95,9 @@ placed() {
 	for ((b = 0; b < blocks; b++)); do
 		for ((j = 0; j < n; j++)); do
 			leg=$(((j + b / 8) % n))
-			if [ "$k" -gt 1 ] && [ $j -ge "$k" ]; then
+			# P is checked here; Q (RAID-6) by reads that need it (ec_lose).
+			if [ "$k" -gt 1 ] && [ $j -gt "$k" ]; then continue; fi
+			if [ "$k" -gt 1 ] && [ $j = "$k" ]; then
 				parity_ok $k $b "$(leg_region $leg)" "$file" || { bad=$((bad + 1)); echo "block $b parity (leg $leg)"; }
 				continue
 			fi
@@ -196,6 +198,13 @@ ktap_test "ec 2+1 (one parity fragment): enable, state, regions of size/2, fio v
 t_parity4() { ec_test 4+1; }
 ktap_test "ec 4+1: the same over 5 servers, 1 KiB fragments" t_parity4
 
+t_pq2() { ec_test 2+2; }
+ktap_test "ec 2+2 (P and Q, the kernel's RAID-6 library): enable, state, regions of size/2, fio verify, data fragments and P placed" t_pq2
+
+t_pq4() { ec_test 4+2; }
+ktap_test "ec 4+2: the same over 6 servers, 1 KiB fragments" t_pq4
+
+
 # wait_out LEG: waits (up to 20 s) until leg LEG's line in state says out.
 wait_out() {
 	for _ in $(seq 200); do
@@ -205,12 +214,13 @@ wait_out() {
 	return 1
 }
 
-# ec_lose CODE: with CODE enabled and 40 blocks written, the server of leg 1 is SIGKILLed:
-# the blocks read back right at once and after the leg is out; new blocks and fio verify
-# go to the legs left. Then the server of leg 2 too, one more than the code survives:
-# reads fail with EIO and never return wrong bytes.
+# ec_lose CODE: with CODE (K+R) enabled and 40 blocks written, the servers of legs 1 to R
+# are SIGKILLed one after the other: each time the blocks read back right at once and
+# once the leg is out; then new blocks and fio verify go to the legs left. Then one more
+# server, beyond what the code survives: reads fail with EIO and never return wrong
+# bytes.
 ec_lose() {
-	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40
+	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40 leg last
 	ec_enable "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
 	dev=/dev/$(cat $T/device)
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/lose-a"
@@ -220,30 +230,31 @@ ec_lose() {
 		cmp -s "$OUT/readback" "$1"
 	}
 	dd if="$OUT/lose-a" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
-	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
-	readback "$OUT/lose-a" 0 || why+="blocks differ right after the kill; "
-	wait_out 1 || why+="leg 1 not out: $(cat $T/state | tr '\n' ' '); "
-	readback "$OUT/lose-a" 0 || why+="blocks differ with leg 1 out; "
+	for ((leg = 1; leg <= r; leg++)); do
+		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
+		readback "$OUT/lose-a" 0 || why+="blocks differ right after leg $leg's server was killed; "
+		wait_out $leg || why+="leg $leg not out: $(cat $T/state | tr '\n' ' '); "
+		readback "$OUT/lose-a" 0 || why+="blocks differ with leg $leg out; "
+	done
 	dd if="$OUT/lose-b" of=$dev bs=4k seek=$blocks oflag=direct status=none || why+="degraded write failed; "
 	readback "$OUT/lose-b" $blocks || why+="blocks written degraded differ; "
 	why+=$(fio_verify "lose-$code" --iodepth=16 --size=$((SIZE_MB / 2))M --offset=$((SIZE_MB / 2))M)
 	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
 	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
 	st1=$(head -1 $T/state)
-	if [ $((r)) -lt 2 ]; then
-		# One more than the code survives: every read fails, none returns wrong bytes.
-		kill -KILL "${PIDS[2]}"; wait "${PIDS[2]}" 2>/dev/null
-		wait_out 2 || why+="leg 2 not out; "
-		dd if=$dev of="$OUT/lose-back" bs=4k count=$blocks iflag=direct status=none 2>"$OUT/lose-dd.err" \
-			&& why+="a read with two servers gone succeeded; "
-		grep -q "Input/output error" "$OUT/lose-dd.err" || why+="no EIO: $(cat "$OUT/lose-dd.err"); "
-		cmp -s -n "$(stat -c %s "$OUT/lose-back")" "$OUT/lose-back" "$OUT/lose-a" || why+="wrong bytes read; "
-	fi
+	# One more than the code survives: every read fails, none returns wrong bytes.
+	last=$(((r + 1) % (k + r)))
+	kill -KILL "${PIDS[$last]}"; wait "${PIDS[$last]}" 2>/dev/null
+	wait_out $last || why+="leg $last not out; "
+	dd if=$dev of="$OUT/lose-back" bs=4k count=$blocks iflag=direct status=none 2>"$OUT/lose-dd.err" \
+		&& why+="a read with $((r + 1)) servers gone succeeded; "
+	grep -q "Input/output error" "$OUT/lose-dd.err" || why+="no EIO: $(cat "$OUT/lose-dd.err"); "
+	cmp -s -n "$(stat -c %s "$OUT/lose-back")" "$OUT/lose-back" "$OUT/lose-a" || why+="wrong bytes read; "
 	ec_disable || why+="disable failed; "
-	for i in 1 2; do kill -0 "${PIDS[$i]}" 2>/dev/null || start_server $i || why+="server $i does not restart; "; done
+	for i in 0 1 2 3 4 5; do kill -0 "${PIDS[$i]}" 2>/dev/null || start_server $i || why+="server $i does not restart; "; done
 	if [ -z "$why" ]; then
 		ktap_pass
-		ktap_diag "$code with leg 1 out: $st1"
+		ktap_diag "$code with $r legs out: $st1"
 	else
 		ktap_fail "$code: $why"
 	fi
@@ -252,8 +263,11 @@ ec_lose() {
 t_lose_parity() { ec_lose 2+1; }
 ktap_test "ec 2+1: a server SIGKILLed: its blocks read back right at once and once its leg is out; writes and fio verify go on without it (0 errors); a second one killed: EIO, never wrong bytes" t_lose_parity
 
+t_lose_pq() { ec_lose 4+2; }
+ktap_test "ec 4+2: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
+
 t_lose_copy() { ec_lose 1+2; }
-ktap_test "ec 1+2: a server SIGKILLed: reads and writes go on from the other copies, 0 errors" t_lose_copy
+ktap_test "ec 1+2: two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
 
 # Swap on a 2+1 disk; under the swap load the server of leg 0 is SIGKILLed: the load ends
 # with every page right and nobody killed, the disk with no failed I/O.
@@ -299,15 +313,15 @@ t_swap_lose() {
 }
 ktap_test "ec 2+1 swap: a server SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose
 
-# The codes this rswap.ko does not have yet, and the same server twice, are refused with
-# their reasons, and leave no disk.
+# What this rswap.ko does not do over several servers yet (encryption), and the same server
+# twice, are refused with their reasons, and leave no disk.
 t_refusals() {
 	local why=
 	rmdir $T 2>/dev/null
-	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+2 > $T/code && servers 4 > $T/servers
-	echo 1 > $T/enable 2>/dev/null && { why+="2+2 enabled; "; echo 0 > $T/enable; }
-	[ "$(cat $T/last_error)" = "enable: code 2+2: this rswap.ko has disks over several servers with codes K+0 (striping), 1+R (replication) and K+1 (one parity fragment) only" ] \
-		|| why+="2+2: last_error '$(cat $T/last_error)'; "
+	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+1 > $T/code && servers 3 > $T/servers && echo 1 > $T/encrypt
+	echo 1 > $T/enable 2>/dev/null && { why+="encrypted 2+1 enabled; "; echo 0 > $T/enable; }
+	[ "$(cat $T/last_error)" = "enable failed: EOPNOTSUPP: encrypt=1 over several servers: not in this rswap.ko" ] \
+		|| why+="encrypt=1: last_error '$(cat $T/last_error)'; "
 	rmdir $T
 	mkdir $T && echo ${SIZE_MB}M > $T/size && echo 2+0 > $T/code && echo "$IP:${PORTS[0]},$IP:${PORTS[0]}" > $T/servers
 	if echo 1 > $T/enable 2>/dev/null; then
@@ -319,7 +333,7 @@ t_refusals() {
 	ls /dev/rswap* >/dev/null 2>&1 && why+="a disk is left: $(ls /dev/rswap*); "
 	if [ -z "$why" ]; then ktap_pass; else ktap_fail "$why"; fi
 }
-ktap_test "ec: a code with two parity fragments (2+2) is refused with its reason; the same server twice is refused; no disk is left" t_refusals
+ktap_test "ec: encrypt=1 over several servers is refused with its reason; the same server twice is refused; no disk is left" t_refusals
 
 t_teardown() {
 	if rmmod rswap; then ktap_pass; else ktap_fail "$(dmesg | tail -5)"; fi
