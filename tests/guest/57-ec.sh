@@ -269,16 +269,17 @@ ktap_test "ec 4+2: two servers SIGKILLed one after the other: every block reads 
 t_lose_copy() { ec_lose 1+2; }
 ktap_test "ec 1+2: two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
 
-# Swap on a 2+1 disk; under the swap load the server of leg 0 is SIGKILLed: the load ends
-# with every page right and nobody killed, the disk with no failed I/O.
-t_swap_lose() {
-	local why= work_mb=48 limit_mb=16
+# swap_lose CODE KILLS: swap on a CODE disk; under the swap load the servers of legs 0 to
+# KILLS - 1 are SIGKILLed, 5 s apart: the load ends with every page right and nobody
+# killed, the disk with no failed I/O.
+swap_lose() {
+	local code=$1 kills=$2 why= work_mb=48 limit_mb=16 leg
 	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
-	ec_enable 2+1 $SWAP_SIZE_MB || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	ec_enable "$code" $SWAP_SIZE_MB || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
 	dev=/dev/$(cat $T/device)
 	swapoff -a 2>/dev/null
 	mkswap $dev >/dev/null && swapon $dev || why+="swapon failed; "
-	dmesg_mark "57-ec swap"
+	dmesg_mark "57-ec swap $code"
 	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 	mkdir -p $CG
 	echo $((limit_mb << 20)) > $CG/memory.max
@@ -287,15 +288,19 @@ t_swap_lose() {
 	echo $((limit_mb * 7 / 8 << 20)) > $CG/memory.high
 	echo max > $CG/memory.swap.max 2>/dev/null
 	out0=$(vm pswpout)
-	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $work_mb 7" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $work_mb 7" >"$OUT/swapload-$code.json" 2>"$OUT/swapload-$code.err" &
 	lpid=$!
 	swapping=$(wait_swapping $lpid "$out0")
-	kill -KILL "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null
+	for ((leg = 0; leg < kills; leg++)); do
+		[ $leg = 0 ] || sleep 5
+		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
+	done
 	timeout 600 tail --pid=$lpid -f /dev/null
 	wait $lpid; lrc=$?
-	since_mark() { dmesg | sed -n '/rswap-test-mark: 57-ec swap/,$p'; }
+	since_mark() { dmesg | sed -n "/rswap-test-mark: 57-ec swap $code/,\$p"; }
 	[ "$swapping" -ge 2000 ] || why+="only $swapping pages out before the kill; "
-	[ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload.json" || why+="swapload exit $lrc: $(tail -n 2 "$OUT/swapload.err" "$OUT/swapload.json" | tr '\n' ' '); "
+	[ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload-$code.json" \
+		|| why+="swapload exit $lrc: $(tail -n 2 "$OUT/swapload-$code.err" "$OUT/swapload-$code.json" | tr '\n' ' '); "
 	since_mark | grep -q 'Killed process' && why+="a process was killed; "
 	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
 	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
@@ -303,15 +308,20 @@ t_swap_lose() {
 	swapoff $dev || why+="swapoff failed; "
 	rmdir $CG 2>/dev/null
 	ec_disable || why+="disable failed; "
-	start_server 0 || why+="server 0 does not restart; "
+	for ((leg = 0; leg < kills; leg++)); do start_server $leg || why+="server $leg does not restart; "; done
 	if [ -z "$why" ]; then
 		ktap_pass
-		ktap_diag "$(cat "$OUT/swapload.json"); $(head -1 <<<"$st" | cut -d' ' -f1-2,10-)"
+		ktap_diag "$code, $kills servers killed: $(cat "$OUT/swapload-$code.json"); $(head -1 <<<"$st" | cut -d' ' -f1-2,10-)"
 	else
 		ktap_fail "$why $(since_mark | grep -E 'rswap|Killed' | tail -4)"
 	fi
 }
-ktap_test "ec 2+1 swap: a server SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose
+
+t_swap_lose1() { swap_lose 2+1 1; }
+ktap_test "ec 2+1 swap: a server SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose1
+
+t_swap_lose2() { swap_lose 4+2 2; }
+ktap_test "ec 4+2 swap: two servers SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose2
 
 # What this rswap.ko does not do over several servers yet (encryption), and the same server
 # twice, are refused with their reasons, and leave no disk.
