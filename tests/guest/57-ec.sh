@@ -1,16 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # One disk over several memory servers (code K+R, soft-RoCE, one guest, six rswap-server
-# processes): striping (4+0, 2+0), replication (1+2, 1+1) and one parity fragment (2+1,
-# 4+1). Each test enables a target over the servers, checks its state (a line per
-# server), writes and verifies with fio, and reads the servers' region files (--state-dir)
-# to see every fragment where the placement rule puts it: fragment j of block b on server
-# (j + b / 8) mod (k + r), at byte b * 4096 / k of its region; with replication every
-# server holds every block, with parity P (fragment k) is the XOR of the data fragments.
-# Then a server is SIGKILLed: reads go on around it at once (rebuilt from the others),
-# and once its queues are dead its leg is out of the disk and fio verify passes without
-# it; with a second server killed (beyond what the code survives) I/O fails with EIO and
-# never returns wrong data.
+# processes): striping (4+0), replication (1+2), one parity fragment (2+1) and two (4+2,
+# the kernel's RAID-6 library). Each enables a target over the servers, checks its state
+# (a line per server), writes and verifies with fio, and reads the servers' region files
+# (--state-dir) to see every fragment where the placement rule puts it: fragment j of
+# block b on server (j + b / 8) mod (k + r), at byte b * 4096 / k of its region; with
+# replication every server holds every block; P (fragment k) is the XOR of the data
+# fragments. Then servers are SIGKILLed, up to r of them: reads go on around each at once
+# (rebuilt from the others), once its queues are dead its leg is out of the disk, and
+# writes and fio verify go on without it; one more (beyond what the code survives) and
+# I/O fails with EIO, never returning wrong data. Swap on 4+2 loses two servers under its
+# load with every page intact.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -23,7 +24,7 @@ CFG=/sys/kernel/config/rswap
 T=$CFG/ec
 OUT=$RSWAP_OUT/57-ec
 SD=/tmp/rswap-57
-SIZE_MB=16 SWAP_SIZE_MB=48
+SIZE_MB=16 SWAP_SIZE_MB=32
 mkdir -p "$OUT"
 
 PIDS=() MOUNTS=
@@ -73,7 +74,7 @@ ec_enable() {
 	rmdir $T 2>/dev/null
 	CLIENT=$((CLIENT + 1))
 	mkdir $T && echo ${2:-$SIZE_MB}M > $T/size && echo 2 > $T/queues && echo $CLIENT > $T/client_id \
-		&& echo 3000 > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
+		&& echo 2000 > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
 		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers && echo 1 > $T/enable
 }
 
@@ -146,7 +147,7 @@ fio_verify() {
 
 # ec_test CODE: enable, state, regions of size/k, fio verify, placement, disable.
 ec_test() {
-	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40
+	local code=$1 k=${1%+*} r=${1#*+} why= blocks=16
 	if ! ec_enable "$code"; then
 		ktap_fail "enable: $(cat $T/last_error 2>&1); $(dmesg | grep rswap | tail -4)"
 		rmdir $T 2>/dev/null
@@ -162,7 +163,7 @@ ec_test() {
 		sz=$(stat -c %s "$(leg_region $i)" 2>/dev/null)
 		[ "$sz" = $(((SIZE_MB << 20) / k)) ] || why+="leg $i region file $(leg_region $i): ${sz:-none} bytes; "
 	done
-	why+=$(fio_verify "$code" --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M)
+	why+=$(fio_verify "$code" --iodepth=32 --numjobs=2 --size=2M --offset_increment=$((SIZE_MB / 2))M)
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
 	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
 	dd if=$dev of="$OUT/blocks-back" bs=4k count=$blocks iflag=direct status=none
@@ -183,26 +184,14 @@ ec_test() {
 t_striping4() { ec_test 4+0; }
 ktap_test "ec 4+0 (striping over 4 servers): enable, a state line per server, regions of size/4, fio verify, every 1 KiB fragment where the placement rule puts it" t_striping4
 
-t_striping2() { ec_test 2+0; }
-ktap_test "ec 2+0: the same over 2 servers, 2 KiB fragments" t_striping2
-
 t_replication3() { ec_test 1+2; }
 ktap_test "ec 1+2 (three copies): enable, state, regions of the whole size, fio verify, every block on every server" t_replication3
-
-t_replication2() { ec_test 1+1; }
-ktap_test "ec 1+1 (mirroring): the same over 2 servers" t_replication2
 
 t_parity2() { ec_test 2+1; }
 ktap_test "ec 2+1 (one parity fragment): enable, state, regions of size/2, fio verify, data fragments placed, P the XOR of them" t_parity2
 
-t_parity4() { ec_test 4+1; }
-ktap_test "ec 4+1: the same over 5 servers, 1 KiB fragments" t_parity4
-
-t_pq2() { ec_test 2+2; }
-ktap_test "ec 2+2 (P and Q, the kernel's RAID-6 library): enable, state, regions of size/2, fio verify, data fragments and P placed" t_pq2
-
 t_pq4() { ec_test 4+2; }
-ktap_test "ec 4+2: the same over 6 servers, 1 KiB fragments" t_pq4
+ktap_test "ec 4+2 (P and Q, the kernel's RAID-6 library): enable, state, regions of size/4, fio verify, data fragments and P placed" t_pq4
 
 
 # wait_out LEG: waits (up to 20 s) until leg LEG's line in state says out.
@@ -214,13 +203,13 @@ wait_out() {
 	return 1
 }
 
-# ec_lose CODE: with CODE (K+R) enabled and 40 blocks written, the servers of legs 1 to R
+# ec_lose CODE: with CODE (K+R) enabled and 16 blocks written, the servers of legs 1 to R
 # are SIGKILLed one after the other: each time the blocks read back right at once and
 # once the leg is out; then new blocks and fio verify go to the legs left. Then one more
 # server, beyond what the code survives: reads fail with EIO and never return wrong
 # bytes.
 ec_lose() {
-	local code=$1 k=${1%+*} r=${1#*+} why= blocks=40 leg last
+	local code=$1 k=${1%+*} r=${1#*+} why= blocks=16 leg last
 	ec_enable "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
 	dev=/dev/$(cat $T/device)
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/lose-a"
@@ -238,7 +227,7 @@ ec_lose() {
 	done
 	dd if="$OUT/lose-b" of=$dev bs=4k seek=$blocks oflag=direct status=none || why+="degraded write failed; "
 	readback "$OUT/lose-b" $blocks || why+="blocks written degraded differ; "
-	why+=$(fio_verify "lose-$code" --iodepth=16 --size=$((SIZE_MB / 2))M --offset=$((SIZE_MB / 2))M)
+	why+=$(fio_verify "lose-$code" --iodepth=16 --size=4M --offset=$((SIZE_MB / 2))M)
 	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
 	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
 	st1=$(head -1 $T/state)
@@ -260,9 +249,6 @@ ec_lose() {
 	fi
 }
 
-t_lose_parity() { ec_lose 2+1; }
-ktap_test "ec 2+1: a server SIGKILLed: its blocks read back right at once and once its leg is out; writes and fio verify go on without it (0 errors); a second one killed: EIO, never wrong bytes" t_lose_parity
-
 t_lose_pq() { ec_lose 4+2; }
 ktap_test "ec 4+2: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
 
@@ -270,10 +256,10 @@ t_lose_copy() { ec_lose 1+2; }
 ktap_test "ec 1+2: two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
 
 # swap_lose CODE KILLS: swap on a CODE disk; under the swap load the servers of legs 0 to
-# KILLS - 1 are SIGKILLed, 5 s apart: the load ends with every page right and nobody
+# KILLS - 1 are SIGKILLed, 3 s apart: the load ends with every page right and nobody
 # killed, the disk with no failed I/O.
 swap_lose() {
-	local code=$1 kills=$2 why= work_mb=48 limit_mb=16 leg
+	local code=$1 kills=$2 why= work_mb=32 limit_mb=12 leg
 	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
 	ec_enable "$code" $SWAP_SIZE_MB || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
 	dev=/dev/$(cat $T/device)
@@ -292,7 +278,7 @@ swap_lose() {
 	lpid=$!
 	swapping=$(wait_swapping $lpid "$out0")
 	for ((leg = 0; leg < kills; leg++)); do
-		[ $leg = 0 ] || sleep 5
+		[ $leg = 0 ] || sleep 3
 		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
 	done
 	timeout 600 tail --pid=$lpid -f /dev/null
@@ -316,9 +302,6 @@ swap_lose() {
 		ktap_fail "$why $(since_mark | grep -E 'rswap|Killed' | tail -4)"
 	fi
 }
-
-t_swap_lose1() { swap_lose 2+1 1; }
-ktap_test "ec 2+1 swap: a server SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose1
 
 t_swap_lose2() { swap_lose 4+2 2; }
 ktap_test "ec 4+2 swap: two servers SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose2
