@@ -33,13 +33,13 @@ use super::{
 
 /// How many times one request is issued again after its queue failed under it. A request
 /// that keeps breaking its connection fails rather than looping.
-const MAX_RETRIES: u8 = 5;
+pub(super) const MAX_RETRIES: u8 = 5;
 
-/// Failed requests logged so far (all disks): the first 20 and every 1000th after that,
-/// so a dead link cannot flood the log from the I/O path.
+/// Failed requests logged so far (all disks, plain or over several servers): the first 20
+/// and every 1000th after that, so a dead link cannot flood the log from the I/O path.
 static FAILURES: AtomicU32 = AtomicU32::new(0);
 
-fn log_failure() -> bool {
+pub(super) fn log_failure() -> bool {
     let n = FAILURES.fetch_add(1, Ordering::Relaxed);
     n < 20 || n % 1000 == 0
 }

@@ -43,11 +43,14 @@ use request::LegsOut;
 /// pages its recoveries work in, and the workqueue they run in (never in a completion:
 /// the library wants task context).
 #[pin_data]
+///
+/// Fields are dropped in declaration order: the workqueue is drained and destroyed before
+/// the library it calls is given back.
 pub(super) struct Pq {
-    raid6: Raid6,
+    wq: ReclaimWorkqueue,
     #[pin]
     scratch: Mutex<Raid6Scratch>,
-    wq: ReclaimWorkqueue,
+    raid6: Raid6,
 }
 
 impl Pq {
@@ -58,9 +61,9 @@ impl Pq {
         let wq = ReclaimWorkqueue::new(c"rswap_ec")?;
         Arc::pin_init(
             pin_init!(Self {
-                raid6,
-                scratch <- new_mutex!(scratch, "rswap::disk::ec::Pq::scratch"),
                 wq,
+                scratch <- new_mutex!(scratch, "rswap::disk::ec::Pq::scratch"),
+                raid6,
             }),
             GFP_KERNEL,
         )

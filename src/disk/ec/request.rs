@@ -39,6 +39,7 @@ use crate::{
     },
     disk::{
         ec_layout::BLOCK,
+        request::{log_failure, MAX_RETRIES},
         stats::{QueueStats, Snapshot},
     },
     kernel_ext::{Combine, Fragment, IoSink, IoSource, Lost, Raid6},
@@ -47,9 +48,6 @@ use crate::{
         queue::{Queue, State, Verdict},
     },
 };
-
-/// How many times one request is issued again after a leg's queue failed under it.
-const MAX_RETRIES: u8 = 5;
 
 /// One leg's transport slot of a request: its scatterlist has an entry per page.
 type LegSlot = IoSlot<(), EC_SEGMENTS>;
@@ -225,14 +223,6 @@ impl IoOwner for LegIo {
     fn complete(self, result: core::result::Result<(), IoError>) {
         leg_done(self, result);
     }
-}
-
-/// Failed requests logged so far (all disks): the first 20 and every 1000th after that.
-static FAILURES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-
-fn log_failure() -> bool {
-    let n = FAILURES.fetch_add(1, Ordering::Relaxed);
-    n < 20 || n % 1000 == 0
 }
 
 /// A leg's I/O came back (or was never taken): note how, and finish the request if it was
