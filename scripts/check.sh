@@ -19,14 +19,19 @@ out=$RSWAP_TOP/results/check-$KERNEL
 rm -rf "$out"; mkdir -p "$out"
 
 # tally PREFIX TEXT: count each KTAP result line of TEXT, named PREFIX: its description.
+# A failing test carries the last diagnostic lines ("# ...") printed before its result
+# line: they are what says why, and the summary repeats them.
 tally() {
-	local line
+	local line diag=()
 	while IFS= read -r line; do
 		case $line in
 		"ok "*"# SKIP"*) result skip "$1: $(sed -E 's/^ok [0-9]+ //; s/ # SKIP.*//' <<<"$line")" "${line##*# SKIP }" ;;
 		"ok "*) result ok "$1: $(sed -E 's/^ok [0-9]+ //' <<<"$line")" ;;
-		"not ok "*) result fail "$1: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
+		"not ok "*) result fail "$1: $(sed -E 's/^not ok [0-9]+ //' <<<"$line")" \
+			"$(printf '%s\n' "${diag[@]}" | sed 's/^# //')" ;;
+		"# "*) diag+=("$line"); continue ;;
 		esac
+		diag=()
 	done <<<"$2"
 }
 
@@ -37,11 +42,20 @@ host_tally() {
 	[ "$2" = 0 ] || [ "$(grep -c '^not ok ' <<<"$3")" != 0 ] || result fail "$1: exited $2" "$(tail -20 <<<"$3")"
 }
 
-result() { # ok|fail|skip name [detail]
+# result ok|fail|skip NAME [DETAIL]: counts and prints one result. A failure's DETAIL
+# follows it, and its first lines follow its name again in the summary at the end (the
+# part of a long output a reader sees first).
+result() {
+	local why
 	case $1 in
 	ok) pass=$((pass + 1)); echo "ok - $2" ;;
 	skip) skip=$((skip + 1)); echo "ok - $2 # SKIP ${3:-}" ;;
-	*) fail=$((fail + 1)); failed+=("$2"); echo "not ok - $2"; [ -z "${3:-}" ] || sed 's/^/#   /' <<<"$3" ;;
+	*)
+		fail=$((fail + 1)); echo "not ok - $2"
+		[ -z "${3:-}" ] || sed 's/^/#   /' <<<"$3"
+		why=$([ -z "${3:-}" ] || head -n 20 <<<"$3" | sed 's/^/#   /')
+		failed+=("# failed: $2${why:+$'\n'$why}")
+		;;
 	esac
 }
 
@@ -237,6 +251,6 @@ fi
 
 echo
 echo "# results in $out; kernel $KERNEL; $(( $(date +%s) - start )) s"
-[ ${#failed[@]} = 0 ] || printf '# failed: %s\n' "${failed[@]}"
+[ ${#failed[@]} = 0 ] || printf '%s\n' "${failed[@]}"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]
