@@ -149,7 +149,9 @@ t_install() {
 		ktap_pass
 		ktap_diag "root $((t1 - t0)) s; apt-get install with DKMS $((t2 - t1)) s"
 	else
-		ktap_fail "$(tail -30 "$out/apt-install.log" 2>/dev/null || tail -20 "$out/mmdebstrap.log")"
+		# apt's errors first (the summary of make check keeps a failure's first lines).
+		ktap_fail "$({ grep -E '^(E|Err|W):' "$out/apt-install.log" | head -8
+			tail -30 "$out/apt-install.log"; } 2>/dev/null || tail -20 "$out/mmdebstrap.log")"
 		cp -a "$root/var/lib/dkms/rswap" "$out/dkms-tree" 2>/dev/null || true
 		ktap_skip_rest "the packages did not install"
 	fi
