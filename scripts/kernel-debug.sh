@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build (once) rswap's debug kernel: the same linux-source and toolchain as the stock
 # kernel, tinyconfig + qemu/debug.config (KASAN, lockdep, DEBUG_ATOMIC_SLEEP, KUnit; the
-# RDMA, block, swap and NVMe-oF pieces as modules). Takes 25-40 minutes on 2 cores.
+# RDMA, block, swap and NVMe-oF pieces as modules). Takes 25-90 minutes on 2 cores.
 # Prints a host directory with vmlinux, modroot/ (installed modules) and `tree`, the
 # build tree's path inside the build root (the KDIR for rswap.ko).
 . "$(dirname "$0")/common.sh"
@@ -22,6 +22,17 @@ if [ ! -f "$ROOT$srcdir/.rswap-unpacked" ]; then
 fi
 mk=(make -C "$srcdir" O="$tree" LLVM=-19)
 inroot() { bash "$RSWAP_TOP/scripts/inroot.sh" "$@"; }
+# A changed qemu/debug.config starts from the newest earlier build's tree: configured
+# again below, kbuild then rebuilds only what the changed options touch (and the Rust
+# crates, whose commands name the tree), minutes instead of the whole kernel.
+if [ ! -d "$ROOT$tree" ]; then
+	prev=$(ls -td "$ROOT/build/debug-$RSWAP_KERNEL_SERIES"-*/ 2>/dev/null | head -1)
+	if [ -n "$prev" ] && [ -f "$prev/vmlinux" ]; then
+		log "starting the debug kernel from ${prev%/}"
+		cp -a "${prev%/}" "$ROOT$tree.tmp" && rm -f "$ROOT$tree.tmp/.rswap-configured" \
+			&& mv "$ROOT$tree.tmp" "$ROOT$tree" || rm -rf "$ROOT$tree.tmp"
+	fi
+fi
 mkdir -p "$ROOT$tree"
 if [ ! -f "$ROOT$tree/.rswap-configured" ]; then
 	log "configuring the debug kernel in $tree"
@@ -45,4 +56,8 @@ cp -a "$ROOT$tree/modroot" "$out.tmp/modroot"
 echo "$tree" > "$out.tmp/tree"
 touch "$out.tmp/.rswap-ready"
 rm -rf "$out"; mv "$out.tmp" "$out"
+# Earlier builds' trees and kernels are not used again (a tree is 800 MiB).
+for old in "$ROOT/build/debug-$RSWAP_KERNEL_SERIES"-* "$RSWAP_CACHE"/debug-kernel-*; do
+	[ "$old" = "$ROOT$tree" ] || [ "$old" = "$out" ] || rm -rf "$old"
+done
 echo "$out"
