@@ -296,6 +296,43 @@ pub(crate) enum Released<P, S, const N: usize, Q> {
     Done(SettledRequest<P, S, N, Q>),
 }
 
+/// The parts of a request that came back with success, lent to its settler with the
+/// request's pages ([`Settler::parts_and_filled_pages`]).
+///
+/// # Invariants
+///
+/// `fan` is the `FanOut<P, S, N>` of a request whose settle token the borrowed settler
+/// holds, and every part in `back` was released with success this round: nobody else
+/// reads or writes those parts while this value lives.
+pub(crate) struct PartsBack<'a, P, S, const N: usize> {
+    fan: NonNull<FanOut<P, S, N>>,
+    back: PartMask,
+    _settler: PhantomData<&'a mut P>,
+}
+
+impl<P, S, const N: usize> PartsBack<'_, P, S, N> {
+    /// The parts lent.
+    pub(crate) fn mask(&self) -> PartMask {
+        self.back
+    }
+
+    /// Part `i`, if it is one of those lent.
+    pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut P> {
+        let bit = u32::try_from(i).ok().and_then(|i| 1u32.checked_shl(i))?;
+        if self.back & bit == 0 || i >= N {
+            return None;
+        }
+        // SAFETY: `i < N`, so the part is in the array; it is one of those lent, which
+        // nobody else touches while this value is borrowed mutably (type invariant).
+        Some(unsafe {
+            &mut (*(&raw mut (*self.fan.as_ptr()).parts)
+                .cast::<Part<P>>()
+                .add(i))
+            .inner
+        })
+    }
+}
+
 /// Who ends a request's data once enough parts arrived ([`Released::Quorum`]). It reads
 /// what came back and fills the request's pages, then [`Settler::settle`]s.
 ///
@@ -313,9 +350,55 @@ pub(crate) struct Settler<P, S, const N: usize, Q> {
 impl<P, S, const N: usize, Q> Settler<P, S, N, Q> {
     fn fan(&self) -> &FanOut<P, S, N> {
         // SAFETY: the request is valid and its PDU a `FanOut` (type invariant); only its
-        // atomics, its shared state (read-only while fanned out) and released parts are
-        // read through this reference.
+        // atomics and its shared state (read-only while fanned out) are read through this
+        // reference.
         unsafe { request::data_of::<FanOut<P, S, N>>(self.rq).as_ref() }
+    }
+
+    /// The request's identity and hardware queue.
+    pub(crate) fn info(&self) -> RqInfo<'_, Q> {
+        // SAFETY: the request is valid while the token is held (type invariant); its
+        // hardware queue's data lives as long as the tag set.
+        unsafe { RqInfo::new(self.rq) }
+    }
+
+    /// The driver's state of the whole request (read-only: parts may still be out).
+    pub(crate) fn shared(&self) -> &S {
+        &self.fan().shared
+    }
+
+    /// The parts back with success so far, and the pages the read fills (see
+    /// [`request::OwnedRequest::data_and_filled_pages`]): what the settler puts the
+    /// request's data together from. `None` if the request is not a read or its pages
+    /// are not whole pages, at most `M`.
+    pub(crate) fn parts_and_filled_pages<const M: usize>(
+        &mut self,
+    ) -> Option<(
+        PartsBack<'_, P, S, N>,
+        request::RqPages<'_, M, request::Filled>,
+    )> {
+        if self.info().op() != request::Op::Read {
+            return None;
+        }
+        let back = self.fan().quorum.ok();
+        // SAFETY: the request is valid and not ended while the token is held (type
+        // invariant), and no part writes into its pages (the module's rules: a part that
+        // does is in every quorum, so it is back), so they are the settler's while it is
+        // borrowed.
+        let pages = unsafe { request::pages_of(self.rq) }?;
+        // SAFETY: the PDU is a `FanOut<P, S, N>` of the valid request (type invariant).
+        let fan = unsafe { request::data_of::<FanOut<P, S, N>>(self.rq) };
+        // INVARIANT: every part in `back` was released with success this round: its
+        // holder gave it up, and nobody takes it again before the request is reissued,
+        // which cannot happen while the token is held.
+        Some((
+            PartsBack {
+                fan,
+                back,
+                _settler: PhantomData,
+            },
+            pages,
+        ))
     }
 
     /// Ends the request's data with `status` (its bios: their owners go on); returns the
@@ -352,6 +435,20 @@ pub(crate) struct SettledRequest<P, S, const N: usize, Q> {
 unsafe impl<P: Send, S: Send, const N: usize, Q: Sync> Send for SettledRequest<P, S, N, Q> {}
 
 impl<P, S, const N: usize, Q> SettledRequest<P, S, N, Q> {
+    /// The request's data, every part being back: the owner's alone.
+    pub(crate) fn data(&mut self) -> &mut FanOut<P, S, N> {
+        // SAFETY: the PDU is a `FanOut` of the valid request, which this value owns alone
+        // (type invariant).
+        unsafe { request::data_of::<FanOut<P, S, N>>(self.rq).as_mut() }
+    }
+
+    /// The request's identity and hardware queue.
+    pub(crate) fn info(&self) -> RqInfo<'_, Q> {
+        // SAFETY: the request is valid while owned (type invariant); its hardware queue's
+        // data lives as long as the tag set.
+        unsafe { RqInfo::new(self.rq) }
+    }
+
     /// Gives the tag back.
     pub(crate) fn end(self) {
         // SAFETY: the request's bios were all ended (type invariant) and this consumes its

@@ -24,7 +24,7 @@ mod tag_set;
 pub(crate) use disk::{Disk, DiskParams};
 pub(crate) use disk_index::DiskIndex;
 pub(crate) use events::DiskEvents;
-pub(crate) use fanout::{FanOut, Released, RequestPart};
+pub(crate) use fanout::{FanOut, PartsBack, Released, RequestPart, SettledRequest, Settler};
 pub(crate) use hw_ctx::HwCtxSlot;
 pub(crate) use operations::{Operations, Request, TimeoutAction};
 pub(crate) use quorum::PartMask;
