@@ -62,10 +62,6 @@ pub(crate) enum Decode {
 impl Decode {
     /// Whether the decode may run in a completion (softirq): copies and XOR only; the
     /// RAID-6 library's recoveries want task context.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "late reads (a later step) settle early")
-    )]
     pub(crate) fn softirq_ok(self) -> bool {
         matches!(self, Decode::Direct | Decode::Copy(_) | Decode::Xor { .. })
     }

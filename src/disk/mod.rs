@@ -381,6 +381,9 @@ impl RemoteDisk {
                 )?;
             }
         }
+        if let Driven::Ec { driver, .. } = &self.driven {
+            driver.write_late_binding(&mut w)?;
+        }
         // Room for the last line, should the queues not all fit.
         let tail = 64;
         for (i, q) in queues.iter().enumerate() {

@@ -27,7 +27,7 @@ pub(crate) use io_page::{Combine, IoSink, IoSource};
 pub(crate) use keyring::read_logon_key;
 pub(crate) use owned::IntoRaw;
 pub(crate) use raid::{Fragment, Lost, Raid6, Raid6Scratch};
-pub(crate) use scatterlist::SgTable;
+pub(crate) use scatterlist::{OwnPage, SgTable};
 pub(crate) use text::TextBuf;
 pub(crate) use workqueue::{flush_delayed_work, EmbeddedWork, ReclaimWorkqueue};
 

@@ -9,7 +9,8 @@
 //! Every code: striping (`k+0`), replication (`1+r`), one parity fragment (`k+1`, P the
 //! XOR of the data) and two (`k+2`, P and Q of the kernel's RAID-6 library). A leg that
 //! reconnects holds writes back as a plain disk's queue does (reads go around it); a dead
-//! leg is taken out of the disk for good, and the disk goes on while k legs are in.
+//! leg is taken out of the disk for good, and the disk goes on while k legs are in. With
+//! `extra_reads` a read asks more legs than it needs and ends with the first that decode.
 
 mod request;
 
@@ -90,6 +91,8 @@ pub(crate) struct EcDriver {
     queues: KVec<EcQueue>,
     layout: Layout,
     out: Arc<LegsOut>,
+    /// Parity legs a read asks beyond those it needs (`extra_reads`, at most r).
+    extra_reads: u8,
 }
 
 impl EcDriver {
@@ -137,12 +140,14 @@ impl EcDriver {
             legs.push(leg, GFP_KERNEL)?;
         }
         let out = Arc::new(LegsOut::default(), GFP_KERNEL)?;
-        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref())?;
+        let extra_reads = settings.extra_reads.min(code.r());
+        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), extra_reads)?;
         Ok(Self {
             legs,
             queues,
             layout,
             out,
+            extra_reads,
         })
     }
 
@@ -247,6 +252,24 @@ impl EcDriver {
             )?;
         }
         Ok(())
+    }
+
+    /// The line of `stats` on late binding: the extra reads asked, reads ended before
+    /// their slowest leg, and legs' reads that came back after their read had ended.
+    pub(super) fn write_late_binding(&self, w: &mut impl Write) -> core::fmt::Result {
+        let (early, late) = self
+            .queues
+            .iter()
+            .map(EcQueue::late_binding)
+            .fold((0, 0), |(e, l), (qe, ql)| (e + qe, l + ql));
+        writeln!(
+            w,
+            "code {} extra_reads={} early_reads={} late_leg_reads={}",
+            self.code(),
+            self.extra_reads,
+            early,
+            late
+        )
     }
 
     /// The counters of each hardware queue, with the transport counters of its queues

@@ -12,6 +12,12 @@
 //! - A read asks the legs of the data fragments; for a leg that is out of the disk or
 //!   reconnecting it asks the parity leg (or another copy) instead, and rebuilds the
 //!   missing fragment of each page from parity once every leg is back.
+//! - With `extra_reads` d > 0 a read also asks d more parity legs (late binding), and every
+//!   leg reads into its area instead of the pages: the read's data is put together and
+//!   ended ([`crate::blk::fanout::Settler`]) as soon as the fragments back decode with
+//!   copies and XOR, while the slowest legs are still out; they land in the areas, and the
+//!   tag is given back once they are all back. Combinations that need P and Q wait for
+//!   every leg and are rebuilt in the disk's workqueue.
 //! - A leg whose queue is dead (its server gone for longer than `recovery_ms`, or back
 //!   without its region) is taken out of the disk for good ([`LegsOut`]): it missed
 //!   writes, so it is never read again; the disk goes on while at least k legs are in.
@@ -21,7 +27,7 @@
 //! otherwise it is issued again (a leg reconnecting, up to [`MAX_RETRIES`] times) or
 //! fails.
 
-use core::sync::atomic::{AtomicU16, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -34,15 +40,15 @@ use super::{
 };
 use crate::{
     blk::{
-        self, FanOut, HwCtxSlot, Op, PartMask, Released, Request, RequestPart, Status,
-        TimedOutRequest, TimeoutAction,
+        self, FanOut, Filled, HwCtxSlot, Op, PartMask, PartsBack, Released, Request, RequestPart,
+        RqPages, SettledRequest, Settler, Status, TimedOutRequest, TimeoutAction,
     },
     disk::{
         ec_layout::BLOCK,
         request::{log_failure, MAX_RETRIES},
         stats::{QueueStats, Snapshot},
     },
-    kernel_ext::{Combine, Fragment, IoSink, IoSource, Lost, Raid6},
+    kernel_ext::{Combine, Fragment, IoSink, IoSource, Lost, OwnPage, Raid6, SgTable},
     transport::{
         io::{Dir, IoDesc, IoError, IoOwner, IoSlot, QueueCounters, Refusal},
         queue::{Queue, State, Verdict},
@@ -89,6 +95,11 @@ pub(crate) struct EcShared {
     dead: AtomicU16,
     /// For a read: how its pages are rebuilt once every leg is back.
     rebuild: Option<Rebuild>,
+    /// A read whose legs all read into their areas, so that it may end before the last
+    /// of them is back (`extra_reads`).
+    late: bool,
+    /// For a late read that ended early: the legs back when it did.
+    back_at_end: AtomicU16,
     /// Times this request was issued again because a leg's queue failed.
     retries: u8,
     /// When it was issued, for the latency histogram.
@@ -156,11 +167,25 @@ pub(crate) struct EcQueue {
     out: Arc<LegsOut>,
     /// A disk with two parity fragments: the RAID-6 library and where it works.
     pq: Option<Arc<Pq>>,
+    /// Parity legs a read asks beyond those it needs (`extra_reads`).
+    extra: u8,
+    /// Reads ended before every leg they asked was back.
+    early: AtomicU64,
+    /// Legs' reads that came back after their read had ended.
+    late: AtomicU64,
 }
 
 impl EcQueue {
     fn leg(&self, i: usize) -> &Arc<Queue> {
         self.legs.get(i).unwrap_or(&self.first)
+    }
+
+    /// (reads ended before their slowest leg, legs' reads back after their read ended).
+    pub(super) fn late_binding(&self) -> (u64, u64) {
+        (
+            self.early.load(Ordering::Relaxed),
+            self.late.load(Ordering::Relaxed),
+        )
     }
 
     /// The hardware queue's counters, with those of its queues on every leg summed.
@@ -180,6 +205,7 @@ pub(super) fn hw_queues(
     layout: Layout,
     out: &Arc<LegsOut>,
     pq: Option<&Arc<Pq>>,
+    extra: u8,
 ) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
     let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -201,6 +227,9 @@ pub(super) fn hw_queues(
                 layout,
                 out: out.clone(),
                 pq: pq.cloned(),
+                extra,
+                early: AtomicU64::new(0),
+                late: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -242,7 +271,17 @@ fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
             );
         }
     }
-    released(io.release(result.is_ok(), |_| false));
+    // A late read may end once the legs back decode in this context: none of its legs
+    // reads into the pages (every quorum holds them all, as the fan-out wants).
+    let early = io.shared().late.then(|| {
+        let info = io.info();
+        (info.hw_queue().layout, Layout::group(info.offset() / BLOCK))
+    });
+    released(io.release(result.is_ok(), |ok| {
+        early.is_some_and(|(layout, group)| {
+            LegMask::try_from(ok).is_ok_and(|ok| layout.decode(group, ok).softirq_ok())
+        })
+    }));
 }
 
 /// Acts on what a leg's release gave back.
@@ -250,14 +289,77 @@ fn released(r: Released<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
     match r {
         Released::Out => {}
         Released::Last(rq) => finish(rq),
-        // Not asked for: no quorum is accepted before every leg is back.
-        Released::Quorum(settler) => {
-            if let Some(rq) = settler.settle(Status::IoErr) {
-                rq.end();
-            }
-        }
-        Released::Done(rq) => rq.end(),
+        Released::Quorum(settler) => settle_early(settler),
+        Released::Done(rq) => settled(rq),
     }
+}
+
+/// Enough legs of a late read are back: puts its data together and ends it (its bios);
+/// the tag waits for the other legs.
+fn settle_early(mut settler: Settler<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
+    let info = settler.info();
+    let layout = info.hw_queue().layout;
+    let group = Layout::group(info.offset() / BLOCK);
+    let bytes = info.bytes();
+    let issued = settler.shared().issued;
+    let put = match settler.parts_and_filled_pages::<EC_SEGMENTS>() {
+        Some((mut back, pages)) => {
+            LegMask::try_from(back.mask())
+                .map_err(|_| EINVAL)
+                .and_then(|ok| {
+                    gather(&mut back, &pages, &layout, group, layout.decode(group, ok))?;
+                    Ok(ok)
+                })
+        }
+        None => Err(EINVAL),
+    };
+    if let Ok(ok) = put {
+        settler.shared().back_at_end.store(ok, Ordering::Release);
+    }
+    let hwq = settler.info().hw_queue();
+    let status = match put {
+        Ok(_) => {
+            if let Some(at) = issued {
+                let ns = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                hwq.stats.done(Op::Read, bytes, ns);
+            }
+            Status::Ok
+        }
+        Err(_) => {
+            hwq.stats.error();
+            if log_failure() {
+                pr_err!(
+                    "{}: queue {}: putting a read together from its fragments failed\n",
+                    hwq.first.name(),
+                    hwq.first.index()
+                );
+            }
+            Status::IoErr
+        }
+    };
+    if let Some(rq) = settler.settle(status) {
+        settled(rq);
+    }
+}
+
+/// Every leg of a read that ended early is back: counts those that were late, takes any
+/// that died out of the disk, and gives the tag back.
+fn settled(mut rq: SettledRequest<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
+    let data = rq.data();
+    let given = data.given();
+    let shared = &mut data.shared;
+    let late = given & !u32::from(*shared.back_at_end.get_mut());
+    let dead = *shared.dead.get_mut();
+    shared.retries = 0;
+    let info = rq.info();
+    let hwq = info.hw_queue();
+    hwq.early.fetch_add(1, Ordering::Relaxed);
+    hwq.late
+        .fetch_add(u64::from(late.count_ones()), Ordering::Relaxed);
+    for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
+        hwq.out.take_out(leg, hwq.leg(leg), "its queue is dead");
+    }
+    rq.end();
 }
 
 /// Every leg of `rq` is back: end it, or issue it again.
@@ -272,18 +374,46 @@ fn finish(mut rq: EcRequest) {
         load(&data.shared.dead),
     );
     let issued = data.shared.issued.take();
-    let rebuild = data.shared.rebuild;
+    let late = data.shared.late;
     for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
         let hwq = rq.hw_queue();
         hwq.out.take_out(leg, hwq.leg(leg), "its queue is dead");
     }
+    // A late read that never ended early: the legs back may still decode (with P and Q,
+    // or fewer than asked). Its data fragments are in the areas.
+    let late_decode = match late {
+        false => None,
+        true => {
+            let layout = rq.hw_queue().layout;
+            let group = Layout::group(rq.offset() / BLOCK);
+            let d = LegMask::try_from(ok).map_or(Decode::Impossible, |ok| layout.decode(group, ok));
+            (d != Decode::Impossible).then_some((layout, group, d))
+        }
+    };
     let done = match rq.op() {
         // Every leg in the disk took it, or enough did and the others are out now.
         Op::Write => retry == 0 && busy == 0 && ok.count_ones() >= u32::from(k),
+        _ if late => late_decode.is_some(),
         _ => ok == given,
     };
+    if let (true, Some((layout, group, decode))) = (done, late_decode) {
+        let gathered = match rq.data_and_filled_pages::<EC_SEGMENTS>() {
+            Some((fan, pages)) => gather(fan, &pages, &layout, group, decode),
+            None => Err(EINVAL),
+        };
+        if gathered.is_err() {
+            return fail(rq, "putting a read together from its fragments failed");
+        }
+        match rebuild_for(rq.hw_queue(), group, decode) {
+            Ok(r) => rq.data().shared.rebuild = r,
+            Err(why) => return fail(rq, why),
+        }
+    }
+    let rebuild = rq.data().shared.rebuild;
     if done {
         match rebuild {
+            // Done by `gather` for a late read.
+            None | Some(Rebuild::Xor { .. }) if late => {}
             None => {}
             Some(Rebuild::Xor { missing, p_leg }) => {
                 if rebuild_xor(&mut rq, missing, p_leg).is_err() {
@@ -355,20 +485,110 @@ fn fail(mut rq: EcRequest, why: &str) {
 /// read into its area, and the page's other data fragments.
 fn rebuild_xor(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
     let code = rq.hw_queue().layout.code();
-    let f = code.fragment_bytes() as usize;
     let (fan, pages) = rq.data_and_filled_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
     let table = fan
         .part_mut(usize::from(p_leg))
         .and_then(|p| p.table())
         .ok_or(EINVAL)?;
+    xor_rebuild(table, &pages, code.k(), missing)
+}
+
+/// Rebuilds data fragment `missing` of every page of a read (of k data fragments) from P,
+/// in the area of `p_table`, and the page's other data fragments.
+fn xor_rebuild(
+    p_table: &mut SgTable<EC_SEGMENTS>,
+    pages: &RqPages<'_, EC_SEGMENTS, Filled>,
+    k: u8,
+    missing: u8,
+) -> Result {
+    let f = (BLOCK / u64::from(k)) as usize;
     let m = usize::from(missing) * f;
     for (i, page) in pages.iter().enumerate() {
-        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
-        let area = table.own_pages().nth(a).ok_or(EINVAL)?;
+        let (area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
         page.combine(m, area.page(), off, f, Combine::Copy)?;
-        for j in (0..usize::from(code.k())).filter(|&j| j != usize::from(missing)) {
+        for j in (0..usize::from(k)).filter(|&j| j != usize::from(missing)) {
             page.combine(m, IoSink::page(&page), j * f, f, Combine::Xor)?;
         }
+    }
+    Ok(())
+}
+
+/// Where block `i` of a request has its fragment (of `f` bytes) in an area: the area's
+/// page and the offset in it.
+fn area_of(table: &mut SgTable<EC_SEGMENTS>, i: usize, f: usize) -> Option<(OwnPage<'_>, usize)> {
+    let at = i.checked_mul(f)?;
+    let page = table.own_pages().nth(at / BLOCK as usize)?;
+    Some((page, at % BLOCK as usize))
+}
+
+/// The legs' slots of a request, by leg: the whole request's, or those its settler has.
+trait LegSlots {
+    fn slot(&mut self, leg: usize) -> Option<&mut LegSlot>;
+}
+
+impl LegSlots for EcRequestData {
+    fn slot(&mut self, leg: usize) -> Option<&mut LegSlot> {
+        self.part_mut(leg)
+    }
+}
+
+impl LegSlots for PartsBack<'_, LegSlot, EcShared, MAX_LEGS> {
+    fn slot(&mut self, leg: usize) -> Option<&mut LegSlot> {
+        self.get_mut(leg)
+    }
+}
+
+/// Puts the pages of a late read (group `group`) together from what its legs read into
+/// their areas, as `decode` says: each data fragment that arrived is copied in (for
+/// replication, the copy read), and one missing is rebuilt from P. Fragments that need P
+/// and Q are left to [`rebuild_pq`].
+fn gather(
+    slots: &mut impl LegSlots,
+    pages: &RqPages<'_, EC_SEGMENTS, Filled>,
+    layout: &Layout,
+    group: u64,
+    decode: Decode,
+) -> Result {
+    let code = layout.code();
+    let (k, f) = (code.k(), code.fragment_bytes() as usize);
+    let leg = |j: u8| usize::from(layout.leg_of(group, j));
+    let missing: LegMask = match decode {
+        Decode::Impossible => return Err(EINVAL),
+        Decode::Direct | Decode::Copy(_) => 0,
+        Decode::Xor { missing } => 1 << missing,
+        Decode::PQData { a } => 1 << a,
+        Decode::PQ2Data { a, b } => (1 << a) | (1 << b),
+    };
+    if code.is_replication() {
+        let j = match decode {
+            Decode::Copy(j) => j,
+            _ => 0,
+        };
+        return copy_in(slots, pages, leg(j), 0, f);
+    }
+    for j in (0..k).filter(|j| missing & (1 << j) == 0) {
+        copy_in(slots, pages, leg(j), usize::from(j) * f, f)?;
+    }
+    if let Decode::Xor { missing } = decode {
+        let p = slots.slot(leg(k)).and_then(|s| s.table()).ok_or(EINVAL)?;
+        xor_rebuild(p, pages, k, missing)?;
+    }
+    Ok(())
+}
+
+/// Copies the fragment (of `f` bytes) of every page that leg `leg` read into its area to
+/// bytes `dst..dst + f` of the page.
+fn copy_in(
+    slots: &mut impl LegSlots,
+    pages: &RqPages<'_, EC_SEGMENTS, Filled>,
+    leg: usize,
+    dst: usize,
+    f: usize,
+) -> Result {
+    let table = slots.slot(leg).and_then(|s| s.table()).ok_or(EINVAL)?;
+    for (i, page) in pages.iter().enumerate() {
+        let (area, off) = area_of(table, i, f).ok_or(EINVAL)?;
+        page.combine(dst, area.page(), off, f, Combine::Copy)?;
     }
     Ok(())
 }
@@ -387,9 +607,8 @@ fn rebuild_pq(rq: &mut EcRequest, lost: Lost, p_leg: u8, q_leg: u8) -> Result {
         .ok_or(EINVAL)?;
     let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
     for (i, page) in pages.iter().enumerate() {
-        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
-        let p_area = p_table.own_pages().nth(a).ok_or(EINVAL)?;
-        let q_area = q_table.own_pages().nth(a).ok_or(EINVAL)?;
+        let (p_area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
+        let (q_area, _) = area_of(q_table, i, f).ok_or(EINVAL)?;
         pq.raid6.recover(
             &mut scratch,
             k,
@@ -426,17 +645,15 @@ fn parity_write(hwq: &EcQueue, rq: &mut EcRequest, group: u64) -> Result {
         let (p_slot, q_slot) = fan.pair_mut(p_leg, q_leg).ok_or(EINVAL)?;
         let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
         for (i, page) in pages.iter().enumerate() {
-            let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
-            let p_area = p_table.own_pages().nth(a).ok_or(EINVAL)?;
-            let q_area = q_table.own_pages().nth(a).ok_or(EINVAL)?;
+            let (p_area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
+            let (q_area, _) = area_of(q_table, i, f).ok_or(EINVAL)?;
             raid6.gen(k, f, &page, (&p_area, off), (&q_area, off))?;
         }
         return Ok(());
     }
     let table = fan.part_mut(p_leg).and_then(|p| p.table()).ok_or(EINVAL)?;
     for (i, page) in pages.iter().enumerate() {
-        let (a, off) = ((i * f) / BLOCK as usize, (i * f) % BLOCK as usize);
-        let area = table.own_pages().nth(a).ok_or(EINVAL)?;
+        let (area, off) = area_of(table, i, f).ok_or(EINVAL)?;
         let src = IoSource::page(&page);
         area.combine(off, src, 0, f, Combine::Copy)?;
         for j in 1..k {
@@ -444,6 +661,29 @@ fn parity_write(hwq: &EcQueue, rq: &mut EcRequest, group: u64) -> Result {
         }
     }
     Ok(())
+}
+
+/// How a read of group `group` whose legs decode as `decode` is rebuilt once they are
+/// all back: nothing to rebuild, one fragment from P, or fragments from P and Q. The
+/// reason if it cannot be.
+fn rebuild_for(
+    hwq: &EcQueue,
+    group: u64,
+    decode: Decode,
+) -> core::result::Result<Option<Rebuild>, &'static str> {
+    let k = hwq.layout.code().k();
+    let (p_leg, q_leg) = (hwq.layout.leg_of(group, k), hwq.layout.leg_of(group, k + 1));
+    let lost = match decode {
+        Decode::Direct | Decode::Copy(_) => return Ok(None),
+        Decode::Xor { missing } => return Ok(Some(Rebuild::Xor { missing, p_leg })),
+        Decode::PQ2Data { a, b } => Lost::TwoData(a, b),
+        Decode::PQData { a } => Lost::DataAndP(a),
+        Decode::Impossible => return Err("no way to rebuild the block"),
+    };
+    match hwq.pq {
+        Some(_) => Ok(Some(Rebuild::Pq { lost, p_leg, q_leg })),
+        None => Err("no way to rebuild the block"),
+    }
 }
 
 /// Why `queue_rq` cannot issue a request now.
@@ -492,35 +732,23 @@ fn describe(
             return Err(NotNow::Fail("more servers are out than the code survives"))
         }
         Dir::Write => live,
-        Dir::Read => match layout.read_plan(group, live, 0) {
+        Dir::Read => match layout.read_plan(group, live, hwq.extra) {
             Some(plan) => plan,
             None if reconnecting != 0 => return Err(NotNow::Wait),
             None => return Err(NotNow::Fail("more servers are out than the code survives")),
         },
     };
-    let (p_leg, q_leg) = (
-        layout.leg_of(group, code.k()),
-        layout.leg_of(group, code.k() + 1),
-    );
-    rq.data().shared.rebuild = match dir {
+    // More legs than the block needs: every leg reads into its area, and the read ends
+    // with the first that decode.
+    let late = dir == Dir::Read && legs.count_ones() > u32::from(code.k());
+    let shared = &mut rq.data().shared;
+    shared.late = late;
+    *shared.back_at_end.get_mut() = 0;
+    shared.rebuild = match dir {
         Dir::Write => None,
-        Dir::Read => match layout.decode(group, legs) {
-            Decode::Direct | Decode::Copy(_) => None,
-            Decode::Xor { missing } => Some(Rebuild::Xor { missing, p_leg }),
-            Decode::PQ2Data { a, b } if hwq.pq.is_some() => Some(Rebuild::Pq {
-                lost: Lost::TwoData(a, b),
-                p_leg,
-                q_leg,
-            }),
-            Decode::PQData { a } if hwq.pq.is_some() => Some(Rebuild::Pq {
-                lost: Lost::DataAndP(a),
-                p_leg,
-                q_leg,
-            }),
-            Decode::PQ2Data { .. } | Decode::PQData { .. } | Decode::Impossible => {
-                return Err(NotNow::Fail("no way to rebuild the block"))
-            }
-        },
+        // Decided by the legs that come back.
+        Dir::Read if late => None,
+        Dir::Read => rebuild_for(hwq, group, layout.decode(group, legs)).map_err(NotNow::Fail)?,
     };
     if dir == Dir::Write && code.r() > 0 && !code.is_replication() {
         match parity_write(hwq, rq, group) {
@@ -538,7 +766,16 @@ fn describe(
         }
         let leg = u8::try_from(l).map_err(|_| NotNow::Fail("leg"))?;
         let j = layout.fragment_on(group, leg);
-        let entries = if code.is_replication() {
+        let entries = if late {
+            // Into the leg's area; `gather` copies it into the pages.
+            let blocks = u64::from(rq.bytes()) / BLOCK;
+            let bytes = (blocks * f) as usize;
+            rq.data()
+                .part_mut(l)
+                .and_then(|p| p.table())
+                .map(|t| t.use_own_bytes(bytes))
+                .filter(|&e| e > 0)
+        } else if code.is_replication() {
             // Every fragment is the whole page.
             rq.map_fragments(|d| d.part_mut(l)?.table(), 0, frag)
         } else if j < code.k() {
@@ -610,10 +847,11 @@ impl blk::Operations for super::EcDriver {
     type HwQueue = EcQueue;
 
     /// A disk with parity reserves each leg's area: the parity of a group's blocks (any
-    /// leg holds parity in some group).
+    /// leg holds parity in some group), or what a late read reads there.
     fn init_request(&self, data: &mut EcRequestData) -> Result {
         let code = self.layout.code();
-        if code.r() == 0 || code.is_replication() {
+        // Replication reads into areas only for late reads.
+        if code.r() == 0 || (code.is_replication() && self.extra_reads == 0) {
             return Ok(());
         }
         let pages = (GROUP_AREA / code.k() as usize).div_ceil(BLOCK as usize);
