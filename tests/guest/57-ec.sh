@@ -67,7 +67,7 @@ servers() {
 
 # ec_enable CODE [MB]: a target of code CODE (K+R) and MB (default SIZE_MB) over the first
 # K+R servers, with a client id of its own (a server keeps no region after a disconnect:
-# --grace 0).
+# --grace 0), and extra_reads $EXTRA if set (the default, 1, otherwise).
 CLIENT=$((0x5700))
 ec_enable() {
 	local k=${1%+*} r=${1#*+}
@@ -75,8 +75,12 @@ ec_enable() {
 	CLIENT=$((CLIENT + 1))
 	mkdir $T && echo ${2:-$SIZE_MB}M > $T/size && echo 2 > $T/queues && echo $CLIENT > $T/client_id \
 		&& echo 2000 > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
-		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers && echo 1 > $T/enable
+		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers \
+		&& { [ -z "${EXTRA:-}" ] || echo "$EXTRA" > $T/extra_reads; } && echo 1 > $T/enable
 }
+
+# late_line: the line of `stats` on late binding.
+late_line() { grep '^code ' $T/stats; }
 
 ec_disable() {
 	echo 0 > $T/enable && rmdir $T
@@ -164,6 +168,16 @@ ec_test() {
 		[ "$sz" = $(((SIZE_MB << 20) / k)) ] || why+="leg $i region file $(leg_region $i): ${sz:-none} bytes; "
 	done
 	why+=$(fio_verify "$code" --iodepth=32 --numjobs=2 --size=2M --offset_increment=$((SIZE_MB / 2))M)
+	# A read asks min(extra_reads, r) more legs and, when it does, ends with the first
+	# that decode: fio's verify reads ended early.
+	extra=$(( ${EXTRA:-1} < r ? ${EXTRA:-1} : r ))
+	late=$(late_line)
+	if [ $extra = 0 ]; then
+		[[ $late == "code $code extra_reads=0 early_reads=0 late_leg_reads=0" ]] || why+="stats: '$late'; "
+	else
+		[[ $late =~ ^"code $code extra_reads=$extra early_reads="[1-9][0-9]*" late_leg_reads="[0-9]+$ ]] \
+			|| why+="stats, no read ended early: '$late'; "
+	fi
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
 	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
 	dd if=$dev of="$OUT/blocks-back" bs=4k count=$blocks iflag=direct status=none
@@ -175,7 +189,7 @@ ec_test() {
 	if [ -z "$why" ]; then
 		ktap_pass
 		ktap_diag "$st"
-		ktap_diag "$code: $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); fio $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-$code.json" | head -2 | awk '{ printf "%s ", $3 }')bytes"
+		ktap_diag "$code: $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); fio $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-$code.json" | head -2 | awk '{ printf "%s ", $3 }')bytes; $late"
 	else
 		ktap_fail "$code: $why"
 	fi
@@ -191,7 +205,10 @@ t_parity2() { ec_test 2+1; }
 ktap_test "ec 2+1 (one parity fragment): enable, state, regions of size/2, fio verify, data fragments placed, P the XOR of them" t_parity2
 
 t_pq4() { ec_test 4+2; }
-ktap_test "ec 4+2 (P and Q, the kernel's RAID-6 library): enable, state, regions of size/4, fio verify, data fragments and P placed" t_pq4
+ktap_test "ec 4+2 (P and Q, the kernel's RAID-6 library): enable, state, regions of size/4, fio verify, data fragments and P placed, reads ended by the first 4 of 5 legs" t_pq4
+
+t_pq4_late2() { EXTRA=2 ec_test 4+2; }
+ktap_test "ec 4+2 with extra_reads=2: reads ask all 6 legs and end with the first that decode; fio verify, fragments placed" t_pq4_late2
 
 
 # wait_out LEG: waits (up to 20 s) until leg LEG's line in state says out.
@@ -249,11 +266,11 @@ ec_lose() {
 	fi
 }
 
-t_lose_pq() { ec_lose 4+2; }
-ktap_test "ec 4+2: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
+t_lose_pq() { EXTRA=0 ec_lose 4+2; }
+ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
 
 t_lose_copy() { ec_lose 1+2; }
-ktap_test "ec 1+2: two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
+ktap_test "ec 1+2 (late reads of two copies): two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
 
 # swap_lose CODE KILLS: swap on a CODE disk; under the swap load the servers of legs 0 to
 # KILLS - 1 are SIGKILLed, 3 s apart: the load ends with every page right and nobody
@@ -291,13 +308,14 @@ swap_lose() {
 	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
 	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
 	st=$(cat $T/state)
+	late=$(late_line)
 	swapoff $dev || why+="swapoff failed; "
 	rmdir $CG 2>/dev/null
 	ec_disable || why+="disable failed; "
 	for ((leg = 0; leg < kills; leg++)); do start_server $leg || why+="server $leg does not restart; "; done
 	if [ -z "$why" ]; then
 		ktap_pass
-		ktap_diag "$code, $kills servers killed: $(cat "$OUT/swapload-$code.json"); $(head -1 <<<"$st" | cut -d' ' -f1-2,10-)"
+		ktap_diag "$code, $kills servers killed: $(cat "$OUT/swapload-$code.json"); $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); $late"
 	else
 		ktap_fail "$why $(since_mark | grep -E 'rswap|Killed' | tail -4)"
 	fi
