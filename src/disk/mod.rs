@@ -383,6 +383,7 @@ impl RemoteDisk {
         }
         if let Driven::Ec { driver, .. } = &self.driven {
             driver.write_late_binding(&mut w)?;
+            driver.write_leg_stats(&mut w)?;
         }
         // Room for the last line, should the queues not all fit.
         let tail = 64;

@@ -27,6 +27,7 @@ use crate::{
     kernel_ext::{Raid6, Raid6Scratch, ReclaimWorkqueue},
     settings::TargetSettings,
     transport::{
+        io::QueueCounters,
         link::LinkParams,
         name::Name,
         session::{Health, Session, SessionConfig},
@@ -270,6 +271,28 @@ impl EcDriver {
             early,
             late
         )
+    }
+
+    /// One line per leg for `stats`: its I/O that came back with success, that failed,
+    /// its reads back after their read had ended, and its queues' transport counters.
+    pub(super) fn write_leg_stats(&self, w: &mut impl Write) -> core::fmt::Result {
+        for (i, leg) in self.legs.iter().enumerate() {
+            let mut t = request::LegTotals::default();
+            for q in self.queues.iter() {
+                q.add_leg(i, &mut t);
+            }
+            let mut c = QueueCounters::default();
+            for q in leg.session.queues() {
+                c.add(&q.counters());
+            }
+            writeln!(
+                w,
+                "leg{} reads={} writes={} errors={} late={} requeues={} recoveries={} \
+                 inflight={}",
+                i, t.reads, t.writes, t.errors, t.late, c.requeues, c.recoveries, c.inflight
+            )?;
+        }
+        Ok(())
     }
 
     /// The counters of each hardware queue, with the transport counters of its queues

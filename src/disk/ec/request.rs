@@ -173,6 +173,29 @@ pub(crate) struct EcQueue {
     early: AtomicU64,
     /// Legs' reads that came back after their read had ended.
     late: AtomicU64,
+    /// Each leg's I/O of this hardware queue's requests.
+    leg_io: [LegCounters; MAX_LEGS],
+}
+
+/// What one leg did for one hardware queue.
+#[derive(Default)]
+struct LegCounters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    errors: AtomicU64,
+    late: AtomicU64,
+}
+
+/// One leg's counters for `stats`, summed over the hardware queues.
+#[derive(Default, Clone, Copy)]
+pub(super) struct LegTotals {
+    /// Its reads and writes that came back with success.
+    pub(super) reads: u64,
+    pub(super) writes: u64,
+    /// Its I/O that failed.
+    pub(super) errors: u64,
+    /// Its reads that came back after their read had ended.
+    pub(super) late: u64,
 }
 
 impl EcQueue {
@@ -186,6 +209,30 @@ impl EcQueue {
             self.early.load(Ordering::Relaxed),
             self.late.load(Ordering::Relaxed),
         )
+    }
+
+    /// Adds what leg `leg` did for this hardware queue to `t`.
+    pub(super) fn add_leg(&self, leg: usize, t: &mut LegTotals) {
+        if let Some(c) = self.leg_io.get(leg) {
+            let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            t.reads += get(&c.reads);
+            t.writes += get(&c.writes);
+            t.errors += get(&c.errors);
+            t.late += get(&c.late);
+        }
+    }
+
+    /// Counts leg `leg`'s I/O of a `op` request, `ok` or not.
+    fn count_leg(&self, leg: usize, op: Op, ok: bool) {
+        let Some(c) = self.leg_io.get(leg) else {
+            return;
+        };
+        let counter = match (ok, op) {
+            (false, _) => &c.errors,
+            (true, Op::Write) => &c.writes,
+            (true, _) => &c.reads,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The hardware queue's counters, with those of its queues on every leg summed.
@@ -230,6 +277,7 @@ pub(super) fn hw_queues(
                 extra,
                 early: AtomicU64::new(0),
                 late: AtomicU64::new(0),
+                leg_io: Default::default(),
             },
             GFP_KERNEL,
         )?;
@@ -257,6 +305,9 @@ impl IoOwner for LegIo {
 /// A leg's I/O came back (or was never taken): note how, and finish the request if it was
 /// the last.
 fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
+    let info = io.info();
+    info.hw_queue()
+        .count_leg(io.part_index(), info.op(), result.is_ok());
     if let Err(e) = &result {
         io.shared().failed(io.part_index(), e.verdict);
         if log_failure() {
@@ -354,6 +405,14 @@ fn settled(mut rq: SettledRequest<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
     let info = rq.info();
     let hwq = info.hw_queue();
     hwq.early.fetch_add(1, Ordering::Relaxed);
+    for (_, c) in hwq
+        .leg_io
+        .iter()
+        .enumerate()
+        .filter(|(l, _)| late & (1 << l) != 0)
+    {
+        c.late.fetch_add(1, Ordering::Relaxed);
+    }
     hwq.late
         .fetch_add(u64::from(late.count_ones()), Ordering::Relaxed);
     for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
