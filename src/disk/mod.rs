@@ -189,7 +189,8 @@ impl RemoteDisk {
         let driver = Arc::new(Driver::new(session, crypt)?, GFP_KERNEL)?;
         // The session tells the disk's watcher of its queues' events, until it shuts down.
         let events = DiskEvents::new()?;
-        let watcher = EventWatcher::new(events.clone(), &config.target, driver.session().queues())?;
+        let queues = driver.session().queues().iter();
+        let watcher = EventWatcher::new(events.clone(), &config.target, queues, None)?;
         driver.session().set_watcher(Some(watcher));
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
@@ -244,10 +245,13 @@ impl RemoteDisk {
             return Err(EOPNOTSUPP);
         }
         let driver = Arc::new(EcDriver::connect(config, name)?, GFP_KERNEL)?;
+        let events = DiskEvents::new()?;
+        driver.watch(&events, &config.target)?;
         let max_segments = driver.max_segments();
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
+                events: Some(events.clone()),
                 // A request stays in one group, where the placement is one rule.
                 chunk_bytes: (ec_layout::GROUP_BLOCKS * ec_layout::BLOCK) as u32,
                 // Fragments are cut from whole pages.

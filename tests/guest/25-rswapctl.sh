@@ -222,26 +222,6 @@ t_metrics_split() {
 }
 ktap_test "rswapctl metrics: reads and writes in separate latency histograms" t_metrics_split
 
-# monitor_until FILE PATTERN: waits up to 30 s for a line of FILE matching PATTERN.
-monitor_until() {
-	for _ in $(seq 300); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# monitor_ready PID: waits up to 10 s for process PID (rswapctl monitor) to have bound
-# its uevent socket (/proc/net/netlink: protocol 15, NETLINK_KOBJECT_UEVENT, its port
-# id the process's id), so that no event before that is missed.
-monitor_ready() {
-	for _ in $(seq 100); do
-		awk -v pid="$1" '$2 == 15 && $3 == pid { f = 1 } END { exit !f }' /proc/net/netlink && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # rswapctl monitor while the server's SIGUSR1 closes ctl0's queue: the module's uevents
 # say recovering, then reconnected.
 t_monitor_recovery() {

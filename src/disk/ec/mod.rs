@@ -21,8 +21,9 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::stats;
+use super::{events::EventWatcher, stats};
 use crate::{
+    blk::DiskEvents,
     config_parse::Code,
     kernel_ext::{Raid6, Raid6Scratch, ReclaimWorkqueue},
     settings::TargetSettings,
@@ -30,6 +31,7 @@ use crate::{
         io::QueueCounters,
         link::LinkParams,
         name::Name,
+        queue::{Queue, QueueEvent, QueueWatcher},
         session::{Health, Session, SessionConfig},
     },
 };
@@ -75,6 +77,26 @@ impl Pq {
 /// Segments (pages) of one request at most: one group, so that every leg's I/O of it is
 /// one range of the leg's region.
 pub(super) const EC_SEGMENTS: usize = GROUP_BLOCKS as usize;
+
+/// Told of one leg's queue events: a dead queue takes the leg out of the disk, and each
+/// event is a uevent of the disk naming the leg.
+struct LegWatcher {
+    events: Arc<EventWatcher>,
+    out: Arc<LegsOut>,
+    leg: usize,
+    queues: KVec<Arc<Queue>>,
+}
+
+impl QueueWatcher for LegWatcher {
+    fn queue_event(&self, index: u16, event: QueueEvent) {
+        if event == QueueEvent::Dead {
+            if let Some(q) = self.queues.get(usize::from(index)) {
+                self.out.take_out(self.leg, q, "its queue is dead");
+            }
+        }
+        self.events.queue_event(index, event);
+    }
+}
 
 /// One server of the disk.
 struct Leg {
@@ -203,16 +225,32 @@ impl EcDriver {
         h
     }
 
-    /// The legs out of the disk, after taking out any whose queues died since the last
-    /// I/O looked.
-    fn legs_out(&self) -> u16 {
+    /// Sends the disk's `events` (of configfs target `target`) for every leg's queues, and
+    /// takes a leg whose queue dies out of the disk then, not when I/O next looks.
+    pub(super) fn watch(&self, events: &Arc<DiskEvents>, target: &CStr) -> Result {
+        let all = || self.legs.iter().flat_map(|l| l.session.queues().iter());
         for (i, leg) in self.legs.iter().enumerate() {
-            if leg.session.health().dead > 0 {
-                if let Some(q) = leg.session.queues().first() {
-                    self.out.take_out(i, q, "its queue is dead");
-                }
+            let index = u8::try_from(i).map_err(|_| EINVAL)?;
+            let mut queues = KVec::with_capacity(leg.session.queues().len(), GFP_KERNEL)?;
+            for q in leg.session.queues() {
+                queues.push(q.clone(), GFP_KERNEL)?;
             }
+            let watcher = Arc::new(
+                LegWatcher {
+                    events: EventWatcher::new(events.clone(), target, all(), Some(index))?,
+                    out: self.out.clone(),
+                    leg: i,
+                    queues,
+                },
+                GFP_KERNEL,
+            )?;
+            leg.session.set_watcher(Some(watcher));
         }
+        Ok(())
+    }
+
+    /// The legs out of the disk.
+    fn legs_out(&self) -> u16 {
         self.out.mask()
     }
 

@@ -4,7 +4,8 @@
 //! change of a queue the module sends a `change` uevent on the target's disk
 //! (`SUBSYSTEM=block`, `DEVNAME=rswapN`) with `RSWAP_TARGET` (the configfs name),
 //! `RSWAP_QUEUE` (the queue's index), `RSWAP_EVENT` (`recovering`, `reconnected`,
-//! `dead`) and `RSWAP_STATE` (the target's state word after it). They are read from the
+//! `dead`) and `RSWAP_STATE` (the target's state word after it); on a disk over several
+//! servers, `RSWAP_LEG` (the server's index in `servers`). They are read from the
 //! kernel's uevent netlink socket (`NETLINK_KOBJECT_UEVENT`, its multicast group of
 //! kernel events), as udev reads them.
 
@@ -26,6 +27,9 @@ pub struct Event {
     pub target: String,
     /// Its disk (`rswap0`), empty if the uevent had no `DEVNAME`.
     pub device: String,
+    /// The leg (server) of a disk over several servers whose queue it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leg: Option<u32>,
     /// The queue whose state changed; `None` if the module did not say.
     pub queue: Option<u32>,
     /// `recovering`, `reconnected`, `dead` (any word is kept, so that a newer module's
@@ -36,7 +40,8 @@ pub struct Event {
 }
 
 impl Event {
-    /// Its line: `TIME TARGET DEVICE queue=N EVENT state=STATE` (`queue=-` without one).
+    /// Its line: `TIME TARGET DEVICE [leg=L ]queue=N EVENT state=STATE` (`queue=-`
+    /// without one; `leg=` on a disk over several servers).
     pub fn line(&self) -> String {
         let queue = self
             .queue
@@ -46,8 +51,9 @@ impl Event {
         } else {
             &self.device
         };
+        let leg = self.leg.map_or_else(String::new, |l| format!("leg={l} "));
         format!(
-            "{} {} {device} queue={queue} {} state={}",
+            "{} {} {device} {leg}queue={queue} {} state={}",
             self.time, self.target, self.event, self.state
         )
     }
@@ -80,6 +86,7 @@ pub fn parse_uevent(buf: &[u8], time: &str) -> Option<Event> {
         time: time.to_string(),
         target: value("RSWAP_TARGET")?.to_string(),
         device: value("DEVNAME").unwrap_or_default().to_string(),
+        leg: value("RSWAP_LEG").and_then(|l| l.parse().ok()),
         queue: value("RSWAP_QUEUE").and_then(|q| q.parse().ok()),
         event: value("RSWAP_EVENT")?.to_string(),
         state: value("RSWAP_STATE").unwrap_or_default().to_string(),
@@ -228,6 +235,7 @@ mod tests {
                     time: T.to_string(),
                     target: "mem0".to_string(),
                     device: "rswap0".to_string(),
+                    leg: None,
                     queue: Some(1),
                     event: event.to_string(),
                     state: state.to_string(),
@@ -243,6 +251,33 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
             format!(
                 r#"{{"time":"{T}","target":"mem0","device":"rswap0","queue":1,"event":"dead","state":"dead"}}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_leg_of_a_disk_over_several_servers() {
+        let buf = uevent(
+            "change",
+            "block",
+            &[
+                ("RSWAP_TARGET", "ec"),
+                ("RSWAP_QUEUE", "0"),
+                ("RSWAP_EVENT", "dead"),
+                ("RSWAP_STATE", "degraded"),
+                ("RSWAP_LEG", "3"),
+            ],
+        );
+        let e = parse_uevent(&buf, T).unwrap();
+        assert_eq!(e.leg, Some(3));
+        assert_eq!(
+            e.line(),
+            format!("{T} ec rswap0 leg=3 queue=0 dead state=degraded")
+        );
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            format!(
+                r#"{{"time":"{T}","target":"ec","device":"rswap0","leg":3,"queue":0,"event":"dead","state":"degraded"}}"#
             )
         );
     }
