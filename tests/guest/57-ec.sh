@@ -18,6 +18,7 @@ KO=$RSWAP_TOP/rswap.ko
 LOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
 CG=/sys/fs/cgroup/rswap-57
 SRV=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
+CTL=$RSWAP_TOP/tools/rswapctl/target/release/rswapctl
 IP=${RSWAP_GUEST_IP:-192.0.2.1}
 PORTS=(18571 18572 18573 18574 18575 18576)
 CFG=/sys/kernel/config/rswap
@@ -178,6 +179,9 @@ ec_test() {
 		[[ $late =~ ^"code $code extra_reads=$extra early_reads="[1-9][0-9]*" late_leg_reads="[0-9]+$ ]] \
 			|| why+="stats, no read ended early: '$late'; "
 	fi
+	# A line per leg in stats: every leg took writes (each holds a fragment of every page).
+	legs=$(grep '^leg[0-9] reads=' $T/stats)
+	[ "$(grep -c ' writes=[1-9]' <<<"$legs")" = $((k + r)) ] || why+="stats leg lines: $(tr '\n' ' ' <<<"$legs"); "
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
 	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
 	dd if=$dev of="$OUT/blocks-back" bs=4k count=$blocks iflag=direct status=none
@@ -236,12 +240,19 @@ ec_lose() {
 		cmp -s "$OUT/readback" "$1"
 	}
 	dd if="$OUT/lose-a" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
+	# The disk's uevents name the leg whose queue died.
+	"$CTL" monitor --json >"$OUT/lose-$code-events" 2>&1 &
+	mpid=$!
+	monitor_ready $mpid || why+="rswapctl monitor did not start; "
 	for ((leg = 1; leg <= r; leg++)); do
 		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
 		readback "$OUT/lose-a" 0 || why+="blocks differ right after leg $leg's server was killed; "
 		wait_out $leg || why+="leg $leg not out: $(cat $T/state | tr '\n' ' '); "
 		readback "$OUT/lose-a" 0 || why+="blocks differ with leg $leg out; "
+		monitor_until "$OUT/lose-$code-events" "\"target\":\"ec\",\"device\":\"rswap[0-9]+\",\"leg\":$leg,\"queue\":[01],\"event\":\"dead\"" \
+			|| why+="no dead event of leg $leg: $(tr '\n' ' ' <"$OUT/lose-$code-events"); "
 	done
+	kill $mpid 2>/dev/null; wait $mpid 2>/dev/null
 	dd if="$OUT/lose-b" of=$dev bs=4k seek=$blocks oflag=direct status=none || why+="degraded write failed; "
 	readback "$OUT/lose-b" $blocks || why+="blocks written degraded differ; "
 	why+=$(fio_verify "lose-$code" --iodepth=16 --size=4M --offset=$((SIZE_MB / 2))M)
