@@ -548,6 +548,8 @@ pub(crate) struct Link {
     /// The descriptor the server sent.
     descriptor: RegionDescriptor,
     max_sge: u32,
+    /// Whether a READ's sink is registered in a memory region (iWARP).
+    reads_registered: bool,
     #[pin]
     conn: Revocable<Conn>,
     /// The keep-alive probe.
@@ -636,6 +638,7 @@ impl Link {
             proof = Some((key, client_nonce, server_nonce));
         }
         let (conn, max_sge) = Self::dial(params, index, events, user, &request)?;
+        let reads_registered = conn.dev.device().is_iwarp();
         events
             .wait(ms.saturating_mul(3), "connect", |p| match (p.challenge, p.step) {
                 (Some(_), _) => Some(Err(())),
@@ -693,6 +696,7 @@ impl Link {
                 },
                 descriptor,
                 max_sge,
+                reads_registered,
                 conn <- Revocable::new(conn),
                 probe: Arc::new(
                     Probe {
@@ -814,6 +818,12 @@ impl Link {
     /// The descriptor the server sent.
     pub(crate) fn descriptor(&self) -> &RegionDescriptor {
         &self.descriptor
+    }
+
+    /// Whether each READ's sink is registered in a memory region (iWARP): one range,
+    /// page-contiguous but for the start of its first segment and the end of its last.
+    pub(crate) fn reads_registered(&self) -> bool {
+        self.reads_registered
     }
 
     /// The most SGEs one work request on this link may carry.

@@ -102,6 +102,8 @@ impl Health {
 pub(crate) struct Session {
     queues: KVec<Arc<Queue>>,
     max_sge: u32,
+    /// Whether some queue registers its READs' sinks (see [`Session::reads_registered`]).
+    reads_registered: bool,
     descriptor: RegionDescriptor,
     keepalive: Option<Arc<KeepAlive>>,
     recovery_wq: Arc<ReclaimWorkqueue>,
@@ -123,9 +125,10 @@ impl Session {
             Ok((got, keepalive))
         });
         match started {
-            Ok(((descriptor, max_sge), keepalive)) => Ok(Self {
+            Ok(((descriptor, max_sge, reads_registered), keepalive)) => Ok(Self {
                 queues,
                 max_sge,
+                reads_registered,
                 descriptor,
                 keepalive,
                 recovery_wq,
@@ -142,15 +145,16 @@ impl Session {
         }
     }
 
-    /// Makes and connects the queues into `queues`; returns the region and the SGE limit
-    /// they share.
+    /// Makes and connects the queues into `queues`; returns the region, the SGE limit
+    /// they share, and whether any registers its READs' sinks.
     fn start_queues(
         config: &SessionConfig,
         wq: &Arc<ReclaimWorkqueue>,
         queues: &mut KVec<Arc<Queue>>,
-    ) -> Result<(RegionDescriptor, u32)> {
+    ) -> Result<(RegionDescriptor, u32, bool)> {
         let mut first: Option<RegionDescriptor> = None;
         let mut max_sge = u32::MAX;
+        let mut reads_registered = false;
         for index in 0..config.link.settings.queue_count() {
             let queue = Queue::new(
                 config.name,
@@ -163,6 +167,7 @@ impl Session {
             let link = Queue::start(&queue)?;
             let desc = *link.descriptor();
             max_sge = max_sge.min(link.max_sge());
+            reads_registered |= link.reads_registered();
             match first {
                 None => first = Some(desc),
                 // The same descriptor; only the server's proof differs from queue to queue.
@@ -181,12 +186,18 @@ impl Session {
                 }
             }
         }
-        Ok((first.ok_or(EINVAL)?, max_sge))
+        Ok((first.ok_or(EINVAL)?, max_sge, reads_registered))
     }
 
     /// The queues, one per hardware queue of the disk.
     pub(crate) fn queues(&self) -> &[Arc<Queue>] {
         &self.queues
+    }
+
+    /// Whether a READ's sink must be one page-contiguous range (it is registered in a
+    /// memory region, as iWARP requires): no READ may land in pieces of pages.
+    pub(crate) fn reads_registered(&self) -> bool {
+        self.reads_registered
     }
 
     /// The most SGEs every queue takes in one work request.
