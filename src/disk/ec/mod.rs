@@ -42,6 +42,7 @@ use super::{
 };
 pub(super) use request::EcQueue;
 use request::LegsOut;
+use request::Reads;
 
 /// What a disk with two parity fragments needs beyond the others: the RAID-6 library, the
 /// pages its recoveries work in, and the workqueue they run in (never in a completion:
@@ -114,8 +115,8 @@ pub(crate) struct EcDriver {
     queues: KVec<EcQueue>,
     layout: Layout,
     out: Arc<LegsOut>,
-    /// Parity legs a read asks beyond those it needs (`extra_reads`, at most r).
-    extra_reads: u8,
+    /// How reads are made.
+    reads: Reads,
 }
 
 impl EcDriver {
@@ -163,14 +164,19 @@ impl EcDriver {
             legs.push(leg, GFP_KERNEL)?;
         }
         let out = Arc::new(LegsOut::default(), GFP_KERNEL)?;
-        let extra_reads = settings.extra_reads.min(code.r());
-        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), extra_reads)?;
+        let reads = Reads {
+            extra: settings.extra_reads.min(code.r()),
+            // A fragment is a piece of each page: where a READ must land in one
+            // page-contiguous range (iWARP), fragments are read into the areas.
+            areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
+        };
+        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), reads)?;
         Ok(Self {
             legs,
             queues,
             layout,
             out,
-            extra_reads,
+            reads,
         })
     }
 
@@ -305,7 +311,7 @@ impl EcDriver {
             w,
             "code {} extra_reads={} early_reads={} late_leg_reads={}",
             self.code(),
-            self.extra_reads,
+            self.reads.extra,
             early,
             late
         )

@@ -17,7 +17,8 @@
 //!   ended ([`crate::blk::fanout::Settler`]) as soon as the fragments back decode with
 //!   copies and XOR, while the slowest legs are still out; they land in the areas, and the
 //!   tag is given back once they are all back. Combinations that need P and Q wait for
-//!   every leg and are rebuilt in the disk's workqueue.
+//!   every leg and are rebuilt in the disk's workqueue. Where a READ must land in one
+//!   page-contiguous range (iWARP), a striped code's reads go through the areas too.
 //! - A leg whose queue is dead (its server gone for longer than `recovery_ms`, or back
 //!   without its region) is taken out of the disk for good ([`LegsOut`]): it missed
 //!   writes, so it is never read again; the disk goes on while at least k legs are in.
@@ -96,7 +97,7 @@ pub(crate) struct EcShared {
     /// For a read: how its pages are rebuilt once every leg is back.
     rebuild: Option<Rebuild>,
     /// A read whose legs all read into their areas, so that it may end before the last
-    /// of them is back (`extra_reads`).
+    /// of them is back (`extra_reads`), or because its READs must land in whole pages.
     late: bool,
     /// For a late read that ended early: the legs back when it did.
     back_at_end: AtomicU16,
@@ -167,14 +168,24 @@ pub(crate) struct EcQueue {
     out: Arc<LegsOut>,
     /// A disk with two parity fragments: the RAID-6 library and where it works.
     pq: Option<Arc<Pq>>,
-    /// Parity legs a read asks beyond those it needs (`extra_reads`).
-    extra: u8,
+    /// How reads are made.
+    reads: Reads,
     /// Reads ended before every leg they asked was back.
     early: AtomicU64,
     /// Legs' reads that came back after their read had ended.
     late: AtomicU64,
     /// Each leg's I/O of this hardware queue's requests.
     leg_io: [LegCounters; MAX_LEGS],
+}
+
+/// How a disk's reads are made.
+#[derive(Clone, Copy)]
+pub(super) struct Reads {
+    /// Parity legs a read asks beyond those it needs (`extra_reads`, at most r).
+    pub(super) extra: u8,
+    /// Every read lands in the legs' areas, even with no extra leg: a READ must land in
+    /// one page-contiguous range (iWARP), and a fragment is a piece of each page.
+    pub(super) areas: bool,
 }
 
 /// What one leg did for one hardware queue.
@@ -252,7 +263,7 @@ pub(super) fn hw_queues(
     layout: Layout,
     out: &Arc<LegsOut>,
     pq: Option<&Arc<Pq>>,
-    extra: u8,
+    reads: Reads,
 ) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
     let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -274,7 +285,7 @@ pub(super) fn hw_queues(
                 layout,
                 out: out.clone(),
                 pq: pq.cloned(),
-                extra,
+                reads,
                 early: AtomicU64::new(0),
                 late: AtomicU64::new(0),
                 leg_io: Default::default(),
@@ -404,7 +415,9 @@ fn settled(mut rq: SettledRequest<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
     shared.retries = 0;
     let info = rq.info();
     let hwq = info.hw_queue();
-    hwq.early.fetch_add(1, Ordering::Relaxed);
+    if late != 0 {
+        hwq.early.fetch_add(1, Ordering::Relaxed);
+    }
     for (_, c) in hwq
         .leg_io
         .iter()
@@ -791,7 +804,7 @@ fn describe(
             return Err(NotNow::Fail("more servers are out than the code survives"))
         }
         Dir::Write => live,
-        Dir::Read => match layout.read_plan(group, live, hwq.extra) {
+        Dir::Read => match layout.read_plan(group, live, hwq.reads.extra) {
             Some(plan) => plan,
             None if reconnecting != 0 => return Err(NotNow::Wait),
             None => return Err(NotNow::Fail("more servers are out than the code survives")),
@@ -799,7 +812,7 @@ fn describe(
     };
     // More legs than the block needs: every leg reads into its area, and the read ends
     // with the first that decode.
-    let late = dir == Dir::Read && legs.count_ones() > u32::from(code.k());
+    let late = dir == Dir::Read && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas);
     let shared = &mut rq.data().shared;
     shared.late = late;
     *shared.back_at_end.get_mut() = 0;
@@ -909,8 +922,14 @@ impl blk::Operations for super::EcDriver {
     /// leg holds parity in some group), or what a late read reads there.
     fn init_request(&self, data: &mut EcRequestData) -> Result {
         let code = self.layout.code();
-        // Replication reads into areas only for late reads.
-        if code.r() == 0 || (code.is_replication() && self.extra_reads == 0) {
+        // Areas hold parity, and what reads into areas read. Replication needs them only
+        // for late reads (its reads are whole pages).
+        let areas = match (code.is_replication(), code.r()) {
+            (true, _) => self.reads.extra > 0,
+            (false, 0) => self.reads.areas,
+            (false, _) => true,
+        };
+        if !areas {
             return Ok(());
         }
         let pages = (GROUP_AREA / code.k() as usize).div_ceil(BLOCK as usize);
