@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The data-path, poll queue, swap and recovery suites again, over soft-iWARP (siw0) instead of
-# soft-RoCE: an iWARP device, where rswap registers each RDMA READ's sink in a memory
-# region and fences each WRITE with a READ, so those paths carry every suite's data.
+# The data-path, poll queue, swap, recovery and erasure-coded disk suites again, over
+# soft-iWARP (siw0) instead of soft-RoCE: an iWARP device, where rswap registers each RDMA
+# READ's sink in a memory region (a disk over several servers reads its fragments into
+# areas for it) and fences each WRITE with a READ, so those paths carry every suite's data.
 # Debian's stock kernel does not build siw: on it this suite is skipped; `make check
 # KERNEL=debug` runs it. Prints KTAP for scripts/check.sh, each line named "siw: SUITE: ...".
 #   tests/host/40-siw.sh [--out DIR]
@@ -11,7 +12,7 @@
 out=$RSWAP_TOP/results/siw
 [ "${1:-}" != --out ] || out=$2
 suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/33-poll.sh
-	tests/guest/40-swap.sh tests/guest/45-recovery.sh)
+	tests/guest/40-swap.sh tests/guest/45-recovery.sh tests/guest/57-ec.sh)
 
 if [ "${KERNEL:-stock}" != debug ]; then
 	echo "1..1"
@@ -23,7 +24,7 @@ rm -rf "$out"; mkdir -p "$out"
 gcc -O2 -Wall -o "$out/swapload" "$RSWAP_TOP/tests/bench/swapload.c"
 rc=0
 RSWAP_RDMA=siw RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel debug --out "$out" \
-	--timeout 2400 tests/guest/run-all.sh "${suites[@]}" || rc=$?
+	--timeout 3000 tests/guest/run-all.sh "${suites[@]}" || rc=$?
 console=$out/console.log
 [ -f "$console" ] || : > "$console"
 
