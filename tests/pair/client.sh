@@ -215,6 +215,66 @@ t_blackout() {
 }
 ktap_test "two guests: the link drops every packet for 12 s under a read; the read times out, the queue recovers, the read returns the right data" t_blackout
 
+# Late binding: a disk over three servers in the other guest (code 2+1, one address each,
+# tests/pair/server.sh), one of which is slowed by 30 ms (netem on the packets to its
+# address). With extra_reads=1 a read asks all three and ends with the first two, so the
+# 4 KiB QD1 read latency stays near the unslowed one; with extra_reads=0 the reads that
+# need the slow server's fragment (two groups in three) wait for it.
+LATE_DELAY_MS=30
+# p50 ARGS: the median completion latency (us) of 200 4 KiB QD1 random reads of $dev.
+p50() {
+	fio --name=p50 --filename=$dev --direct=1 --ioengine=psync --rw=randread --bs=4k \
+		--size=16M --number_ios=200 --output-format=json "$@" 2>/dev/null \
+		| python3 -c 'import json, sys; j = json.load(sys.stdin); print(int(j["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1000))'
+}
+t_late_binding() {
+	local ec=$CFG/late why= base slow1 slow0
+	late_enable() { # EXTRA
+		mkdir -p $ec && echo 2+1 > $ec/code && echo 16M > $ec/size && echo 1 > $ec/queues \
+			&& echo 192.0.2.12:7481,192.0.2.13:7482,192.0.2.14:7483 > $ec/servers \
+			&& echo "$1" > $ec/extra_reads && echo 0x5a70 > $ec/client_id && echo 1 > $ec/enable
+	}
+	if ! late_enable 1; then
+		ktap_fail "enable: $(cat $ec/last_error 2>&1)"; rmdir $ec 2>/dev/null; return
+	fi
+	dev=/dev/$(cat $ec/device)
+	head -c 16M /dev/urandom > /tmp/late16
+	dd if=/tmp/late16 of=$dev bs=64k oflag=direct status=none || why+="write failed; "
+	base=$(p50)
+	if ! { tc qdisc add dev eth0 root handle 1: prio \
+		&& tc qdisc add dev eth0 parent 1:3 handle 30: netem delay ${LATE_DELAY_MS}ms \
+		&& tc filter add dev eth0 parent 1: protocol ip u32 match ip dst 192.0.2.14/32 flowid 1:3; } \
+		2>"$OUT/late-tc.err"; then
+		tc qdisc del dev eth0 root 2>/dev/null
+		echo 0 > $ec/enable; rmdir $ec
+		ktap_skip "this kernel cannot delay one address (prio, netem, u32): $(head -1 "$OUT/late-tc.err")"
+		return
+	fi
+	slow1=$(p50)
+	late1=$(grep '^code ' $ec/stats)
+	echo 0 > $ec/enable && late_enable 0 || why+="enable with extra_reads=0: $(cat $ec/last_error 2>&1); "
+	slow0=$(p50)
+	tc qdisc del dev eth0 root 2>/dev/null
+	dd if=$dev bs=64k iflag=direct status=none | cmp -s - /tmp/late16 || why+="data read back differs; "
+	echo 0 > $ec/enable; rmdir $ec
+	# Robust bounds (TCG's own latency is a few ms): the slowed server costs extra_reads=1
+	# under half its delay, and extra_reads=0 at least most of it.
+	[ -n "$base" ] && [ -n "$slow1" ] && [ -n "$slow0" ] || why+="no latency from fio ($base, $slow1, $slow0); "
+	if [ -z "$why" ]; then
+		[ "$slow1" -lt $((base + LATE_DELAY_MS * 500)) ] || why+="extra_reads=1 waited for the slow server; "
+		[ "$slow0" -ge $((LATE_DELAY_MS * 800)) ] || why+="extra_reads=0 did not wait for the slow server; "
+	fi
+	local ratios
+	ratios=$(awk -v b="$base" -v s1="$slow1" -v s0="$slow0" 'BEGIN { printf "extra_reads=1 %.2fx, extra_reads=0 %.2fx of the unslowed run", s1 / b, s0 / b }')
+	if [ -z "$why" ]; then
+		ktap_pass
+	else
+		ktap_fail "$why"
+	fi
+	ktap_diag "4 KiB QD1 read p50: unslowed $base us; one server +${LATE_DELAY_MS} ms: extra_reads=1 $slow1 us, extra_reads=0 $slow0 us ($ratios); $late1"
+}
+ktap_test "two guests: late binding: one of three servers slowed by 30 ms: with extra_reads=1 the 4 KiB QD1 read latency stays near the unslowed one, with extra_reads=0 it does not" t_late_binding
+
 # The request timeout with recovery off: the link drops everything, the disk's timeout is
 # far below the RDMA retry time, so blk-mq's timeout handler runs: it tears the queue
 # down, which ends the request with an I/O error.

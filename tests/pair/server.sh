@@ -14,6 +14,10 @@ GHOST_ID=$((0x5a5a))
 KEEPALIVE_MS=5000
 GRACE_S=20
 LOG=$RSWAP_OUT/server.log
+# The legs of the client's disk over three servers (its late-binding test): one
+# rswap-server each, on an address of its own, so that the client can slow one of them.
+LEG_IPS=(192.0.2.12 192.0.2.13 192.0.2.14)
+LEG_PORTS=(7481 7482 7483)
 ts() { sed -n 's/^ts=\([0-9.]*\) .*/\1/p' <<<"$1"; }
 
 setup() {
@@ -24,6 +28,13 @@ setup() {
 		--listen "$RSWAP_GUEST_IP:7471" --size 512M --grace $GRACE_S --keepalive-ms $KEEPALIVE_MS --insecure \
 		>"$LOG" 2>&1 &
 	SPID=$!
+	local i
+	for i in 0 1 2; do
+		ip addr add "${LEG_IPS[$i]}/24" dev eth0
+		"$RSWAP_TOP/tools/rswap-server/target/release/rswap-server" \
+			--listen "${LEG_IPS[$i]}:${LEG_PORTS[$i]}" --size 16M --insecure \
+			>"$RSWAP_OUT/leg$i.log" 2>&1 &
+	done
 }
 
 # The whole client run comes first: wait for the ghost's region, then for its end.
