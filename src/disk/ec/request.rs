@@ -838,8 +838,11 @@ fn describe(
         }
         let leg = u8::try_from(l).map_err(|_| NotNow::Fail("leg"))?;
         let j = layout.fragment_on(group, leg);
-        let entries = if late {
-            // Into the leg's area; `gather` copies it into the pages.
+        // A late read's fragments land in the leg's area (`gather` copies them into the
+        // pages); so do a read's parity fragments (the pages are rebuilt from them at the
+        // end), and a write's parity was computed there above.
+        let in_area = late || (!code.is_replication() && j >= code.k());
+        let entries = if in_area {
             let blocks = u64::from(rq.bytes()) / BLOCK;
             let bytes = (blocks * f) as usize;
             rq.data()
@@ -850,18 +853,8 @@ fn describe(
         } else if code.is_replication() {
             // Every fragment is the whole page.
             rq.map_fragments(|d| d.part_mut(l)?.table(), 0, frag)
-        } else if j < code.k() {
-            rq.map_fragments(|d| d.part_mut(l)?.table(), u32::from(j) * frag, frag)
         } else {
-            // Parity: a write's was computed into the leg's area above; a read's lands
-            // there, and the pages are rebuilt from it at the end.
-            let blocks = u64::from(rq.bytes()) / BLOCK;
-            let bytes = (blocks * f) as usize;
-            rq.data()
-                .part_mut(l)
-                .and_then(|p| p.table())
-                .map(|t| t.use_own_bytes(bytes))
-                .filter(|&e| e > 0)
+            rq.map_fragments(|d| d.part_mut(l)?.table(), u32::from(j) * frag, frag)
         };
         *n = entries.ok_or(NotNow::Fail("more segments than the disk allows"))?;
     }
