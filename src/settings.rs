@@ -82,7 +82,7 @@ pub(crate) use for_each_setting;
 /// shown forms (value to text).
 pub(crate) mod row {
     use core::fmt::{self, Display, Write};
-    use kernel::{alloc::flags::GFP_KERNEL, sync::Arc};
+    use kernel::{alloc::flags::GFP_KERNEL, alloc::KVec, sync::Arc};
 
     use crate::config_parse::{self as parse, Invalid};
     use crate::kernel_ext::{self, BadAddr};
@@ -95,14 +95,14 @@ pub(crate) mod row {
     /// The servers of a disk over several (`servers`), in leg order: an address each, with
     /// the port its entry gave, if any (else the `port` row's). On the heap (1.4 KiB for
     /// 10 addresses), shared by the copies of a target's settings: a copy on the stack is
-    /// a pointer, where enable's call chain keeps several.
+    /// a pointer, where enable's call chain keeps several. Built on the heap too, entry by
+    /// entry: a whole list on the stack made a store of `servers` take 4 KiB of it.
     #[derive(Clone)]
     pub(crate) struct ServerList(Option<Arc<ServerEntries>>);
 
     /// The entries of a [`ServerList`].
     pub(crate) struct ServerEntries {
-        entries: [Option<(SockAddr, Option<u16>)>; MAX_SERVERS],
-        len: usize,
+        entries: KVec<Option<(SockAddr, Option<u16>)>>,
     }
 
     impl ServerList {
@@ -111,7 +111,7 @@ pub(crate) mod row {
 
         /// Servers in the list.
         pub(crate) fn len(&self) -> usize {
-            self.0.as_ref().map_or(0, |e| e.len)
+            self.0.as_ref().map_or(0, |e| e.entries.len())
         }
 
         /// Whether the list is empty.
@@ -132,8 +132,7 @@ pub(crate) mod row {
 
     /// The entries of a [`SecretList`].
     pub(crate) struct SecretEntries {
-        entries: [Option<Secret>; MAX_SERVERS],
-        len: usize,
+        entries: KVec<Option<Secret>>,
     }
 
     impl SecretList {
@@ -142,7 +141,7 @@ pub(crate) mod row {
 
         /// Entries in the list (0: none given).
         pub(crate) fn len(&self) -> usize {
-            self.0.as_ref().map_or(0, |e| e.len)
+            self.0.as_ref().map_or(0, |e| e.entries.len())
         }
 
         /// Server `i`'s own secret, if the list gives one.
@@ -153,7 +152,14 @@ pub(crate) mod row {
 
     /// `value` on the heap, shared.
     fn shared<T>(value: T) -> Result<Arc<T>, Invalid> {
-        Arc::new(value, GFP_KERNEL).map_err(|_| Invalid("out of memory"))
+        Arc::new(value, GFP_KERNEL).map_err(|_| OUT_OF_MEMORY)
+    }
+
+    const OUT_OF_MEMORY: Invalid = Invalid("out of memory");
+
+    /// Room for the entries of a list (at most [`MAX_SERVERS`]), on the heap.
+    fn entries<T>() -> Result<KVec<T>, Invalid> {
+        KVec::with_capacity(MAX_SERVERS, GFP_KERNEL).map_err(|_| OUT_OF_MEMORY)
     }
 
     /// Most connections (queues and poll queues) one target opens: the server's default
@@ -227,16 +233,14 @@ pub(crate) mod row {
         if t == "none" {
             return Ok(ServerList::EMPTY);
         }
-        let mut out = ServerEntries {
-            entries: [None; MAX_SERVERS],
-            len: 0,
-        };
-        for (slot, entry) in out.entries.iter_mut().zip(parse::list(t)?) {
+        let mut entries = entries()?;
+        for entry in parse::list(t)? {
             let (text, port) = parse::server_entry(entry)?;
-            *slot = host(text)?.map(|a| (a, port));
-            out.len += 1;
+            entries
+                .push(host(text)?.map(|a| (a, port)), GFP_KERNEL)
+                .map_err(|_| OUT_OF_MEMORY)?;
         }
-        Ok(ServerList(Some(shared(out)?)))
+        Ok(ServerList(Some(shared(ServerEntries { entries })?)))
     }
 
     /// A comma-separated list of secrets, each as [`secret`] takes it or `-` (that server
@@ -245,19 +249,16 @@ pub(crate) mod row {
         if t == "none" {
             return Ok(SecretList::EMPTY);
         }
-        let mut out = SecretEntries {
-            entries: [const { None }; MAX_SERVERS],
-            len: 0,
-        };
-        for (slot, entry) in out.entries.iter_mut().zip(parse::list(t)?) {
-            *slot = match entry {
+        let mut entries = entries()?;
+        for entry in parse::list(t)? {
+            let one = match entry {
                 "-" => None,
                 "none" => return Err(Invalid("a server with no secret of its own is '-'")),
                 e => secret(e)?,
             };
-            out.len += 1;
+            entries.push(one, GFP_KERNEL).map_err(|_| OUT_OF_MEMORY)?;
         }
-        Ok(SecretList(Some(shared(out)?)))
+        Ok(SecretList(Some(shared(SecretEntries { entries })?)))
     }
 
     /// The servers as `servers` takes them, or `(none)`.
