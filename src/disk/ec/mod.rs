@@ -181,7 +181,8 @@ impl EcDriver {
     }
 
     /// Connects leg `i`: the target's settings with that server, its secret, and a region
-    /// of the leg's size.
+    /// of the leg's size. Not inlined: its copy of the settings has a frame of its own.
+    #[inline(never)]
     fn connect_leg(config: &DiskConfig, disk: Name, layout: &Layout, i: usize) -> Result<Leg> {
         let settings = &config.settings;
         let (addr, port) = settings.servers.entry(i).ok_or(EINVAL)?;
