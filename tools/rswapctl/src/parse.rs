@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsers for what the kernel shows: a target's `state` line, its `secret` attribute and
-//! its 0/1 ones (`encrypt`, `sync_swapin`), the encryption line of its `stats` and
-//! `/proc/swaps`; a secret file's content; the human-readable sizes of the table.
+//! Parsers for what the kernel shows: a target's `state` (its line, and a line per leg of
+//! a disk over several servers), its `secret` attribute and its 0/1 ones (`encrypt`,
+//! `sync_swapin`), its `stats` and `/proc/swaps`; a secret file's content; the
+//! human-readable sizes of the table.
 
 use std::fmt;
 
@@ -72,7 +73,8 @@ fn small(key: &str, value: &str) -> Result<u32, StateError> {
 /// Parses the `state` attribute: `disabled`, or `SUMMARY queues=L/N region=.. epoch=..
 /// length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
 /// fields are ignored (a newer module may add some); a missing known one is an error.
-/// Only the first line is read: a disk over several servers adds a line per server.
+/// Only the first line is read: a disk over several servers adds a line per server,
+/// which [`parse_state_legs`] reads.
 pub fn parse_state(text: &str) -> Result<TargetState, StateError> {
     let line = text.lines().next().unwrap_or("").trim();
     let mut words = line.split_whitespace();
@@ -120,6 +122,82 @@ pub fn parse_state(text: &str) -> Result<TargetState, StateError> {
         recoveries: recoveries.ok_or_else(|| missing("recoveries"))?,
         retried: retried.ok_or_else(|| missing("retried"))?,
     }))
+}
+
+/// A leg's line of the `state` attribute of a disk over several servers: `legN SERVER
+/// WORD queues=L/N region=.. epoch=..`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegState {
+    /// N: the server's index in `servers`.
+    pub leg: u32,
+    /// As the module prints it: `192.0.2.2:7471`, `[fd00::2]:7471`.
+    pub server: String,
+    /// `out` once the leg is out of the disk, else its queues' summary (`connected`,
+    /// `recovering`, `degraded`, `dead`, `disconnected`; any word is kept).
+    pub state: String,
+    pub queues_live: u32,
+    pub queues_total: u32,
+    pub region: u64,
+    pub epoch: u64,
+}
+
+/// The `N` of a line's first word `PREFIXN` (`leg3`, `queue0`).
+fn indexed(first: &str, prefix: &str) -> Option<u32> {
+    first.strip_prefix(prefix)?.parse().ok()
+}
+
+/// One leg line of `state`; `leg` is its index.
+fn leg_state(leg: u32, line: &str) -> Result<LegState, StateError> {
+    let mut words = line.split_whitespace().skip(1);
+    let mut word = |what: &str| match words.next() {
+        Some(w) if !w.contains('=') => Ok(w.to_string()),
+        _ => Err(StateError(format!("no {what} in {line:?}"))),
+    };
+    let (server, state) = (word("server")?, word("state word")?);
+    let (mut queues, mut region, mut epoch) = (None, None, None);
+    for w in words {
+        let Some((key, value)) = w.split_once('=') else {
+            return Err(StateError(format!("{w:?} is not key=value")));
+        };
+        match key {
+            "queues" => {
+                let Some((live, total)) = value.split_once('/') else {
+                    return Err(StateError(format!("queues={value} is not L/N")));
+                };
+                queues = Some((small(key, live)?, small(key, total)?));
+            }
+            "region" => region = Some(number(key, value)?),
+            "epoch" => epoch = Some(number(key, value)?),
+            _ => {}
+        }
+    }
+    let missing = |key: &str| StateError(format!("no {key}= in {line:?}"));
+    let (queues_live, queues_total) = queues.ok_or_else(|| missing("queues"))?;
+    Ok(LegState {
+        leg,
+        server,
+        state,
+        queues_live,
+        queues_total,
+        region: region.ok_or_else(|| missing("region"))?,
+        epoch: epoch.ok_or_else(|| missing("epoch"))?,
+    })
+}
+
+/// Parses the leg lines of the `state` attribute of a disk over several servers (those
+/// after the first line whose first word is `legN`; see [`LegState`]), in their order.
+/// A plain target's `state`, a disabled one's and a module's without legs have none: an
+/// empty list. Unknown `key=value` fields are ignored; a leg line without its server,
+/// state word or a known field is an error.
+pub fn parse_state_legs(text: &str) -> Result<Vec<LegState>, StateError> {
+    text.lines()
+        .skip(1)
+        .map(str::trim)
+        .filter_map(|line| {
+            let leg = indexed(line.split_whitespace().next()?, "leg")?;
+            Some(leg_state(leg, line))
+        })
+        .collect()
 }
 
 /// One line of `/proc/swaps`.
@@ -394,6 +472,39 @@ impl Histogram {
     }
 }
 
+/// The late-binding line of the `stats` of a disk over several servers: `code K+R
+/// extra_reads=D early_reads=N late_leg_reads=M`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeLine {
+    /// `K+R`, as the module prints it.
+    pub code: String,
+    /// Parity fragments (or copies) a read asks beyond the k it needs.
+    pub extra_reads: u64,
+    /// Reads that ended before their slowest leg was back.
+    pub early_reads: u64,
+    /// Legs' reads that came back after their read had ended.
+    pub late_leg_reads: u64,
+}
+
+/// A leg's line of the `stats` of a disk over several servers: `legN reads=.. writes=..
+/// errors=.. late=.. requeues=.. recoveries=.. inflight=..`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegStats {
+    /// N: the server's index in `servers`.
+    pub leg: u32,
+    /// The leg's reads and writes that came back with success.
+    pub reads: u64,
+    pub writes: u64,
+    /// Its failed ones.
+    pub errors: u64,
+    /// Its reads that came back after their read had ended.
+    pub late: u64,
+    /// Its queues' requeues, reconnects and work requests in flight.
+    pub requeues: u64,
+    pub recoveries: u64,
+    pub inflight: u64,
+}
+
 /// A target's `stats` attribute (Documentation/configuration.md, "Counters").
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stats {
@@ -407,6 +518,10 @@ pub struct Stats {
     /// completion (a module older than the two lines above).
     pub latency: Option<Histogram>,
     pub encryption: Option<Encryption>,
+    /// The `code` line of a disk over several servers.
+    pub code: Option<CodeLine>,
+    /// The `legN` lines of a disk over several servers, in their order.
+    pub legs: Vec<LegStats>,
     /// The `queueN` lines: the queue's index and its fields.
     pub queues: Vec<(u32, Vec<(String, u64)>)>,
 }
@@ -432,6 +547,53 @@ fn fields(line: &str) -> Result<Vec<(String, u64)>, StatsError> {
             Ok((key.to_string(), n))
         })
         .collect()
+}
+
+/// Field `key` of `fields`, which a line must have.
+fn field(fields: &[(String, u64)], key: &str, line: &str) -> Result<u64, StatsError> {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| StatsError(format!("no {key}= in {line:?}")))
+}
+
+/// The `code K+R extra_reads=.. early_reads=.. late_leg_reads=..` line.
+fn code_line(line: &str) -> Result<CodeLine, StatsError> {
+    let code = match line.split_whitespace().nth(1) {
+        Some(c) if !c.contains('=') => c.to_string(),
+        _ => return Err(StatsError(format!("no code in {line:?}"))),
+    };
+    // The fields after the code: `fields` skips the first word of what it is given.
+    let f = fields(
+        &line
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )?;
+    Ok(CodeLine {
+        extra_reads: field(&f, "extra_reads", line)?,
+        early_reads: field(&f, "early_reads", line)?,
+        late_leg_reads: field(&f, "late_leg_reads", line)?,
+        code,
+    })
+}
+
+/// A `legN reads=.. ...` line of `stats`.
+fn leg_stats(leg: u32, line: &str) -> Result<LegStats, StatsError> {
+    let f = fields(line)?;
+    let get = |key| field(&f, key, line);
+    Ok(LegStats {
+        leg,
+        reads: get("reads")?,
+        writes: get("writes")?,
+        errors: get("errors")?,
+        late: get("late")?,
+        requeues: get("requeues")?,
+        recoveries: get("recoveries")?,
+        inflight: get("inflight")?,
+    })
 }
 
 /// A histogram line's fields: `leN=..` with rising bounds, then `inf=..`.
@@ -462,8 +624,9 @@ fn histogram(line: &str) -> Result<Histogram, StatsError> {
 
 /// Parses a target's `stats` attribute: the `total` line, the latency histograms (the
 /// `read_latency_us` and `write_latency_us` pair, or a module's older single
-/// `latency_us`), the encryption line (as [`parse_stats_encryption`]) and the `queueN`
-/// lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
+/// `latency_us`), the encryption line (as [`parse_stats_encryption`]), the `code` and
+/// `legN` lines of a disk over several servers (their unknown `key=value` fields
+/// ignored, a missing known one an error) and the `queueN` lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
 /// module's) are skipped; a known line that does not parse is an error. A disabled
 /// target's `stats` is empty: all empty.
 pub fn parse_stats(stats: &str) -> Result<Stats, StatsError> {
@@ -480,9 +643,12 @@ pub fn parse_stats(stats: &str) -> Result<Stats, StatsError> {
             "read_latency_us" => out.read_latency = Some(histogram(line)?),
             "write_latency_us" => out.write_latency = Some(histogram(line)?),
             "latency_us" => out.latency = Some(histogram(line)?),
+            "code" => out.code = Some(code_line(line)?),
             _ => {
-                if let Some(Ok(q)) = first.strip_prefix("queue").map(str::parse::<u32>) {
+                if let Some(q) = indexed(first, "queue") {
                     out.queues.push((q, fields(line)?));
+                } else if let Some(leg) = indexed(first, "leg") {
+                    out.legs.push(leg_stats(leg, line)?);
                 }
             }
         }
@@ -640,6 +806,184 @@ mod tests {
             e.to_string(),
             "unexpected state line: epoch=z is not a number"
         );
+    }
+
+    /// The `state` of a 4+2 disk with leg 1 out, as the module prints it; leg 3 on an
+    /// IPv6 server, leg 5 with a field of a newer module.
+    const STATE_4_2: &str = "degraded queues=10/12 region=0 epoch=0 length=16777216 \
+        recovering=0 dead=2 recoveries=0 retried=3 code=4+2 legs_up=5/6\n\
+        leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1\n\
+        leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1\n\
+        leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1\n\
+        leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1\n\
+        leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=2\n\
+        leg5 192.0.2.7:7000 connected queues=2/2 region=6 epoch=1 future=9\n";
+
+    #[test]
+    fn state_legs() {
+        let legs = parse_state_legs(STATE_4_2).unwrap();
+        assert_eq!(legs.len(), 6);
+        assert_eq!(
+            legs[1],
+            LegState {
+                leg: 1,
+                server: "192.0.2.3:7471".into(),
+                state: "out".into(),
+                queues_live: 0,
+                queues_total: 2,
+                region: 1478130930843524612,
+                epoch: 1,
+            }
+        );
+        assert_eq!(legs[3].server, "[fd00::2]:7471");
+        assert_eq!(legs[2].region, 12370173478124151043);
+        assert_eq!((legs[5].leg, legs[5].epoch), (5, 1));
+        // The first line is the disk's, as before.
+        let st = parse_state(STATE_4_2).unwrap();
+        assert_eq!(st.enabled().unwrap().queues_live, 10);
+        // A plain target, a disabled one: no legs.
+        assert_eq!(parse_state_legs(&line("connected")), Ok(vec![]));
+        assert_eq!(parse_state_legs("disabled\n"), Ok(vec![]));
+        assert_eq!(parse_state_legs(""), Ok(vec![]));
+        // Lines that are not `legN ...` are not legs.
+        let other = format!("{}legs 2\nlegx a b\nfuture line\n", line("connected"));
+        assert_eq!(parse_state_legs(&other), Ok(vec![]));
+    }
+
+    #[test]
+    fn state_legs_bad_lines() {
+        for (leg, why) in [
+            ("leg0", "no server in \"leg0\""),
+            ("leg0 192.0.2.2:7471", "no state word in "),
+            ("leg0 queues=2/2 region=1 epoch=1", "no server in "),
+            (
+                "leg0 192.0.2.2:7471 queues=2/2 region=1 epoch=1",
+                "no state word in ",
+            ),
+            (
+                "leg0 192.0.2.2:7471 connected queues=2 region=1 epoch=1",
+                "queues=2 is not L/N",
+            ),
+            (
+                "leg0 192.0.2.2:7471 connected queues=2/2 epoch=1",
+                "no region= in ",
+            ),
+            (
+                "leg0 192.0.2.2:7471 connected queues=2/2 region=1",
+                "no epoch= in ",
+            ),
+            (
+                "leg0 192.0.2.2:7471 connected queues=2/2 region=x epoch=1",
+                "region=x is not a number",
+            ),
+            (
+                "leg0 192.0.2.2:7471 connected queues=2/2 region=1 epoch=1 bogus",
+                "\"bogus\" is not key=value",
+            ),
+        ] {
+            let text = format!("{}{leg}\n", line("connected"));
+            let e = parse_state_legs(&text).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("unexpected state line: {why}")),
+                "{leg:?}: {e}"
+            );
+        }
+    }
+
+    /// The `stats` of a 4+2 disk (fewer latency buckets), as the module prints it; leg 5
+    /// with a field of a newer module.
+    const STATS_4_2: &str = "total reads=5120 writes=1536 read_bytes=20971520 \
+        write_bytes=6291456 errors=0 requeues=0 recoveries=0 inflight=0 registered_reads=0\n\
+        read_latency_us le8=0 le16=2 inf=0\n\
+        write_latency_us le8=1 le16=0 inf=0\n\
+        encryption off\n\
+        code 4+2 extra_reads=1 early_reads=5120 late_leg_reads=4980\n\
+        leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0\n\
+        leg1 reads=0 writes=0 errors=7 late=0 requeues=1 recoveries=0 inflight=0\n\
+        leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0\n\
+        leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0\n\
+        leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=0 inflight=0\n\
+        leg5 reads=2570 writes=1536 errors=0 late=1777 requeues=0 recoveries=0 inflight=2 new=1\n\
+        queue0 reads=2575 writes=770 read_bytes=10547200\n\
+        queue1 reads=2545 writes=766 read_bytes=10424320\n";
+
+    #[test]
+    fn stats_of_a_disk_over_several_servers() {
+        let s = parse_stats(STATS_4_2).unwrap();
+        assert_eq!(
+            s.code,
+            Some(CodeLine {
+                code: "4+2".into(),
+                extra_reads: 1,
+                early_reads: 5120,
+                late_leg_reads: 4980
+            })
+        );
+        assert_eq!(s.legs.len(), 6);
+        assert_eq!(
+            s.legs[1],
+            LegStats {
+                leg: 1,
+                reads: 0,
+                writes: 0,
+                errors: 7,
+                late: 0,
+                requeues: 1,
+                recoveries: 0,
+                inflight: 0
+            }
+        );
+        assert_eq!(
+            (s.legs[5].leg, s.legs[5].late, s.legs[5].inflight),
+            (5, 1777, 2)
+        );
+        // The rest as on a plain disk.
+        assert_eq!(s.total("reads"), Some(5120));
+        assert_eq!(s.encryption, Some(Encryption::Off));
+        assert_eq!(s.queues.len(), 2);
+        // A plain disk's: no code line, no legs.
+        let plain = parse_stats(STATS_PAIR).unwrap();
+        assert_eq!((plain.code, plain.legs), (None, vec![]));
+    }
+
+    #[test]
+    fn stats_of_legs_bad_lines() {
+        for (line, why) in [
+            ("code", "no code in \"code\""),
+            (
+                "code extra_reads=1 early_reads=0 late_leg_reads=0",
+                "no code in ",
+            ),
+            (
+                "code 4+2 extra_reads=1 early_reads=0",
+                "no late_leg_reads= in ",
+            ),
+            (
+                "code 4+2 extra_reads=1 early_reads=x late_leg_reads=0",
+                "early_reads=x is not a number",
+            ),
+            (
+                "code 4+2 extra_reads=1 early_reads=0 late_leg_reads=0 junk",
+                "\"junk\" is not key=value",
+            ),
+            (
+                "leg0 reads=1 writes=1 errors=0 requeues=0 recoveries=0 inflight=0",
+                "no late= in ",
+            ),
+            ("leg3 reads=-1", "reads=-1 is not a number"),
+            (
+                "leg3 192.0.2.2:7471 connected",
+                "\"192.0.2.2:7471\" is not key=value",
+            ),
+        ] {
+            let e = parse_stats(line).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("unexpected stats line: {why}")),
+                "{line:?}: {e}"
+            );
+        }
+        // `legs ...`, `legx ...`: not leg lines, skipped.
+        assert_eq!(parse_stats("legs 1\nlegx a\n").unwrap(), Stats::default());
     }
 
     #[test]
