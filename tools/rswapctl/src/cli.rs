@@ -359,7 +359,8 @@ fn align(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-/// The table of `rswapctl list`.
+/// The table of `rswapctl list`. The state of a disk over several servers says how many
+/// of its legs are up: `degraded(5/6)`.
 pub fn table(targets: &[TargetInfo]) -> String {
     // Then a yes/no column for each setting that has one.
     let columns: Vec<&Setting> = SETTINGS.iter().filter(|s| s.column.is_some()).collect();
@@ -380,7 +381,10 @@ pub fn table(targets: &[TargetInfo]) -> String {
             dash(t.device.as_deref()),
             dash(t.server()),
             dash(t.settings.get("size_bytes").as_u64().map(human_size)),
-            t.state.clone(),
+            match t.legs_up() {
+                Some((up, all)) => format!("{}({up}/{all})", t.state),
+                None => t.state.clone(),
+            },
             dash(t.recoveries),
             dash(t.swap_used_bytes.map(human_size)),
         ];
@@ -427,11 +431,19 @@ pub fn server_status_table(status: &ServerStatus) -> String {
 }
 
 /// The `key: value` lines of `rswapctl status`: the JSON fields (null as `-`), then each
-/// attribute as `attr.NAME: value`.
+/// attribute as `attr.NAME: value`. `legs` is a line per leg, `legN: {...}`, and none for
+/// a target without legs, whose lines stay as they were before disks had legs.
 pub fn status_text(s: &TargetStatus) -> String {
     let mut out = String::new();
     if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&s.info) {
         for k in target::fields() {
+            if k == "legs" {
+                for leg in s.info.legs.iter().flatten() {
+                    let v = serde_json::to_string(leg).unwrap_or_default();
+                    out.push_str(&format!("leg{}: {v}\n", leg.leg));
+                }
+                continue;
+            }
             let v = match fields.get(k) {
                 None | Some(serde_json::Value::Null) => "-".to_string(),
                 Some(serde_json::Value::String(s)) => s.clone(),

@@ -392,6 +392,55 @@ pub struct TargetInfo {
     /// The target's `stats` attribute; null when it is disabled (its `stats` is empty)
     /// or the attribute does not parse.
     pub stats: Option<StatsInfo>,
+    /// The servers of a disk over several servers, one per leg line of `state`, with
+    /// their counters from `stats`: empty for a plain target (whose `state` has no leg
+    /// lines), null while disabled or when a leg line does not parse.
+    pub legs: Option<Vec<LegInfo>>,
+}
+
+/// A leg (server) of a disk over several servers, as `list --json` and `status --json`
+/// show it: from its `state` line, then its `stats` line (each of those null when
+/// `stats` has no line for the leg or does not parse).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LegInfo {
+    /// Its index in `servers`.
+    pub leg: u32,
+    pub server: String,
+    /// `out` once out of the disk, else its queues' state word (`connected`, ...).
+    pub state: String,
+    pub queues_live: u32,
+    pub queues_total: u32,
+    pub region: u64,
+    pub epoch: u64,
+    pub reads: Option<u64>,
+    pub writes: Option<u64>,
+    pub errors: Option<u64>,
+    pub late: Option<u64>,
+    pub requeues: Option<u64>,
+    pub recoveries: Option<u64>,
+    pub inflight: Option<u64>,
+}
+
+impl LegInfo {
+    /// A leg from its `state` line and (if `stats` has it) its `stats` line.
+    fn new(s: &parse::LegState, c: Option<&parse::LegStats>) -> Self {
+        LegInfo {
+            leg: s.leg,
+            server: s.server.clone(),
+            state: s.state.clone(),
+            queues_live: s.queues_live,
+            queues_total: s.queues_total,
+            region: s.region,
+            epoch: s.epoch,
+            reads: c.map(|c| c.reads),
+            writes: c.map(|c| c.writes),
+            errors: c.map(|c| c.errors),
+            late: c.map(|c| c.late),
+            requeues: c.map(|c| c.requeues),
+            recoveries: c.map(|c| c.recoveries),
+            inflight: c.map(|c| c.inflight),
+        }
+    }
 }
 
 impl TargetInfo {
@@ -404,14 +453,24 @@ impl TargetInfo {
             None => addr.to_string(),
         })
     }
+
+    /// `(up, all)` legs of a disk over several servers: those whose state word is
+    /// `connected` (all their queues live, as the module's `legs_up` counts them); `None`
+    /// for a target without legs.
+    pub fn legs_up(&self) -> Option<(usize, usize)> {
+        let legs = self.legs.as_ref().filter(|l| !l.is_empty())?;
+        let up = legs.iter().filter(|l| l.state == "connected").count();
+        Some((up, legs.len()))
+    }
 }
 
 /// The `stats` object of `list --json` and `status --json`: the fields of the `total`
 /// line (those of [`COUNTERS`] first, in its order, null when missing; then any other),
 /// the latency histograms (`read_latency_us`, `write_latency_us`, and `latency_us` of a
 /// module older than those two; each null or a list of `{"le_us": BOUND, "count": N}`,
-/// not cumulative, the last bound null), then `queues`: per queue its `queue` index and
-/// fields.
+/// not cumulative, the last bound null), `late_binding` (the `code` line of a disk over
+/// several servers: `code`, `extra_reads`, `early_reads`, `late_leg_reads`; null on a
+/// plain disk), then `queues`: per queue its `queue` index and fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatsInfo(pub parse::Stats);
 
@@ -420,6 +479,21 @@ pub struct StatsInfo(pub parse::Stats);
 struct Bucket {
     le_us: Option<u64>,
     count: u64,
+}
+
+/// The `code` line of `stats` in JSON.
+struct LateBinding<'a>(&'a parse::CodeLine);
+
+impl Serialize for LateBinding<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("code", &c.code)?;
+        map.serialize_entry("extra_reads", &c.extra_reads)?;
+        map.serialize_entry("early_reads", &c.early_reads)?;
+        map.serialize_entry("late_leg_reads", &c.late_leg_reads)?;
+        map.end()
+    }
 }
 
 fn histogram_json(h: Option<&parse::Histogram>) -> Option<Vec<Bucket>> {
@@ -449,6 +523,7 @@ impl Serialize for StatsInfo {
             &histogram_json(s.write_latency.as_ref()),
         )?;
         map.serialize_entry("latency_us", &histogram_json(s.latency.as_ref()))?;
+        map.serialize_entry("late_binding", &s.code.as_ref().map(LateBinding))?;
         let queues: Vec<Value> = s
             .queues
             .iter()
@@ -482,6 +557,7 @@ pub fn fields() -> Vec<&'static str> {
         "swap_used_bytes",
         "swap_priority",
         "stats",
+        "legs",
     ]);
     fields
 }
@@ -1073,8 +1149,10 @@ impl<'a> Ctl<'a> {
         let attr = |a: &str| self.read_attr(name, a).ok().map(|v| v.trim().to_string());
         let set = |v: Option<String>| v.filter(|v| !v.is_empty() && v != "(unset)");
         let device = set(attr("device"));
-        let state = attr("state")
-            .map(|s| parse::parse_state(&s))
+        let state_text = attr("state");
+        let state = state_text
+            .as_deref()
+            .map(parse::parse_state)
             .and_then(Result::ok);
         let st = state.as_ref().and_then(TargetState::enabled);
         let swap = device.as_deref().and_then(|d| self.swap_entry(swaps, d));
@@ -1083,6 +1161,15 @@ impl<'a> Ctl<'a> {
             .and_then(|_| attr("stats"))
             .and_then(|s| parse::parse_stats(&s).ok());
         let encryption = stats.as_ref().and_then(|s| s.encryption.as_ref());
+        let legs = st
+            .and(state_text.as_deref())
+            .and_then(|t| parse::parse_state_legs(t).ok())
+            .map(|legs| {
+                let counters = |leg| stats.as_ref()?.legs.iter().find(|c| c.leg == leg);
+                legs.iter()
+                    .map(|l| LegInfo::new(l, counters(l.leg)))
+                    .collect()
+            });
         TargetInfo {
             name: name.to_string(),
             device,
@@ -1108,6 +1195,7 @@ impl<'a> Ctl<'a> {
             swap_used_bytes: swap.map(|e| e.used_kib * 1024),
             swap_priority: swap.map(|e| e.priority),
             stats: stats.map(StatsInfo),
+            legs,
         }
     }
 

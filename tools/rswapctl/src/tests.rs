@@ -703,6 +703,7 @@ fn list_json() {
             {"le_us": null, "count": 1}
         ],
         "latency_us": null,
+        "late_binding": null,
         "queues": [{
             "queue": 0, "reads": 4, "writes": 8, "read_bytes": 16384,
             "write_bytes": 32768, "errors": 0, "requeues": 0,
@@ -721,7 +722,7 @@ fn list_json() {
             "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
             "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": 30000,
             "code": "1+0", "servers": null, "secrets": null, "extra_reads": 1,
-            "rebuild_mbps": 200, "stats": null
+            "rebuild_mbps": 200, "stats": null, "legs": []
         },
         {
             "name": "b", "device": null, "addr": "192.0.2.3", "port": 7471,
@@ -734,7 +735,7 @@ fn list_json() {
             "queue_depth": 128, "client_id": "0x5eed", "timeout_ms": 5000,
             "recovery_ms": 60000, "keepalive_ms": 5000, "io_timeout_ms": null,
             "code": null, "servers": null, "secrets": null, "extra_reads": null,
-            "rebuild_mbps": null, "stats": null
+            "rebuild_mbps": null, "stats": null, "legs": null
         }
     ]);
     want[0]["stats"] = stats;
@@ -805,8 +806,11 @@ fn status_text() {
     let out = run(&fake, &["status", "b"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "name: b");
-    assert_eq!(lines[target::fields().len() - 2], "swap_priority: -");
-    assert_eq!(lines[target::fields().len() - 1], "stats: -");
+    // Every field but `legs`, which has no line on a target without legs.
+    assert_eq!(lines[target::fields().len() - 3], "swap_priority: -");
+    assert_eq!(lines[target::fields().len() - 2], "stats: -");
+    assert!(lines[target::fields().len() - 1].starts_with("attr."));
+    assert!(!out.contains("\nleg"), "{out}");
     assert!(lines.contains(&"device: -"));
     assert!(lines.contains(&"secret: -"));
     assert!(lines.contains(&"encrypt: -"));
@@ -2951,6 +2955,122 @@ fn the_settings_table() {
         why.ends_with(": read-only while enabled (write 0 to enable first)\n"),
         "{why}"
     );
+}
+
+// --- disks over several servers ------------------------------------------------------
+
+/// The `state` of a 4+2 disk with leg 1 out, as the module prints it; leg 3 on an IPv6
+/// server.
+const STATE_4_2: &str = "degraded queues=10/12 region=0 epoch=0 length=16777216 \
+    recovering=0 dead=2 recoveries=0 retried=3 code=4+2 legs_up=5/6\n\
+    leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1\n\
+    leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1\n\
+    leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1\n\
+    leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1\n\
+    leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=1\n\
+    leg5 192.0.2.7:7471 connected queues=2/2 region=6 epoch=1\n";
+
+/// Its `stats`; leg 5 has no line (as if the page had no room for it).
+const STATS_4_2: &str = "total reads=5120 writes=1536 read_bytes=20971520 write_bytes=6291456 \
+    errors=0 requeues=0 recoveries=0 inflight=0 registered_reads=0\n\
+    read_latency_us le8=0 le16=3 inf=1\n\
+    write_latency_us le8=2 le16=5 inf=1\n\
+    encryption off\n\
+    code 4+2 extra_reads=1 early_reads=5120 late_leg_reads=4980\n\
+    leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0\n\
+    leg1 reads=40 writes=12 errors=7 late=0 requeues=1 recoveries=0 inflight=0\n\
+    leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0\n\
+    leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0\n\
+    leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=0 inflight=0\n\
+    queue0 reads=5120 writes=1536 read_bytes=20971520 write_bytes=6291456\n";
+
+/// `two_targets` and `ec`, a 4+2 disk over six servers, enabled.
+fn with_a_disk_over_six_servers() -> Fake {
+    let fake = two_targets();
+    fake.target("ec", "(unset)", "16777216", Some("rswap1"));
+    let w = |a: &str, v: &str| fs::write(fake.dir("ec").join(a), v).unwrap();
+    w("code", "4+2\n");
+    w(
+        "servers",
+        "192.0.2.2:7471,192.0.2.3:7471,192.0.2.4:7471,[fd00::2]:7471,192.0.2.6:7471,\
+         192.0.2.7:7471\n",
+    );
+    w("state", STATE_4_2);
+    w("stats", STATS_4_2);
+    fake
+}
+
+#[test]
+fn legs_in_list_and_status() {
+    let fake = with_a_disk_over_six_servers();
+    let out: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let ec = &out[2];
+    assert_eq!(ec["name"], "ec");
+    let legs = ec["legs"].as_array().unwrap();
+    assert_eq!(legs.len(), 6);
+    assert_eq!(
+        legs[1],
+        json!({
+            "leg": 1, "server": "192.0.2.3:7471", "state": "out", "queues_live": 0,
+            "queues_total": 2, "region": 1478130930843524612u64, "epoch": 1,
+            "reads": 40, "writes": 12, "errors": 7, "late": 0, "requeues": 1,
+            "recoveries": 0, "inflight": 0
+        })
+    );
+    // 64-bit regions exact.
+    assert_eq!(legs[2]["region"].as_u64(), Some(12370173478124151043));
+    assert_eq!(legs[3]["server"], "[fd00::2]:7471");
+    // No stats line for leg 5: its counters null, its state there.
+    assert_eq!(
+        (&legs[5]["state"], &legs[5]["reads"]),
+        (&json!("connected"), &Value::Null)
+    );
+    assert_eq!(
+        ec["stats"]["late_binding"],
+        json!({"code": "4+2", "extra_reads": 1, "early_reads": 5120, "late_leg_reads": 4980})
+    );
+    // The JSON keys in their order.
+    let text = run(&fake, &["status", "ec", "--json"]).unwrap();
+    assert!(text.find("\"leg\": 0") < text.find("\"server\": \"192.0.2.2:7471\""));
+    assert!(text.find("\"stats\"") < text.find("\"legs\""), "{text}");
+    // The table: the legs up in the state; the other rows as they were.
+    assert_eq!(
+        run(&fake, &["list"]).unwrap(),
+        "NAME  DEVICE  SERVER          SIZE  STATE          RECOVERIES  USED  SECRET  ENC  SYNC
+\
+         a     rswap0  192.0.2.2:7471  8G    connected      3           2M    yes     no   no
+\
+         b     -       192.0.2.3:7471  -     disabled       -           -     -       -    -
+\
+         ec    rswap1  -               16M   degraded(5/6)  0           -     no      no   no
+"
+    );
+    // status: a line per leg, where `legs` is, before the attributes.
+    let out = run(&fake, &["status", "ec"]).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    let first = lines.iter().position(|l| l.starts_with("leg0: ")).unwrap();
+    assert!(lines[first - 1].starts_with("stats: {"), "{out}");
+    assert_eq!(
+        lines[first + 1],
+        "leg1: {\"leg\":1,\"server\":\"192.0.2.3:7471\",\"state\":\"out\",\"queues_live\":0,\
+         \"queues_total\":2,\"region\":1478130930843524612,\"epoch\":1,\"reads\":40,\
+         \"writes\":12,\"errors\":7,\"late\":0,\"requeues\":1,\"recoveries\":0,\"inflight\":0}"
+    );
+    assert!(lines[first + 5].starts_with("leg5: {\"leg\":5,"), "{out}");
+    assert!(lines[first + 6].starts_with("attr."), "{out}");
+    // A leg line that does not parse: no legs (null), the disk's state still there.
+    fs::write(
+        fake.dir("ec").join("state"),
+        STATE_4_2.replace(" epoch=1\nleg2", "\nleg2"),
+    )
+    .unwrap();
+    let out: Value =
+        serde_json::from_str(&run(&fake, &["status", "ec", "--json"]).unwrap()).unwrap();
+    assert_eq!(
+        (&out["state"], &out["legs"]),
+        (&json!("degraded"), &Value::Null)
+    );
+    assert!(!run(&fake, &["status", "ec"]).unwrap().contains("\nleg0: "));
 }
 
 // --- metrics ---------------------------------------------------------------------------
