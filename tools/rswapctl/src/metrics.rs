@@ -8,11 +8,13 @@
 //! `rswap_target_state`), labelled `target` (the configfs name) and `client_id` (decimal,
 //! as the memory server's metrics label its clients). Counters end in `_total`; the
 //! latency histograms are in seconds, with cumulative `le` buckets and `_count`, without
-//! `_sum` (the module counts requests per bucket, not their total time).
+//! `_sum` (the module counts requests per bucket, not their total time). The legs of a
+//! disk over several servers have families of their own, `rswap_target_leg_*`, with a
+//! sample per leg labelled `leg` too.
 
 use crate::parse::Histogram;
 use crate::settings::{MetricKind, COUNTERS};
-use crate::target::TargetInfo;
+use crate::target::{LegInfo, TargetInfo};
 use std::fmt::Write as _;
 
 /// The summary words of a target's `state`, each a sample of `rswap_target_state`.
@@ -95,6 +97,19 @@ impl Text<'_> {
         for t in self.targets {
             if let Some(v) = value(t) {
                 self.sample(name, t, &[], v);
+            }
+        }
+    }
+
+    /// A counter family with one sample per leg of each target with legs and the value
+    /// (`get` of the leg), labelled `leg` (its index in `servers`).
+    fn per_leg(&mut self, name: &str, help: &str, get: impl Fn(&LegInfo) -> Option<u64>) {
+        self.family(name, "counter", help);
+        for t in self.targets {
+            for leg in t.legs.iter().flatten() {
+                if let Some(v) = get(leg) {
+                    self.sample(name, t, &[("leg", &leg.leg.to_string())], v);
+                }
             }
         }
     }
@@ -225,6 +240,39 @@ pub fn render(module_version: Option<&str>, targets: &[TargetInfo]) -> String {
         "Reads and writes together, from posting to completion (modules older than the \
          read and write histograms).",
         |t| t.stats.as_ref().and_then(|s| s.0.latency.as_ref()),
+    );
+    // The legs of disks over several servers, after every family of the plain ones.
+    text.family(
+        "rswap_target_leg_info",
+        "gauge",
+        "A leg of a disk over several servers: its memory server; always 1.",
+    );
+    for t in targets {
+        for leg in t.legs.iter().flatten() {
+            let index = leg.leg.to_string();
+            let labels = [("leg", index.as_str()), ("server", leg.server.as_str())];
+            text.sample("rswap_target_leg_info", t, &labels, 1);
+        }
+    }
+    text.per_leg(
+        "rswap_target_leg_reads_total",
+        "The leg's reads that came back with success.",
+        |l| l.reads,
+    );
+    text.per_leg(
+        "rswap_target_leg_writes_total",
+        "The leg's writes that came back with success.",
+        |l| l.writes,
+    );
+    text.per_leg(
+        "rswap_target_leg_errors_total",
+        "The leg's reads and writes that failed.",
+        |l| l.errors,
+    );
+    text.per_leg(
+        "rswap_target_leg_late_reads_total",
+        "The leg's reads that came back after their read had ended (the slowest leg has most).",
+        |l| l.late,
     );
     text.out
 }

@@ -3073,6 +3073,48 @@ fn legs_in_list_and_status() {
     assert!(!run(&fake, &["status", "ec"]).unwrap().contains("\nleg0: "));
 }
 
+#[test]
+fn legs_in_metrics() {
+    let fake = with_a_disk_over_six_servers();
+    let text = run(&fake, &["metrics"]).unwrap();
+    check_exposition(&text);
+    let ec = format!(r#"target="ec",client_id="{}""#, 0x5eed);
+    assert_eq!(
+        samples(&text, "rswap_target_leg_info{")[..2],
+        [
+            format!(r#"rswap_target_leg_info{{{ec},leg="0",server="192.0.2.2:7471"}} 1"#),
+            format!(r#"rswap_target_leg_info{{{ec},leg="1",server="192.0.2.3:7471"}} 1"#),
+        ]
+    );
+    assert_eq!(samples(&text, "rswap_target_leg_info{").len(), 6);
+    // Leg 5 has no stats line: no counter samples.
+    for (family, leg1) in [
+        ("rswap_target_leg_reads_total", 40),
+        ("rswap_target_leg_writes_total", 12),
+        ("rswap_target_leg_errors_total", 7),
+        ("rswap_target_leg_late_reads_total", 0),
+    ] {
+        let s = samples(&text, &format!("{family}{{"));
+        assert_eq!(s.len(), 5, "{family}: {s:?}");
+        assert_eq!(s[1], format!(r#"{family}{{{ec},leg="1"}} {leg1}"#));
+        assert!(
+            text.contains(&format!("# HELP {family} The leg's ")),
+            "{family}"
+        );
+        assert!(
+            text.contains(&format!("# TYPE {family} counter\n")),
+            "{family}"
+        );
+    }
+    // The plain targets' samples are those they had without the disk over six servers.
+    let plain = run(&two_targets(), &["metrics"]).unwrap();
+    let without_ec: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("target=\"ec\""))
+        .collect();
+    assert_eq!(without_ec, plain.lines().collect::<Vec<_>>());
+}
+
 // --- metrics ---------------------------------------------------------------------------
 
 /// The samples of `text` whose line starts with `prefix`.
