@@ -150,7 +150,8 @@ fio_verify() {
 	[ $rc = 0 ] && [ "$errs" = 0 ] || echo "fio $name: exit $rc, errors $errs: $(tail -3 "$OUT/fio-$name.log" | tr '\n' ' '); "
 }
 
-# ec_test CODE: enable, state, regions of size/k, fio verify, placement, disable.
+# ec_test CODE: enable, state, regions of size/k, fio verify, the legs' counters in stats
+# and in rswapctl status --json, placement, disable.
 ec_test() {
 	local code=$1 k=${1%+*} r=${1#*+} why= blocks=16
 	if ! ec_enable "$code"; then
@@ -182,6 +183,20 @@ ec_test() {
 	# A line per leg in stats: every leg took writes (each holds a fragment of every page).
 	legs=$(grep '^leg[0-9] reads=' $T/stats)
 	[ "$(grep -c ' writes=[1-9]' <<<"$legs")" = $((k + r)) ] || why+="stats leg lines: $(tr '\n' ' ' <<<"$legs"); "
+	# rswapctl shows the same legs: each with the server it was given, connected, writes.
+	"$CTL" status ec --json >"$OUT/status-$code.json" 2>&1 || why+="rswapctl status failed: $(head -3 "$OUT/status-$code.json"); "
+	python3 - "$OUT/status-$code.json" "$(servers $((k + r)))" "$code" >"$OUT/status-$code.check" 2>&1 <<'PY' \
+		|| why+="rswapctl status --json: $(tail -1 "$OUT/status-$code.check"); "
+import json, sys
+st, servers, code = json.load(open(sys.argv[1])), sys.argv[2].split(","), sys.argv[3]
+legs = st["legs"]
+assert [l["leg"] for l in legs] == list(range(len(servers))), legs
+for l, server in zip(legs, servers):
+    assert (l["server"], l["state"], l["queues_live"]) == (server, "connected", 2), l
+    assert l["writes"] > 0 and l["errors"] == 0, l
+assert st["stats"]["late_binding"]["code"] == code, st["stats"]["late_binding"]
+print(" ".join(f'{l["leg"]}:{l["server"]}:{l["state"]}:w={l["writes"]}:r={l["reads"]}:late={l["late"]}' for l in legs))
+PY
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/blocks"
 	dd if="$OUT/blocks" of=$dev bs=64k oflag=direct status=none || why+="dd write failed; "
 	dd if=$dev of="$OUT/blocks-back" bs=4k count=$blocks iflag=direct status=none
@@ -194,6 +209,7 @@ ec_test() {
 		ktap_pass
 		ktap_diag "$st"
 		ktap_diag "$code: $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); fio $(grep -o '"io_bytes" : [0-9]*' "$OUT/fio-$code.json" | head -2 | awk '{ printf "%s ", $3 }')bytes; $late"
+		ktap_diag "$code: rswapctl status --json legs: $(cat "$OUT/status-$code.check")"
 	else
 		ktap_fail "$code: $why"
 	fi
