@@ -368,7 +368,8 @@ mod tests {
         let mut made = 0;
         let mut longest = Duration::ZERO;
         while !done(svc) {
-            assert!(start.elapsed() < Duration::from_secs(10), "stuck");
+            // Only a guard against a hang: a loaded machine takes seconds.
+            assert!(start.elapsed() < Duration::from_secs(120), "stuck");
             let timeout = svc
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()))
@@ -469,8 +470,11 @@ mod tests {
 
     #[test]
     fn a_silent_client_is_dropped_and_does_not_hold_up_others() {
+        // Long enough that a loaded machine (make check builds beside the unit tests)
+        // answers the other client well within it.
+        let timeout = Duration::from_secs(2);
         let limits = Limits {
-            read_timeout: Duration::from_millis(300),
+            read_timeout: timeout,
             ..Limits::default()
         };
         let (_tmp, path, mut svc) = service(limits);
@@ -479,16 +483,12 @@ mod tests {
         // Another client is answered while the silent one waits.
         let other = client(&path, b"status\n");
         drive(&mut svc, |_| other.is_finished());
-        assert!(
-            started.elapsed() < Duration::from_millis(300),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
         assert_eq!(text(other), format_status(&sample()));
         assert_eq!(svc.connections(), 1);
         // Then the silent one is closed at its deadline, without an answer.
         drive(&mut svc, |s| s.connections() == 0);
-        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(started.elapsed() >= timeout);
         let mut out = Vec::new();
         silent
             .set_read_timeout(Some(Duration::from_secs(5)))
@@ -581,7 +581,8 @@ mod tests {
         let h = client(&path, b"status\n");
         let start = Instant::now();
         while !h.is_finished() {
-            assert!(start.elapsed() < Duration::from_secs(10), "stuck");
+            // Only a guard against a hang: a loaded machine takes seconds.
+            assert!(start.elapsed() < Duration::from_secs(120), "stuck");
             poll_fds(&svc.poll_fds(), Some(Duration::from_millis(50))).unwrap();
             svc.service(Instant::now(), &mut big);
         }
