@@ -208,6 +208,21 @@ fn enable(this: &TargetConfig, t: &mut Target) -> Result {
         refuse(this, format_args!("enable: {}", why));
         return Err(EINVAL);
     }
+    // Two legs on one server would put two fragments of every block in one place: losing
+    // it would lose both. (Two addresses of one server are caught when both legs got the
+    // same region.)
+    if let Some((a, b, server)) = settings.servers.repeated(settings.port) {
+        refuse(
+            this,
+            format_args!(
+                "enable: servers {} and {} are the same server twice: {}",
+                a,
+                b,
+                server.with_port_shown()
+            ),
+        );
+        return Err(EINVAL);
+    }
     // One server in `servers` (code 1+0) is the plain disk: `addr`, `port` and, if
     // `secrets` gives one, `secret` are that server's.
     if settings.code == Code::PLAIN {

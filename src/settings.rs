@@ -123,6 +123,16 @@ pub(crate) mod row {
         pub(crate) fn entry(&self, i: usize) -> Option<(SockAddr, Option<u16>)> {
             *self.0.as_ref()?.entries.get(i)?
         }
+
+        /// The first two entries that name the same server (address and port, `port`
+        /// where an entry gives none), and that server.
+        pub(crate) fn repeated(&self, port: u16) -> Option<(usize, usize, SockAddr)> {
+            let at = |i| self.entry(i).map(|(a, p)| a.with_port(p.unwrap_or(port)));
+            (0..self.len()).find_map(|j| {
+                let b = at(j)?;
+                (0..j).find(|&i| at(i) == Some(b)).map(|i| (i, j, b))
+            })
+        }
     }
 
     /// A secret for each server of a disk over several (`secrets`); `None`: that server
