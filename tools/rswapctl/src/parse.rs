@@ -70,6 +70,14 @@ fn small(key: &str, value: &str) -> Result<u32, StateError> {
     u32::try_from(number(key, value)?).map_err(|_| StateError(format!("{key}={value} too large")))
 }
 
+/// A `queues=L/N` value of `state` (the first line's or a leg's): (live, total).
+fn live_of_total(key: &str, value: &str) -> Result<(u32, u32), StateError> {
+    let Some((live, total)) = value.split_once('/') else {
+        return Err(StateError(format!("{key}={value} is not L/N")));
+    };
+    Ok((small(key, live)?, small(key, total)?))
+}
+
 /// Parses the `state` attribute: `disabled`, or `SUMMARY queues=L/N region=.. epoch=..
 /// length=.. recovering=R dead=D recoveries=K retried=M`. Unknown `key=value`
 /// fields are ignored (a newer module may add some); a missing known one is an error.
@@ -92,12 +100,7 @@ pub fn parse_state(text: &str) -> Result<TargetState, StateError> {
             return Err(StateError(format!("{word:?} is not key=value")));
         };
         match key {
-            "queues" => {
-                let Some((live, total)) = value.split_once('/') else {
-                    return Err(StateError(format!("queues={value} is not L/N")));
-                };
-                queues = Some((small(key, live)?, small(key, total)?));
-            }
+            "queues" => queues = Some(live_of_total(key, value)?),
             "region" => region = Some(number(key, value)?),
             "epoch" => epoch = Some(number(key, value)?),
             "length" => length = Some(number(key, value)?),
@@ -160,12 +163,7 @@ fn leg_state(leg: u32, line: &str) -> Result<LegState, StateError> {
             return Err(StateError(format!("{w:?} is not key=value")));
         };
         match key {
-            "queues" => {
-                let Some((live, total)) = value.split_once('/') else {
-                    return Err(StateError(format!("queues={value} is not L/N")));
-                };
-                queues = Some((small(key, live)?, small(key, total)?));
-            }
+            "queues" => queues = Some(live_of_total(key, value)?),
             "region" => region = Some(number(key, value)?),
             "epoch" => epoch = Some(number(key, value)?),
             _ => {}
