@@ -172,8 +172,6 @@ pub(crate) struct EcQueue {
     reads: Reads,
     /// Reads ended before every leg they asked was back.
     early: AtomicU64,
-    /// Legs' reads that came back after their read had ended.
-    late: AtomicU64,
     /// Each leg's I/O of this hardware queue's requests.
     leg_io: [LegCounters; MAX_LEGS],
 }
@@ -216,10 +214,19 @@ impl EcQueue {
 
     /// (reads ended before their slowest leg, legs' reads back after their read ended).
     pub(super) fn late_binding(&self) -> (u64, u64) {
-        (
-            self.early.load(Ordering::Relaxed),
-            self.late.load(Ordering::Relaxed),
-        )
+        let late = self
+            .leg_io
+            .iter()
+            .map(|c| c.late.load(Ordering::Relaxed))
+            .sum();
+        (self.early.load(Ordering::Relaxed), late)
+    }
+
+    /// Takes the legs in `dead` (whose queues died under a request) out of the disk.
+    fn take_out_dead(&self, dead: u32) {
+        for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
+            self.out.take_out(leg, self.leg(leg), "its queue is dead");
+        }
     }
 
     /// Adds what leg `leg` did for this hardware queue to `t`.
@@ -287,7 +294,6 @@ pub(super) fn hw_queues(
                 pq: pq.cloned(),
                 reads,
                 early: AtomicU64::new(0),
-                late: AtomicU64::new(0),
                 leg_io: Default::default(),
             },
             GFP_KERNEL,
@@ -327,7 +333,7 @@ fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
                 "{}: queue {}: I/O at sector {} failed: {} (status {})\n",
                 queue.name(),
                 queue.index(),
-                io.info().sector(),
+                info.sector(),
                 e.why,
                 e.status
             );
@@ -335,10 +341,10 @@ fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
     }
     // A late read may end once the legs back decode in this context: none of its legs
     // reads into the pages (every quorum holds them all, as the fan-out wants).
-    let early = io.shared().late.then(|| {
-        let info = io.info();
-        (info.hw_queue().layout, Layout::group(info.offset() / BLOCK))
-    });
+    let early = io
+        .shared()
+        .late
+        .then(|| (info.hw_queue().layout, Layout::group(info.offset() / BLOCK)));
     released(io.release(result.is_ok(), |ok| {
         early.is_some_and(|(layout, group)| {
             LegMask::try_from(ok).is_ok_and(|ok| layout.decode(group, ok).softirq_ok())
@@ -418,19 +424,12 @@ fn settled(mut rq: SettledRequest<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
     if late != 0 {
         hwq.early.fetch_add(1, Ordering::Relaxed);
     }
-    for (_, c) in hwq
-        .leg_io
-        .iter()
-        .enumerate()
-        .filter(|(l, _)| late & (1 << l) != 0)
-    {
-        c.late.fetch_add(1, Ordering::Relaxed);
+    for (l, c) in hwq.leg_io.iter().enumerate() {
+        if late & (1 << l) != 0 {
+            c.late.fetch_add(1, Ordering::Relaxed);
+        }
     }
-    hwq.late
-        .fetch_add(u64::from(late.count_ones()), Ordering::Relaxed);
-    for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
-        hwq.out.take_out(leg, hwq.leg(leg), "its queue is dead");
-    }
+    hwq.take_out_dead(u32::from(dead));
     rq.end();
 }
 
@@ -447,10 +446,7 @@ fn finish(mut rq: EcRequest) {
     );
     let issued = data.shared.issued.take();
     let late = data.shared.late;
-    for leg in (0..MAX_LEGS).filter(|l| dead & (1 << l) != 0) {
-        let hwq = rq.hw_queue();
-        hwq.out.take_out(leg, hwq.leg(leg), "its queue is dead");
-    }
+    rq.hw_queue().take_out_dead(dead);
     // A late read that never ended early: the legs back may still decode (with P and Q,
     // or fewer than asked). Its data fragments are in the areas.
     let late_decode = match late {
