@@ -12,7 +12,7 @@ use kernel::{
     types::Opaque,
 };
 
-use super::IoSink;
+use super::{IoSink, IoSource};
 
 extern "C" {
     fn rswap_sg_set_pages(
@@ -127,10 +127,24 @@ impl<const N: usize> Default for SgTable<N> {
 /// One of the pages an [`SgTable`] owns, borrowed with the table.
 pub(crate) struct OwnPage<'a>(&'a mut Page);
 
+impl OwnPage<'_> {
+    /// The page (what both [`IoSink::page`] and [`IoSource::page`] give).
+    pub(crate) fn page(&self) -> &Page {
+        self.0
+    }
+}
+
 // SAFETY: the page is the table's, borrowed exclusively with it: nobody else reads or
 // writes it meanwhile, and it stays allocated (the table never lets go of it).
 unsafe impl IoSink for OwnPage<'_> {
     fn page(&self) -> &Page {
-        self.0
+        OwnPage::page(self)
+    }
+}
+
+// SAFETY: as for `IoSink`: the page is the table's, borrowed exclusively with it.
+unsafe impl IoSource for OwnPage<'_> {
+    fn page(&self) -> &Page {
+        OwnPage::page(self)
     }
 }
