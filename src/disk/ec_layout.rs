@@ -89,6 +89,16 @@ impl Layout {
         self.code
     }
 
+    /// Blocks of the disk.
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Groups of the disk, the last one maybe partial.
+    pub(crate) fn groups(&self) -> u64 {
+        self.blocks.div_ceil(GROUP_BLOCKS)
+    }
+
     /// Bytes of each leg's region: a fragment of every block, rounded up to a page.
     pub(crate) fn leg_bytes(&self) -> u64 {
         let bytes = self.blocks * self.code.fragment_bytes();

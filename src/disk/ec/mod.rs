@@ -7,12 +7,17 @@
 //! [`super::ec_layout`]'s.
 //!
 //! Every code: striping (`k+0`), replication (`1+r`), one parity fragment (`k+1`, P the
-//! XOR of the data) and two (`k+2`, P and Q of the kernel's RAID-6 library). A leg that
-//! reconnects holds writes back as a plain disk's queue does (reads go around it); a dead
-//! leg is taken out of the disk for good, and the disk goes on while k legs are in. With
-//! `extra_reads` a read asks more legs than it needs and ends with the first that decode.
+//! XOR of the data) and two (`k+2`, P and Q of the kernel's RAID-6 library). While a leg
+//! reconnects, writes of a code with parity go on without it and mark what it missed
+//! ([`dirty`]); once it is back with its region those groups alone are rebuilt on it
+//! ([`resync`]); without parity writes wait for it, as on a plain disk. Reads go around
+//! it. A dead leg is taken out of the disk for good, and the disk goes on while k legs
+//! are in. With `extra_reads` a read asks more legs than it needs and ends with the first
+//! that decode.
 
+mod dirty;
 mod request;
+mod resync;
 
 use core::fmt::Write;
 use kernel::{
@@ -43,6 +48,7 @@ use super::{
 pub(super) use request::EcQueue;
 use request::LegsOut;
 use request::Reads;
+use resync::Resync;
 
 /// What a disk with two parity fragments needs beyond the others: the RAID-6 library, the
 /// pages its recoveries work in, and the workqueue they run in (never in a completion:
@@ -84,16 +90,22 @@ pub(super) const EC_SEGMENTS: usize = GROUP_BLOCKS as usize;
 struct LegWatcher {
     events: Arc<EventWatcher>,
     out: Arc<LegsOut>,
+    resync: Arc<Resync>,
     leg: usize,
     queues: KVec<Arc<Queue>>,
 }
 
 impl QueueWatcher for LegWatcher {
     fn queue_event(&self, index: u16, event: QueueEvent) {
-        if event == QueueEvent::Dead {
-            if let Some(q) = self.queues.get(usize::from(index)) {
-                self.out.take_out(self.leg, q, "its queue is dead");
+        match event {
+            QueueEvent::Dead => {
+                if let Some(q) = self.queues.get(usize::from(index)) {
+                    self.out.take_out(self.leg, q, "its queue is dead");
+                }
             }
+            // Back with its region: what it missed is rebuilt once all its queues are.
+            QueueEvent::Reconnected => Resync::kick(&self.resync),
+            QueueEvent::Recovering => {}
         }
         self.events.queue_event(index, event);
     }
@@ -109,14 +121,21 @@ struct Leg {
 /// The blk-mq driver of a disk over several servers.
 ///
 /// Fields are dropped in declaration order: the legs' sessions shut their queues down
-/// before the hardware queues let go of them.
+/// before the hardware queues let go of them. The resync is stopped first (on drop).
 pub(crate) struct EcDriver {
     legs: KVec<Leg>,
     queues: KVec<EcQueue>,
     layout: Layout,
     out: Arc<LegsOut>,
+    resync: Arc<Resync>,
     /// How reads are made.
     reads: Reads,
+}
+
+impl Drop for EcDriver {
+    fn drop(&mut self) {
+        self.resync.stop();
+    }
 }
 
 impl EcDriver {
@@ -170,12 +189,14 @@ impl EcDriver {
             // page-contiguous range (iWARP), fragments are read into the areas.
             areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
         };
-        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), reads)?;
+        let resync = Resync::new(&legs, layout, &out, pq.as_ref())?;
+        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), reads, &resync)?;
         Ok(Self {
             legs,
             queues,
             layout,
             out,
+            resync,
             reads,
         })
     }
@@ -246,6 +267,7 @@ impl EcDriver {
                 LegWatcher {
                     events: EventWatcher::new(events.clone(), target, all(), Some(index))?,
                     out: self.out.clone(),
+                    resync: self.resync.clone(),
                     leg: i,
                     queues,
                 },
@@ -275,15 +297,17 @@ impl EcDriver {
     }
 
     /// One line per leg for `state`: its server, its state word (its queues', or `out`
-    /// once it is out of the disk) and queues, its region.
+    /// once it is out of the disk) and queues, its region, its groups waiting to be
+    /// rebuilt.
     pub(super) fn write_legs(&self, w: &mut impl Write) -> core::fmt::Result {
         let out = self.legs_out();
         for (i, leg) in self.legs.iter().enumerate() {
             let h = leg.session.health();
             let d = leg.session.current_descriptor();
+            let (dirty, _) = self.resync.counts(i);
             writeln!(
                 w,
-                "leg{} {} {} queues={}/{} region={} epoch={}",
+                "leg{} {} {} queues={}/{} region={} epoch={} dirty={}",
                 i,
                 leg.server.with_port_shown(),
                 if out & (1 << i) != 0 {
@@ -294,7 +318,8 @@ impl EcDriver {
                 h.live,
                 h.total,
                 d.region_id,
-                d.epoch
+                d.epoch,
+                dirty
             )?;
         }
         Ok(())
@@ -319,7 +344,8 @@ impl EcDriver {
     }
 
     /// One line per leg for `stats`: its I/O that came back with success, that failed,
-    /// its reads back after their read had ended, and its queues' transport counters.
+    /// its reads back after their read had ended, its queues' transport counters, and
+    /// its groups waiting to be rebuilt and rebuilt so far.
     pub(super) fn write_leg_stats(&self, w: &mut impl Write) -> core::fmt::Result {
         for (i, leg) in self.legs.iter().enumerate() {
             let mut t = request::LegTotals::default();
@@ -330,11 +356,21 @@ impl EcDriver {
             for q in leg.session.queues() {
                 c.add(&q.counters());
             }
+            let (dirty, resynced) = self.resync.counts(i);
             writeln!(
                 w,
                 "leg{} reads={} writes={} errors={} late={} requeues={} recoveries={} \
-                 inflight={}",
-                i, t.reads, t.writes, t.errors, t.late, c.requeues, c.recoveries, c.inflight
+                 inflight={} dirty={} resynced={}",
+                i,
+                t.reads,
+                t.writes,
+                t.errors,
+                t.late,
+                c.requeues,
+                c.recoveries,
+                c.inflight,
+                dirty,
+                resynced
             )?;
         }
         Ok(())

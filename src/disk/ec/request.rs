@@ -7,11 +7,14 @@
 //! or into the pages (bytes `j * fragment` of each; the whole page for replication), a
 //! parity fragment (k > 1) from or into the slot's own pages, its *area*.
 //!
-//! - A write goes to every leg that is in the disk. Its parity (XOR of the data
-//!   fragments, r = 1) is computed into the parity leg's area before anything is posted.
-//! - A read asks the legs of the data fragments; for a leg that is out of the disk or
-//!   reconnecting it asks the parity leg (or another copy) instead, and rebuilds the
-//!   missing fragment of each page from parity once every leg is back.
+//! - A write goes to every leg that is in the disk, live and current in its group. Its
+//!   parity (XOR of the data fragments, r = 1) is computed into the parity leg's area
+//!   before anything is posted. With parity it goes on without a leg that is reconnecting
+//!   (or stale in the group) while k legs take it, and marks the group in the dirty map of
+//!   each leg it skipped ([`super::resync`] rebuilds them once the leg is back).
+//! - A read asks the legs of the data fragments; for a leg that is out of the disk,
+//!   reconnecting or stale in the group it asks the parity leg (or another copy) instead,
+//!   and rebuilds the missing fragment of each page from parity once every leg is back.
 //! - With `extra_reads` d > 0 a read also asks d more parity legs (late binding), and every
 //!   leg reads into its area instead of the pages: the read's data is put together and
 //!   ended ([`crate::blk::fanout::Settler`]) as soon as the fragments back decode with
@@ -37,6 +40,7 @@ use kernel::{
 
 use super::{
     super::ec_layout::{Decode, LegMask, MAX_LEGS},
+    resync::Resync,
     Layout, Leg, Pq, EC_SEGMENTS,
 };
 use crate::{
@@ -94,6 +98,9 @@ pub(crate) struct EcShared {
     retry: AtomicU16,
     /// Legs whose queue is dead: they go out of the disk.
     dead: AtomicU16,
+    /// For a write: the legs in the disk it does not go to (reconnecting, or their
+    /// fragment of the group is stale), whose dirty maps mark the group when it ends.
+    skipped: LegMask,
     /// For a read: how its pages are rebuilt once every leg is back.
     rebuild: Option<Rebuild>,
     /// A read whose legs all read into their areas, so that it may end before the last
@@ -174,6 +181,8 @@ pub(crate) struct EcQueue {
     early: AtomicU64,
     /// Each leg's I/O of this hardware queue's requests.
     leg_io: [LegCounters; MAX_LEGS],
+    /// Which groups each leg missed, and their rebuild.
+    resync: Arc<Resync>,
 }
 
 /// How a disk's reads are made.
@@ -271,6 +280,7 @@ pub(super) fn hw_queues(
     out: &Arc<LegsOut>,
     pq: Option<&Arc<Pq>>,
     reads: Reads,
+    resync: &Arc<Resync>,
 ) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
     let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -295,6 +305,7 @@ pub(super) fn hw_queues(
                 reads,
                 early: AtomicU64::new(0),
                 leg_io: Default::default(),
+                resync: resync.clone(),
             },
             GFP_KERNEL,
         )?;
@@ -446,7 +457,14 @@ fn finish(mut rq: EcRequest) {
     );
     let issued = data.shared.issued.take();
     let late = data.shared.late;
+    let skipped = core::mem::take(&mut data.shared.skipped);
     rq.hw_queue().take_out_dead(dead);
+    // Before the write ends (or is issued again), and after its data is on the legs it
+    // went to: the legs it skipped are rebuilt from those.
+    if skipped != 0 {
+        let group = Layout::group(rq.offset() / BLOCK);
+        Resync::mark(&rq.hw_queue().resync, skipped, group);
+    }
     // A late read that never ended early: the legs back may still decode (with P and Q,
     // or fewer than asked). Its data fragments are in the areas.
     let late_decode = match late {
@@ -793,24 +811,39 @@ fn describe(
     let layout = &hwq.layout;
     let code = layout.code();
     let (live, reconnecting) = legs_now(hwq);
+    // Live legs whose fragment of the group is stale (a write skipped them) wait for
+    // their rebuild: no read asks them, and writes skip them until then.
+    let current = hwq.resync.current(live, group);
+    let stale = live & !current;
+    // What to do when the legs usable now are too few: wait for a leg that reconnects;
+    // otherwise the group cannot be had (a stale leg is rebuilt only from k current
+    // ones, which it does not have).
+    let short = || match (reconnecting, stale) {
+        (0, 0) => NotNow::Fail("more servers are out than the code survives"),
+        (0, _) => NotNow::Fail("too few servers hold the group current"),
+        _ => NotNow::Wait,
+    };
+    let mut skipped = 0;
     let legs = match dir {
-        // Every leg in the disk keeps every block current.
-        Dir::Write if reconnecting != 0 => return Err(NotNow::Wait),
-        Dir::Write if live.count_ones() < u32::from(code.k()) => {
-            return Err(NotNow::Fail("more servers are out than the code survives"))
+        // Without parity every leg in the disk keeps every block current.
+        Dir::Write if code.r() == 0 && reconnecting != 0 => return Err(NotNow::Wait),
+        Dir::Write if current.count_ones() < u32::from(code.k()) => return Err(short()),
+        // With parity a write goes on without a leg that is reconnecting (or stale), and
+        // marks the group dirty there (`finish`).
+        Dir::Write => {
+            skipped = reconnecting | stale;
+            current
         }
-        Dir::Write => live,
-        Dir::Read => match layout.read_plan(group, live, hwq.reads.extra) {
-            Some(plan) => plan,
-            None if reconnecting != 0 => return Err(NotNow::Wait),
-            None => return Err(NotNow::Fail("more servers are out than the code survives")),
-        },
+        Dir::Read => layout
+            .read_plan(group, current, hwq.reads.extra)
+            .ok_or_else(short)?,
     };
     // More legs than the block needs: every leg reads into its area, and the read ends
     // with the first that decode.
     let late = dir == Dir::Read && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas);
     let shared = &mut rq.data().shared;
     shared.late = late;
+    shared.skipped = skipped;
     *shared.back_at_end.get_mut() = 0;
     shared.rebuild = match dir {
         Dir::Write => None,
@@ -921,7 +954,10 @@ impl blk::Operations for super::EcDriver {
         if !areas {
             return Ok(());
         }
-        let pages = (GROUP_AREA / code.k() as usize).div_ceil(BLOCK as usize);
+        let pages = GROUP_AREA
+            .checked_div(usize::from(code.k()))
+            .ok_or(EINVAL)?
+            .div_ceil(BLOCK as usize);
         for l in 0..usize::from(code.legs()) {
             let table = data.part_mut(l).and_then(|p| p.table()).ok_or(EINVAL)?;
             table.reserve_own_pages(pages)?;

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Bringing a leg that missed writes back in sync, group by group.
+//!
+//! A write of a disk with parity goes to the legs that are live and hold the group
+//! current; it skips a leg that is reconnecting, or whose fragment of the group is stale
+//! already, and marks the group in that leg's [`DirtyMap`] before the write ends. A read
+//! never asks a leg for a group dirty there. When the leg is back (all its queues live,
+//! its region the one it had: a server restarted with its state), a work item rebuilds
+//! the dirty groups only: it reads each from the other legs (any k, as a read would),
+//! puts its blocks together, computes the leg's fragment (data, P or Q) and writes it.
+//!
+//! A write that races the rebuild of its group must not be overwritten by it. The resync
+//! names the group it rebuilds (`busy`) before clearing its bit, and a write or read
+//! checks the bit and then `busy` (all sequentially consistent): either it sees the group
+//! dirty or busy, skips the leg and marks the group again (it is rebuilt once more), or
+//! the rebuild had not started, so the rebuild reads what the write left. A write marks
+//! the groups it skipped when it ends, after its data is on the other legs.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel::{
+    new_mutex, new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, Mutex, SpinLockIrq},
+    time::{delay::fsleep, Delta},
+    workqueue::{impl_has_work, Work, WorkItem},
+};
+
+use super::{dirty::DirtyMap, request::LegsOut, Leg, Pq, EC_SEGMENTS};
+use crate::{
+    disk::ec_layout::{Decode, Layout, LegMask, BLOCK, GROUP_BLOCKS},
+    kernel_ext::{Combine, Fragment, IoSink, Lost, NoIoScope, OwnPage, ReclaimWorkqueue, SgTable},
+    transport::{
+        io::Dir,
+        queue::{Queue, State},
+        waited::WaitedIo,
+    },
+};
+
+/// `busy` when no group is being rebuilt.
+const IDLE: u64 = u64::MAX;
+
+/// Blocks of a group, as a count of pages.
+const GROUP_PAGES: usize = GROUP_BLOCKS as usize;
+
+/// How often, and how far apart, a rebuild is tried again on a queue that is out of a
+/// resource (its send queue full of the disk's I/O) before the group is left dirty.
+const BUSY_TRIES: u32 = 100;
+const BUSY_WAIT_MS: i64 = 10;
+
+/// One leg's resynchronisation.
+struct LegResync {
+    dirty: DirtyMap,
+    /// The group being rebuilt on the leg now, or [`IDLE`].
+    busy: AtomicU64,
+    /// Groups rebuilt so far.
+    resynced: AtomicU64,
+    /// Whether a resync of the leg was announced and has not ended yet.
+    syncing: AtomicBool,
+    /// The leg's queues: all live means the leg is back; the first carries the resync.
+    queues: KVec<Arc<Queue>>,
+}
+
+impl LegResync {
+    /// Whether the leg's fragment of group `group` is current: not dirty, not being
+    /// rebuilt. The bit is read first (see the module's documentation).
+    fn is_current(&self, group: u64) -> bool {
+        !self.dirty.is_dirty(group) && self.busy.load(Ordering::SeqCst) != group
+    }
+
+    /// Whether every queue of the leg is live.
+    fn is_back(&self) -> bool {
+        self.queues.iter().all(|q| q.state() == State::Live)
+    }
+}
+
+/// Where a resync puts a group together: a waited I/O per leg, whose pages hold that
+/// leg's fragment of each block of the group, the group's blocks, and a page for a P
+/// that is computed only to get Q.
+///
+/// Boxed tables keep it `Unpin`, so that its lock's guard lends it mutably.
+struct Buffers {
+    io: KVec<WaitedIo<EC_SEGMENTS>>,
+    blocks: KBox<SgTable<GROUP_PAGES>>,
+    p: KBox<SgTable<1>>,
+}
+
+/// The resynchronisation of a disk's legs.
+///
+/// Fields are dropped in declaration order; the disk stops the work ([`Resync::stop`])
+/// before the last reference goes.
+#[pin_data]
+pub(super) struct Resync {
+    legs: KVec<LegResync>,
+    layout: Layout,
+    out: Arc<LegsOut>,
+    pq: Option<Arc<Pq>>,
+    #[pin]
+    bufs: Mutex<Buffers>,
+    /// Set by [`Resync::stop`]: the work is not queued again.
+    #[pin]
+    stopped: SpinLockIrq<bool>,
+    wq: Arc<ReclaimWorkqueue>,
+    #[pin]
+    work: Work<Resync>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Resync { self.work }
+}
+
+impl Resync {
+    /// The resynchronisation of `legs`, of a disk of `layout` with `pq` for two parity
+    /// fragments. Its buffers are allocated now (nothing is allocated once it runs).
+    /// Sleeps.
+    pub(super) fn new(
+        legs: &[Leg],
+        layout: Layout,
+        out: &Arc<LegsOut>,
+        pq: Option<&Arc<Pq>>,
+    ) -> Result<Arc<Self>> {
+        let code = layout.code();
+        // A code without parity never skips a leg: nothing to map.
+        let groups = if code.r() > 0 { layout.groups() } else { 0 };
+        let pages = (GROUP_PAGES * code.fragment_bytes() as usize).div_ceil(BLOCK as usize);
+        let mut states = KVec::with_capacity(legs.len(), GFP_KERNEL)?;
+        let mut io = KVec::with_capacity(legs.len(), GFP_KERNEL)?;
+        for leg in legs {
+            let queues = leg.session.queues();
+            let mut mine = KVec::with_capacity(queues.len(), GFP_KERNEL)?;
+            for q in queues {
+                mine.push(q.clone(), GFP_KERNEL)?;
+            }
+            if groups > 0 {
+                io.push(
+                    WaitedIo::new(mine.first().ok_or(EINVAL)?, pages)?,
+                    GFP_KERNEL,
+                )?;
+            }
+            states.push(
+                LegResync {
+                    dirty: DirtyMap::new(groups)?,
+                    busy: AtomicU64::new(IDLE),
+                    resynced: AtomicU64::new(0),
+                    syncing: AtomicBool::new(false),
+                    queues: mine,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut blocks = KBox::new(SgTable::new(), GFP_KERNEL)?;
+        let mut p = KBox::new(SgTable::new(), GFP_KERNEL)?;
+        if groups > 0 {
+            blocks.reserve_own_pages(GROUP_PAGES)?;
+            p.reserve_own_pages(1)?;
+        }
+        let wq = Arc::new(ReclaimWorkqueue::new(c"rswap_resync")?, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                legs: states,
+                layout,
+                out: out.clone(),
+                pq: pq.cloned(),
+                bufs <- new_mutex!(Buffers { io, blocks, p }, "rswap::disk::ec::Resync::bufs"),
+                stopped <- new_spinlock_irq!(false, "rswap::disk::ec::Resync::stopped"),
+                wq,
+                work <- new_work!("rswap::disk::ec::Resync::work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The legs of `live` whose fragment of group `group` is current. Any context.
+    pub(super) fn current(&self, live: LegMask, group: u64) -> LegMask {
+        self.legs
+            .iter()
+            .enumerate()
+            .filter(|&(l, leg)| live & (1 << l) != 0 && leg.is_current(group))
+            .fold(0, |m, (l, _)| m | 1 << l)
+    }
+
+    /// Marks group `group` dirty on every leg of `skipped` (a write did not reach them),
+    /// and starts the work if a leg's map was clean there. Any context.
+    pub(super) fn mark(this: &Arc<Self>, skipped: LegMask, group: u64) {
+        let mut new = false;
+        for (l, leg) in this.legs.iter().enumerate() {
+            if skipped & (1 << l) != 0 {
+                new |= leg.dirty.mark(group);
+            }
+        }
+        if new {
+            Self::kick(this);
+        }
+    }
+
+    /// Starts the work (it rebuilds what it can: legs that are back). Any context.
+    pub(super) fn kick(this: &Arc<Self>) {
+        let stopped = this.stopped.lock();
+        if !*stopped {
+            // Already queued: it will see this too.
+            let _ = this.wq.enqueue(this.clone());
+        }
+    }
+
+    /// Stops the work for good and waits until it is not running. Sleeps.
+    pub(super) fn stop(&self) {
+        *self.stopped.lock() = true;
+        self.wq.flush();
+    }
+
+    fn is_stopped(&self) -> bool {
+        *self.stopped.lock()
+    }
+
+    /// Leg `leg`'s groups dirty now and rebuilt so far.
+    pub(super) fn counts(&self, leg: usize) -> (u64, u64) {
+        self.legs.get(leg).map_or((0, 0), |l| {
+            (l.dirty.count(), l.resynced.load(Ordering::Relaxed))
+        })
+    }
+
+    /// One pass over the legs that are back: rebuilds their dirty groups. Whether it
+    /// rebuilt any (a group dirtied meanwhile may be left for another pass).
+    fn pass(&self, bufs: &mut Buffers) -> bool {
+        let mut any = false;
+        for (l, leg) in self.legs.iter().enumerate() {
+            if self.out.mask() & (1 << l) != 0 || !leg.is_back() {
+                continue;
+            }
+            let Some(first) = leg.dirty.next(0) else {
+                continue;
+            };
+            let name = leg.queues.first().map(|q| q.name());
+            if let (Some(name), false) = (name, leg.syncing.swap(true, Ordering::Relaxed)) {
+                pr_info!(
+                    "{}: back: rebuilding the {} groups written while it was away\n",
+                    name,
+                    leg.dirty.count()
+                );
+            }
+            let (mut group, mut done) = (Some(first), 0u64);
+            while let Some(g) = group {
+                if self.is_stopped() {
+                    return false;
+                }
+                leg.busy.store(g, Ordering::SeqCst);
+                leg.dirty.clear(g);
+                let mut rebuilt = self.rebuild(bufs, l, g);
+                // A queue full of the disk's own I/O: it drains soon.
+                for _ in 0..BUSY_TRIES {
+                    if rebuilt != Err(EBUSY) {
+                        break;
+                    }
+                    fsleep(Delta::from_millis(BUSY_WAIT_MS));
+                    rebuilt = self.rebuild(bufs, l, g);
+                }
+                if rebuilt.is_err() {
+                    leg.dirty.mark(g);
+                }
+                leg.busy.store(IDLE, Ordering::SeqCst);
+                if let Err(e) = rebuilt {
+                    if let Some(name) = name {
+                        pr_warn!(
+                            "{}: rebuilding group {} failed ({:?}); {} groups left dirty\n",
+                            name,
+                            g,
+                            e,
+                            leg.dirty.count()
+                        );
+                    }
+                    break;
+                }
+                done += 1;
+                group = leg.dirty.next(g + 1);
+            }
+            if done > 0 {
+                leg.resynced.fetch_add(done, Ordering::Relaxed);
+                any = true;
+            }
+            if leg.dirty.count() == 0 && leg.syncing.swap(false, Ordering::Relaxed) {
+                if let Some(name) = name {
+                    pr_info!(
+                        "{}: in sync: {} groups rebuilt since the disk was enabled\n",
+                        name,
+                        leg.resynced.load(Ordering::Relaxed)
+                    );
+                }
+            }
+        }
+        any
+    }
+
+    /// Rebuilds leg `l`'s fragment of every block of group `g` from the other legs.
+    fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
+        let layout = &self.layout;
+        let code = layout.code();
+        let f = code.fragment_bytes() as usize;
+        let first = g * GROUP_BLOCKS;
+        let blocks = layout.blocks().saturating_sub(first).min(GROUP_BLOCKS) as usize;
+        let offset = layout.remote_offset(first);
+        let bytes = u32::try_from(blocks * f).map_err(|_| EINVAL)?;
+        // The legs that may serve the group: in the disk, back, and current there.
+        let others = self
+            .legs
+            .iter()
+            .enumerate()
+            .filter(|&(m, leg)| {
+                m != l && self.out.mask() & (1 << m) == 0 && leg.is_back() && leg.is_current(g)
+            })
+            .fold(0, |mask: LegMask, (m, _)| mask | 1 << m);
+        let plan = layout.read_plan(g, others, 0).ok_or(EIO)?;
+        for (m, leg) in self.legs.iter().enumerate() {
+            if plan & (1 << m) != 0 {
+                let queue = leg.queues.first().ok_or(EINVAL)?;
+                bufs.io
+                    .get_mut(m)
+                    .ok_or(EINVAL)?
+                    .run(queue, Dir::Read, offset, bytes)?;
+            }
+        }
+        self.put_together(bufs, g, layout.decode(g, plan), blocks)?;
+        self.fragment_of(bufs, l, layout.fragment_on(g, l as u8), blocks)?;
+        let queue = self
+            .legs
+            .get(l)
+            .and_then(|leg| leg.queues.first())
+            .ok_or(EINVAL)?;
+        bufs.io
+            .get_mut(l)
+            .ok_or(EINVAL)?
+            .run(queue, Dir::Write, offset, bytes)
+    }
+
+    /// Puts the first `blocks` blocks of group `g` together in `bufs.blocks` from the
+    /// fragments read into the legs' pages, as `decode` says.
+    fn put_together(&self, bufs: &mut Buffers, g: u64, decode: Decode, blocks: usize) -> Result {
+        let layout = &self.layout;
+        let code = layout.code();
+        let (k, f) = (code.k(), code.fragment_bytes() as usize);
+        let leg = |j: u8| usize::from(layout.leg_of(g, j));
+        let Buffers {
+            io, blocks: out, ..
+        } = bufs;
+        if code.is_replication() {
+            let j = match decode {
+                Decode::Direct => 0,
+                Decode::Copy(j) => j,
+                _ => return Err(EIO),
+            };
+            return copy_fragments(io, leg(j), out, 0, f, blocks);
+        }
+        let missing: LegMask = match decode {
+            Decode::Direct => 0,
+            Decode::Xor { missing } => 1 << missing,
+            Decode::PQData { a } => 1 << a,
+            Decode::PQ2Data { a, b } => (1 << a) | (1 << b),
+            Decode::Copy(_) | Decode::Impossible => return Err(EIO),
+        };
+        for j in (0..k).filter(|j| missing & (1 << j) == 0) {
+            copy_fragments(io, leg(j), out, usize::from(j) * f, f, blocks)?;
+        }
+        match decode {
+            Decode::Xor { missing } => {
+                let m = usize::from(missing) * f;
+                copy_fragments(io, leg(k), out, m, f, blocks)?;
+                for j in (0..k).filter(|&j| j != missing) {
+                    for page in out.own_pages().take(blocks) {
+                        page.combine(m, IoSink::page(&page), usize::from(j) * f, f, Combine::Xor)?;
+                    }
+                }
+                Ok(())
+            }
+            Decode::PQData { a } => self.recover(io, out, g, Lost::DataAndP(a), blocks),
+            Decode::PQ2Data { a, b } => self.recover(io, out, g, Lost::TwoData(a, b), blocks),
+            _ => Ok(()),
+        }
+    }
+
+    /// Rebuilds the data fragments `lost` of the first `blocks` blocks in `out` from P and
+    /// Q in their legs' pages (RAID-6).
+    fn recover(
+        &self,
+        io: &mut [WaitedIo<EC_SEGMENTS>],
+        out: &mut SgTable<GROUP_PAGES>,
+        g: u64,
+        lost: Lost,
+        blocks: usize,
+    ) -> Result {
+        let code = self.layout.code();
+        let (k, f) = (code.k(), code.fragment_bytes() as usize);
+        let pq = self.pq.as_ref().ok_or(EIO)?;
+        let p_leg = usize::from(self.layout.leg_of(g, k));
+        let q_leg = usize::from(self.layout.leg_of(g, k + 1));
+        let (p_io, q_io) = pair_mut(io, p_leg, q_leg).ok_or(EINVAL)?;
+        let mut scratch = pq.scratch.lock();
+        for (i, block) in out.own_pages().take(blocks).enumerate() {
+            let (p, off) = fragment_page(p_io, i, f)?;
+            let (q, _) = fragment_page(q_io, i, f)?;
+            let (p, q) = (IoSink::page(&p), IoSink::page(&q));
+            pq.raid6.recover(
+                &mut scratch,
+                usize::from(k),
+                f,
+                &block,
+                [
+                    Fragment {
+                        page: p,
+                        offset: off,
+                    },
+                    Fragment {
+                        page: q,
+                        offset: off,
+                    },
+                ],
+                lost,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Computes fragment `j` of the first `blocks` blocks in `bufs.blocks` into leg `l`'s
+    /// pages: a data fragment, P (their XOR) or Q (RAID-6).
+    fn fragment_of(&self, bufs: &mut Buffers, l: usize, j: u8, blocks: usize) -> Result {
+        let code = self.layout.code();
+        let (k, f) = (code.k(), code.fragment_bytes() as usize);
+        let Buffers {
+            io,
+            blocks: data,
+            p,
+        } = bufs;
+        let io = io.get_mut(l).ok_or(EINVAL)?;
+        for (i, block) in data.own_pages().take(blocks).enumerate() {
+            let (dst, off) = fragment_page(io, i, f)?;
+            let src = IoSink::page(&block);
+            if code.is_replication() || j < k {
+                let from = if code.is_replication() {
+                    0
+                } else {
+                    usize::from(j) * f
+                };
+                dst.combine(off, src, from, f, Combine::Copy)?;
+            } else if j == k {
+                dst.combine(off, src, 0, f, Combine::Copy)?;
+                for d in 1..usize::from(k) {
+                    dst.combine(off, src, d * f, f, Combine::Xor)?;
+                }
+            } else {
+                let pq = self.pq.as_ref().ok_or(EIO)?;
+                let p_page = p.own_pages().next().ok_or(EINVAL)?;
+                pq.raid6
+                    .gen(usize::from(k), f, &block, (&p_page, 0), (&dst, off))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl WorkItem for Resync {
+    type Pointer = Arc<Resync>;
+
+    fn run(this: Arc<Resync>) {
+        // Swap I/O may be what reclaim waits on: allocate nothing that starts I/O.
+        let _noio = NoIoScope::enter();
+        let mut bufs = this.bufs.lock();
+        while !this.is_stopped() && this.pass(&mut bufs) {}
+    }
+}
+
+/// Where block `i`'s fragment of `f` bytes is in `io`'s pages: the page and the offset in
+/// it.
+fn fragment_page<const N: usize>(
+    io: &mut WaitedIo<N>,
+    i: usize,
+    f: usize,
+) -> Result<(OwnPage<'_>, usize)> {
+    let at = i * f;
+    let page = io.pages()?.nth(at / BLOCK as usize).ok_or(EINVAL)?;
+    Ok((page, at % BLOCK as usize))
+}
+
+/// Copies the fragment (`f` bytes) of each of the first `blocks` blocks that leg `leg`
+/// read into its pages to bytes `dst..dst + f` of the block in `out`.
+fn copy_fragments(
+    io: &mut [WaitedIo<EC_SEGMENTS>],
+    leg: usize,
+    out: &mut SgTable<GROUP_PAGES>,
+    dst: usize,
+    f: usize,
+    blocks: usize,
+) -> Result {
+    let io = io.get_mut(leg).ok_or(EINVAL)?;
+    for (i, block) in out.own_pages().take(blocks).enumerate() {
+        let (src, off) = fragment_page(io, i, f)?;
+        block.combine(dst, IoSink::page(&src), off, f, Combine::Copy)?;
+    }
+    Ok(())
+}
+
+/// Two distinct elements of `v`, mutably.
+fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> Option<(&mut T, &mut T)> {
+    if a == b || a.max(b) >= v.len() {
+        return None;
+    }
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        Some((x.get_mut(a)?, y.first_mut()?))
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        Some((y.first_mut()?, x.get_mut(b)?))
+    }
+}
