@@ -53,10 +53,11 @@ setup() {
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 }
 
-# start_server I: server I on its port and state directory (PIDS[I]).
+# start_server I: server I on its port and state directory (PIDS[I]), keeping a region
+# $GRACE seconds (default 0) after its client's last queue (or its own restart).
 start_server() {
 	server_start "$OUT/server$1.log" --listen "$IP:${PORTS[$1]}" --size $((SWAP_SIZE_MB + 8))M \
-		--state-dir $SD$1 --grace 0 --insecure >/dev/null && PIDS[$1]=$SPID
+		--state-dir $SD$1 --grace "${GRACE:-0}" --insecure >/dev/null && PIDS[$1]=$SPID
 }
 
 # servers N: the first N servers as a `servers` list.
@@ -68,14 +69,15 @@ servers() {
 
 # ec_enable CODE [MB]: a target of code CODE (K+R) and MB (default SIZE_MB) over the first
 # K+R servers, with a client id of its own (a server keeps no region after a disconnect:
-# --grace 0), and extra_reads $EXTRA if set (the default, 1, otherwise).
+# --grace 0), extra_reads $EXTRA if set (the default, 1, otherwise) and recovery_ms
+# $RECOVERY_MS (default 2000).
 CLIENT=$((0x5700))
 ec_enable() {
 	local k=${1%+*} r=${1#*+}
 	rmdir $T 2>/dev/null
 	CLIENT=$((CLIENT + 1))
 	mkdir $T && echo ${2:-$SIZE_MB}M > $T/size && echo 2 > $T/queues && echo $CLIENT > $T/client_id \
-		&& echo 2000 > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
+		&& echo "${RECOVERY_MS:-2000}" > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
 		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers \
 		&& { [ -z "${EXTRA:-}" ] || echo "$EXTRA" > $T/extra_reads; } && echo 1 > $T/enable
 }
@@ -292,6 +294,56 @@ ec_lose() {
 		ktap_fail "$code: $why"
 	fi
 }
+
+# leg_field LEG KEY: the value of KEY= in leg LEG's line of stats.
+leg_field() { sed -n "s/^leg$1 .* $2=\([0-9]*\).*/\1/p" $T/stats; }
+
+# A server restarted with its state: the groups written while it was away, and those alone,
+# are rebuilt on it; then two other servers are killed and every block reads back, now
+# through the restarted server's fragments.
+t_resync() {
+	local why= dirty resynced
+	RECOVERY_MS=60000 ec_enable 4+2 || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	dev=/dev/$(cat $T/device)
+	head -c $((256 * 4096)) /dev/urandom > "$OUT/resync-a"
+	head -c $((64 * 4096)) /dev/urandom > "$OUT/resync-b"
+	dd if="$OUT/resync-a" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	# Blocks 64 to 127 (groups 8 to 15) while leg 1 is away: the writes go on without it.
+	dd if="$OUT/resync-b" of=$dev bs=4k seek=64 oflag=direct status=none || why+="write without leg 1 failed; "
+	dirty=$(leg_field 1 dirty)
+	[ "$dirty" = 8 ] || why+="leg 1 has ${dirty:-no} dirty groups, not 8: $(grep '^leg1 ' $T/stats); "
+	grep -q '^leg1 .* dirty=8$' $T/state || why+="state: $(grep '^leg1 ' $T/state); "
+	# Its region outlives the restart until the leg reconnects.
+	GRACE=60 start_server 1 || why+="server 1 does not restart; "
+	for _ in $(seq 300); do
+		[ "$(leg_field 1 dirty)" = 0 ] && [ "$(leg_field 1 resynced)" -gt 0 ] 2>/dev/null && break
+		sleep 0.1
+	done
+	resynced=$(leg_field 1 resynced)
+	[ "$resynced" = 8 ] || why+="leg 1 rebuilt ${resynced:-no} groups, not 8: $(grep '^leg1 ' $T/stats) $(grep '^leg1 ' $T/state); "
+	dmesg | grep -q "leg1: in sync: 8 groups rebuilt" \
+		|| why+="no 'in sync' line: $(dmesg | grep 'leg1' | tail -3 | tr '\n' ' '); "
+	# Legs 0 and 2 gone: every read needs leg 1's fragments.
+	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
+	cp "$OUT/resync-a" "$OUT/resync-want"
+	dd if="$OUT/resync-b" of="$OUT/resync-want" bs=4k seek=64 conv=notrunc status=none
+	dd if=$dev of="$OUT/resync-back" bs=64k count=16 iflag=direct status=none || why+="read without legs 0 and 2 failed; "
+	cmp -s "$OUT/resync-back" "$OUT/resync-want" || why+="blocks read through the rebuilt leg differ: $(cmp "$OUT/resync-back" "$OUT/resync-want" | head -1); "
+	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
+	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	st=$(grep '^leg' $T/stats | tr '\n' ' ')
+	ec_disable || why+="disable failed; "
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "4+2, leg 1 restarted with its state: $st"
+	else
+		ktap_fail "$why"
+	fi
+}
+ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on without it, then only the 8 groups written meanwhile are rebuilt on it; with two others killed every block reads back through it" t_resync
 
 t_lose_pq() { EXTRA=0 ec_lose 4+2; }
 ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
