@@ -171,6 +171,9 @@ fn store_setting<T>(
         return Err(EBUSY);
     }
     store(&mut t.settings, value);
+    if let (true, Some(e)) = (live, &t.enabled) {
+        e.disk.update(&t.settings);
+    }
     // Says where a secret came from: the key's name, never its payload. A list's entries
     // are looked at one by one (a list of secrets may mix keys and digits).
     for desc in text

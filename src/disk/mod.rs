@@ -293,6 +293,15 @@ impl RemoteDisk {
         }
     }
 
+    /// Takes the settings that may change while the disk is enabled (`live` in the
+    /// settings table) from `settings`.
+    pub(crate) fn update(&self, settings: &TargetSettings) {
+        match &self.driven {
+            Driven::Plain { .. } => {}
+            Driven::Ec { driver, .. } => driver.update(settings),
+        }
+    }
+
     /// How the queues are doing (every server's).
     pub(crate) fn health(&self) -> Health {
         match &self.driven {

@@ -298,22 +298,25 @@ ec_lose() {
 # leg_field LEG KEY: the value of KEY= in leg LEG's line of stats.
 leg_field() { sed -n "s/^leg$1 .* $2=\([0-9]*\).*/\1/p" $T/stats; }
 
-# A server restarted with its state: the groups written while it was away, and those alone,
-# are rebuilt on it; then two other servers are killed and every block reads back, now
-# through the restarted server's fragments.
-t_resync() {
-	local why= dirty resynced
-	RECOVERY_MS=60000 ec_enable 4+2 || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+# resync_test CODE GROUPS [MBPS]: a server restarted with its state gets the groups written
+# while it was away, and those alone, rebuilt on it (at MBPS MiB/s, set while enabled, if
+# given: the rebuild then takes at least the time that rate needs); then two other servers
+# are killed and every block reads back, now through the restarted server's fragments.
+resync_test() {
+	local code=$1 groups=$2 mbps=${3:-} why= dirty resynced took k=${1%+*} blocks
+	blocks=$((groups * 8))
+	RECOVERY_MS=60000 ec_enable "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
 	dev=/dev/$(cat $T/device)
-	head -c $((256 * 4096)) /dev/urandom > "$OUT/resync-a"
-	head -c $((64 * 4096)) /dev/urandom > "$OUT/resync-b"
+	[ -z "$mbps" ] || echo "$mbps" > $T/rebuild_mbps || why+="rebuild_mbps refused while enabled; "
+	head -c $(((64 + blocks) * 4096)) /dev/urandom > "$OUT/resync-a"
+	head -c $((blocks * 4096)) /dev/urandom > "$OUT/resync-b"
 	dd if="$OUT/resync-a" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
 	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
-	# Blocks 64 to 127 (groups 8 to 15) while leg 1 is away: the writes go on without it.
+	# Groups 8 to 8 + GROUPS - 1 while leg 1 is away: the writes go on without it.
 	dd if="$OUT/resync-b" of=$dev bs=4k seek=64 oflag=direct status=none || why+="write without leg 1 failed; "
 	dirty=$(leg_field 1 dirty)
-	[ "$dirty" = 8 ] || why+="leg 1 has ${dirty:-no} dirty groups, not 8: $(grep '^leg1 ' $T/stats); "
-	grep -q '^leg1 .* dirty=8$' $T/state || why+="state: $(grep '^leg1 ' $T/state); "
+	[ "$dirty" = "$groups" ] || why+="leg 1 has ${dirty:-no} dirty groups, not $groups: $(grep '^leg1 ' $T/stats); "
+	grep -q "^leg1 .* dirty=$groups\$" $T/state || why+="state: $(grep '^leg1 ' $T/state); "
 	# Its region outlives the restart until the leg reconnects.
 	GRACE=60 start_server 1 || why+="server 1 does not restart; "
 	for _ in $(seq 300); do
@@ -321,14 +324,20 @@ t_resync() {
 		sleep 0.1
 	done
 	resynced=$(leg_field 1 resynced)
-	[ "$resynced" = 8 ] || why+="leg 1 rebuilt ${resynced:-no} groups, not 8: $(grep '^leg1 ' $T/stats) $(grep '^leg1 ' $T/state); "
-	dmesg | grep -q "leg1: in sync: 8 groups rebuilt" \
-		|| why+="no 'in sync' line: $(dmesg | grep 'leg1' | tail -3 | tr '\n' ' '); "
+	[ "$resynced" = "$groups" ] || why+="leg 1 rebuilt ${resynced:-no} groups, not $groups: $(grep '^leg1 ' $T/stats) $(grep '^leg1 ' $T/state); "
+	took=$(dmesg | awk -F'[][]' -v n="$groups" '$0 ~ "leg1: back: rebuilding the " n " groups" { b = $2 }
+		$0 ~ "leg1: in sync: " n " groups rebuilt" { e = $2 } END { if (b != "" && e != "") printf "%.3f", e - b }')
+	[ -n "$took" ] || why+="no 'back' and 'in sync' lines: $(dmesg | grep 'leg1' | tail -3 | tr '\n' ' '); "
+	# GROUPS groups of 32 KiB / k each on leg 1 at MBPS MiB/s, between the log's two lines.
+	if [ -n "$mbps" ]; then
+		awk -v t="${took:-0}" -v need="$(awk -v g="$groups" -v k="$k" -v m="$mbps" 'BEGIN { print 0.9 * g * 32 / k / 1024 / m }')" \
+			'BEGIN { exit !(t >= need) }' || why+="$groups groups rebuilt in ${took:-?} s, faster than $mbps MiB/s; "
+	fi
 	# Legs 0 and 2 gone: every read needs leg 1's fragments.
 	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
 	cp "$OUT/resync-a" "$OUT/resync-want"
 	dd if="$OUT/resync-b" of="$OUT/resync-want" bs=4k seek=64 conv=notrunc status=none
-	dd if=$dev of="$OUT/resync-back" bs=64k count=16 iflag=direct status=none || why+="read without legs 0 and 2 failed; "
+	dd if=$dev of="$OUT/resync-back" bs=4k count=$((64 + blocks)) iflag=direct status=none || why+="read without legs 0 and 2 failed; "
 	cmp -s "$OUT/resync-back" "$OUT/resync-want" || why+="blocks read through the rebuilt leg differ: $(cmp "$OUT/resync-back" "$OUT/resync-want" | head -1); "
 	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
 	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
@@ -338,12 +347,18 @@ t_resync() {
 	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
 	if [ -z "$why" ]; then
 		ktap_pass
-		ktap_diag "4+2, leg 1 restarted with its state: $st"
+		ktap_diag "$code, leg 1 restarted with its state: $groups groups rebuilt in $took s${mbps:+ at $mbps MiB/s}; $st"
 	else
-		ktap_fail "$why"
+		ktap_fail "$code: $why"
 	fi
 }
-ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on without it, then only the 8 groups written meanwhile are rebuilt on it; with two others killed every block reads back through it" t_resync
+
+t_resync() { resync_test 4+2 32; }
+ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on without it, then only the 32 groups written meanwhile are rebuilt on it; with two others killed every block reads back through it" t_resync
+
+# 64 groups of 32 KiB at 1 MiB/s: 2 s at least, twice what the rebuild takes unpaced.
+t_resync_rate() { resync_test 1+2 64 1; }
+ktap_test "ec 1+2: the rebuild of a restarted server keeps to rebuild_mbps, set to 1 MiB/s while enabled; every block then reads back from it alone" t_resync_rate
 
 t_lose_pq() { EXTRA=0 ec_lose 4+2; }
 ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq

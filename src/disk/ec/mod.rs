@@ -189,7 +189,7 @@ impl EcDriver {
             // page-contiguous range (iWARP), fragments are read into the areas.
             areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
         };
-        let resync = Resync::new(&legs, layout, &out, pq.as_ref())?;
+        let resync = Resync::new(&legs, layout, &out, pq.as_ref(), settings.rebuild_mbps)?;
         let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), reads, &resync)?;
         Ok(Self {
             legs,
@@ -237,6 +237,11 @@ impl EcDriver {
             .iter()
             .map(|l| l.session.max_sge())
             .fold(EC_SEGMENTS as u32, u32::min)
+    }
+
+    /// Takes the settings that may change while enabled: the rebuild's rate.
+    pub(super) fn update(&self, settings: &TargetSettings) {
+        self.resync.set_rate(settings.rebuild_mbps);
     }
 
     /// The code.

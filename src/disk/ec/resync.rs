@@ -16,13 +16,16 @@
 //! dirty or busy, skips the leg and marks the group again (it is rebuilt once more), or
 //! the rebuild had not started, so the rebuild reads what the write left. A write marks
 //! the groups it skipped when it ends, after its data is on the other legs.
+//!
+//! The rebuild writes at most `rebuild_mbps` MiB/s to the leg (a setting that may change
+//! while the disk is enabled), so that it leaves the fabric to the disk's own I/O.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq, new_work,
     prelude::*,
     sync::{Arc, Mutex, SpinLockIrq},
-    time::{delay::fsleep, Delta},
+    time::{delay::fsleep, Delta, Instant, Monotonic},
     workqueue::{impl_has_work, Work, WorkItem},
 };
 
@@ -47,6 +50,9 @@ const GROUP_PAGES: usize = GROUP_BLOCKS as usize;
 /// resource (its send queue full of the disk's I/O) before the group is left dirty.
 const BUSY_TRIES: u32 = 100;
 const BUSY_WAIT_MS: i64 = 10;
+
+/// The longest the rebuild sleeps at once to keep to its rate.
+const PACE_MAX_MS: u64 = 100;
 
 /// One leg's resynchronisation.
 struct LegResync {
@@ -95,6 +101,8 @@ pub(super) struct Resync {
     layout: Layout,
     out: Arc<LegsOut>,
     pq: Option<Arc<Pq>>,
+    /// MiB/s the rebuild writes at most (`rebuild_mbps`).
+    rate: AtomicU32,
     #[pin]
     bufs: Mutex<Buffers>,
     /// Set by [`Resync::stop`]: the work is not queued again.
@@ -111,13 +119,14 @@ impl_has_work! {
 
 impl Resync {
     /// The resynchronisation of `legs`, of a disk of `layout` with `pq` for two parity
-    /// fragments. Its buffers are allocated now (nothing is allocated once it runs).
-    /// Sleeps.
+    /// fragments, writing at most `mbps` MiB/s. Its buffers are allocated now (nothing
+    /// is allocated once it runs). Sleeps.
     pub(super) fn new(
         legs: &[Leg],
         layout: Layout,
         out: &Arc<LegsOut>,
         pq: Option<&Arc<Pq>>,
+        mbps: u32,
     ) -> Result<Arc<Self>> {
         let code = layout.code();
         // A code without parity never skips a leg: nothing to map.
@@ -161,6 +170,7 @@ impl Resync {
                 layout,
                 out: out.clone(),
                 pq: pq.cloned(),
+                rate: AtomicU32::new(mbps.max(1)),
                 bufs <- new_mutex!(Buffers { io, blocks, p }, "rswap::disk::ec::Resync::bufs"),
                 stopped <- new_spinlock_irq!(false, "rswap::disk::ec::Resync::stopped"),
                 wq,
@@ -202,6 +212,24 @@ impl Resync {
         }
     }
 
+    /// Sets the rate the rebuild writes at, at most, in MiB/s (0 is taken as 1).
+    pub(super) fn set_rate(&self, mbps: u32) {
+        self.rate.store(mbps.max(1), Ordering::Relaxed);
+    }
+
+    /// Sleeps as long as writing `written` bytes since `start` at the rate takes beyond
+    /// the time it took, if that is a millisecond or more, and [`PACE_MAX_MS`] at most
+    /// (the next group sleeps again if need be; a stop waits no longer).
+    fn pace(&self, start: Instant<Monotonic>, written: u64) {
+        let mbps = u64::from(self.rate.load(Ordering::Relaxed).max(1));
+        let due_ns = written.saturating_mul(1_000_000_000) / (mbps << 20);
+        let took_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let ahead_ms = due_ns.saturating_sub(took_ns) / 1_000_000;
+        if ahead_ms >= 1 {
+            fsleep(Delta::from_millis(ahead_ms.min(PACE_MAX_MS) as i64));
+        }
+    }
+
     /// Stops the work for good and waits until it is not running. Sleeps.
     pub(super) fn stop(&self) {
         *self.stopped.lock() = true;
@@ -239,6 +267,7 @@ impl Resync {
                 );
             }
             let (mut group, mut done) = (Some(first), 0u64);
+            let (start, mut written) = (Instant::now(), 0u64);
             while let Some(g) = group {
                 if self.is_stopped() {
                     return false;
@@ -271,6 +300,8 @@ impl Resync {
                     break;
                 }
                 done += 1;
+                written += self.group_bytes(g);
+                self.pace(start, written);
                 group = leg.dirty.next(g + 1);
             }
             if done > 0 {
@@ -290,13 +321,24 @@ impl Resync {
         any
     }
 
+    /// Blocks of group `g` (the last group of the disk may be partial).
+    fn group_blocks(&self, g: u64) -> u64 {
+        let first = g * GROUP_BLOCKS;
+        self.layout.blocks().saturating_sub(first).min(GROUP_BLOCKS)
+    }
+
+    /// Bytes of each leg's fragments of group `g`.
+    fn group_bytes(&self, g: u64) -> u64 {
+        self.group_blocks(g) * self.layout.code().fragment_bytes()
+    }
+
     /// Rebuilds leg `l`'s fragment of every block of group `g` from the other legs.
     fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
         let layout = &self.layout;
         let code = layout.code();
         let f = code.fragment_bytes() as usize;
         let first = g * GROUP_BLOCKS;
-        let blocks = layout.blocks().saturating_sub(first).min(GROUP_BLOCKS) as usize;
+        let blocks = self.group_blocks(g) as usize;
         let offset = layout.remote_offset(first);
         let bytes = u32::try_from(blocks * f).map_err(|_| EINVAL)?;
         // The legs that may serve the group: in the disk, back, and current there.
