@@ -21,8 +21,8 @@ CG=/sys/fs/cgroup/rswap-swaptest
 OUT=$RSWAP_OUT/40-swap
 # Three times the cgroup's limit: two thirds of the working set is out on the disk at
 # any time.
-WORK_MB=${RSWAP_SWAP_WORK_MB:-96}
-LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-32}
+WORK_MB=${RSWAP_SWAP_WORK_MB:-72}
+LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-24}
 # The synchronous swap-in run: a second target, half the working set in half the cgroup.
 T2=$CFG/swapsync
 SYNC_WORK_MB=$((WORK_MB / 2)) SYNC_LIMIT_MB=$((LIMIT_MB / 2))

@@ -34,7 +34,7 @@ CG=/sys/fs/cgroup/rswap-memory
 OUT=$RSWAP_OUT/41-memory
 PROCS=4 PROC_MB=48 LIMIT_MB=64
 # The load's length, and how long after it the figures must be back (SETTLE_S).
-LOAD_S=60 SETTLE_S=20
+LOAD_S=40 SETTLE_S=20
 [[ $(uname -r) != *-rswap-debug ]] || LOAD_S=300 SETTLE_S=60
 SAMPLE_S=30
 # The margins the figures must come back within, SETTLE_S after the load.
