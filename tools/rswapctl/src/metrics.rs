@@ -89,11 +89,7 @@ impl Text<'_> {
         help: &str,
         value: impl Fn(&TargetInfo) -> Option<u64>,
     ) {
-        let kind = match kind {
-            MetricKind::Counter => "counter",
-            MetricKind::Gauge => "gauge",
-        };
-        self.family(name, kind, help);
+        self.family(name, kind.name(), help);
         for t in self.targets {
             if let Some(v) = value(t) {
                 self.sample(name, t, &[], v);
@@ -101,10 +97,16 @@ impl Text<'_> {
         }
     }
 
-    /// A counter family with one sample per leg of each target with legs and the value
-    /// (`get` of the leg), labelled `leg` (its index in `servers`).
-    fn per_leg(&mut self, name: &str, help: &str, get: impl Fn(&LegInfo) -> Option<u64>) {
-        self.family(name, "counter", help);
+    /// A family with one sample per leg of each target with legs and the value (`get`
+    /// of the leg), labelled `leg` (its index in `servers`).
+    fn per_leg(
+        &mut self,
+        name: &str,
+        kind: MetricKind,
+        help: &str,
+        get: impl Fn(&LegInfo) -> Option<u64>,
+    ) {
+        self.family(name, kind.name(), help);
         for t in self.targets {
             for leg in t.legs.iter().flatten() {
                 if let Some(v) = get(leg) {
@@ -254,25 +256,42 @@ pub fn render(module_version: Option<&str>, targets: &[TargetInfo]) -> String {
             text.sample("rswap_target_leg_info", t, &labels, 1);
         }
     }
+    let counter = MetricKind::Counter;
     text.per_leg(
         "rswap_target_leg_reads_total",
+        counter,
         "The leg's reads that came back with success.",
         |l| l.reads,
     );
     text.per_leg(
         "rswap_target_leg_writes_total",
+        counter,
         "The leg's writes that came back with success.",
         |l| l.writes,
     );
     text.per_leg(
         "rswap_target_leg_errors_total",
+        counter,
         "The leg's reads and writes that failed.",
         |l| l.errors,
     );
     text.per_leg(
         "rswap_target_leg_late_reads_total",
+        counter,
         "The leg's reads that came back after their read had ended (the slowest leg has most).",
         |l| l.late,
+    );
+    text.per_leg(
+        "rswap_target_leg_dirty_groups",
+        gauge,
+        "The leg's groups (32 KiB) written while it was away, waiting to be rebuilt on it.",
+        |l| l.dirty,
+    );
+    text.per_leg(
+        "rswap_target_leg_resynced_groups_total",
+        counter,
+        "The leg's groups rebuilt on it since the target was enabled.",
+        |l| l.resynced,
     );
     text.out
 }

@@ -485,7 +485,8 @@ pub struct CodeLine {
 }
 
 /// A leg's line of the `stats` of a disk over several servers: `legN reads=.. writes=..
-/// errors=.. late=.. requeues=.. recoveries=.. inflight=..`.
+/// errors=.. late=.. requeues=.. recoveries=.. inflight=.. dirty=.. resynced=..` (the last
+/// two from a module that rebuilds a leg that is back).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegStats {
     /// N: the server's index in `servers`.
@@ -501,6 +502,11 @@ pub struct LegStats {
     pub requeues: u64,
     pub recoveries: u64,
     pub inflight: u64,
+    /// Its groups (32 KiB) written while it was away, waiting to be rebuilt on it; `None`
+    /// from a module that does not show them.
+    pub dirty: Option<u64>,
+    /// Its groups rebuilt on it since `enable`; `None` likewise.
+    pub resynced: Option<u64>,
 }
 
 /// A target's `stats` attribute (Documentation/configuration.md, "Counters").
@@ -527,7 +533,7 @@ pub struct Stats {
 impl Stats {
     /// Field `key` of the `total` line.
     pub fn total(&self, key: &str) -> Option<u64> {
-        self.total.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+        optional(&self.total, key)
     }
 }
 
@@ -547,13 +553,14 @@ fn fields(line: &str) -> Result<Vec<(String, u64)>, StatsError> {
         .collect()
 }
 
+/// Field `key` of `fields`, if the line has it.
+fn optional(fields: &[(String, u64)], key: &str) -> Option<u64> {
+    fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
+
 /// Field `key` of `fields`, which a line must have.
 fn field(fields: &[(String, u64)], key: &str, line: &str) -> Result<u64, StatsError> {
-    fields
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| StatsError(format!("no {key}= in {line:?}")))
+    optional(fields, key).ok_or_else(|| StatsError(format!("no {key}= in {line:?}")))
 }
 
 /// The `code K+R extra_reads=.. early_reads=.. late_leg_reads=..` line.
@@ -591,6 +598,8 @@ fn leg_stats(leg: u32, line: &str) -> Result<LegStats, StatsError> {
         requeues: get("requeues")?,
         recoveries: get("recoveries")?,
         inflight: get("inflight")?,
+        dirty: optional(&f, "dirty"),
+        resynced: optional(&f, "resynced"),
     })
 }
 
@@ -624,7 +633,8 @@ fn histogram(line: &str) -> Result<Histogram, StatsError> {
 /// `read_latency_us` and `write_latency_us` pair, or a module's older single
 /// `latency_us`), the encryption line (as [`parse_stats_encryption`]), the `code` and
 /// `legN` lines of a disk over several servers (their unknown `key=value` fields
-/// ignored, a missing known one an error) and the `queueN` lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
+/// ignored, a missing known one an error but a leg's `dirty` and `resynced`, which an
+/// older module does not print) and the `queueN` lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
 /// module's) are skipped; a known line that does not parse is an error. A disabled
 /// target's `stats` is empty: all empty.
 pub fn parse_stats(stats: &str) -> Result<Stats, StatsError> {
@@ -810,12 +820,12 @@ mod tests {
     /// IPv6 server, leg 5 with a field of a newer module.
     const STATE_4_2: &str = "degraded queues=10/12 region=0 epoch=0 length=16777216 \
         recovering=0 dead=2 recoveries=0 retried=3 code=4+2 legs_up=5/6\n\
-        leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1\n\
-        leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1\n\
-        leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1\n\
-        leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1\n\
-        leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=2\n\
-        leg5 192.0.2.7:7000 connected queues=2/2 region=6 epoch=1 future=9\n";
+        leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1 dirty=0\n\
+        leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1 dirty=4\n\
+        leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1 dirty=0\n\
+        leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1 dirty=0\n\
+        leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=2 dirty=0\n\
+        leg5 192.0.2.7:7000 connected queues=2/2 region=6 epoch=1 dirty=1 future=9\n";
 
     #[test]
     fn state_legs() {
@@ -896,12 +906,18 @@ mod tests {
         write_latency_us le8=1 le16=0 inf=0\n\
         encryption off\n\
         code 4+2 extra_reads=1 early_reads=5120 late_leg_reads=4980\n\
-        leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0\n\
-        leg1 reads=0 writes=0 errors=7 late=0 requeues=1 recoveries=0 inflight=0\n\
-        leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0\n\
-        leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0\n\
-        leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=0 inflight=0\n\
-        leg5 reads=2570 writes=1536 errors=0 late=1777 requeues=0 recoveries=0 inflight=2 new=1\n\
+        leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0 \
+        dirty=0 resynced=0\n\
+        leg1 reads=0 writes=0 errors=7 late=0 requeues=1 recoveries=0 inflight=0 dirty=4 \
+        resynced=0\n\
+        leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0 \
+        dirty=0 resynced=0\n\
+        leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0 \
+        dirty=0 resynced=0\n\
+        leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=2 inflight=0 \
+        dirty=0 resynced=8\n\
+        leg5 reads=2570 writes=1536 errors=0 late=1777 requeues=0 recoveries=0 inflight=2 \
+        dirty=1 resynced=0 new=1\n\
         queue0 reads=2575 writes=770 read_bytes=10547200\n\
         queue1 reads=2545 writes=766 read_bytes=10424320\n";
 
@@ -928,13 +944,17 @@ mod tests {
                 late: 0,
                 requeues: 1,
                 recoveries: 0,
-                inflight: 0
+                inflight: 0,
+                dirty: Some(4),
+                resynced: Some(0)
             }
         );
         assert_eq!(
             (s.legs[5].leg, s.legs[5].late, s.legs[5].inflight),
             (5, 1777, 2)
         );
+        assert_eq!((s.legs[4].dirty, s.legs[4].resynced), (Some(0), Some(8)));
+        assert_eq!((s.legs[5].dirty, s.legs[5].resynced), (Some(1), Some(0)));
         // The rest as on a plain disk.
         assert_eq!(s.total("reads"), Some(5120));
         assert_eq!(s.encryption, Some(Encryption::Off));
@@ -942,6 +962,34 @@ mod tests {
         // A plain disk's: no code line, no legs.
         let plain = parse_stats(STATS_PAIR).unwrap();
         assert_eq!((plain.code, plain.legs), (None, vec![]));
+    }
+
+    #[test]
+    fn stats_of_legs_of_an_older_module() {
+        // No `dirty` nor `resynced`: the other counters, those `None`.
+        let s = parse_stats(
+            "code 2+1 extra_reads=0 early_reads=0 late_leg_reads=0\n\
+             leg0 reads=9 writes=4 errors=0 late=3 requeues=0 recoveries=1 inflight=0\n\
+             leg1 reads=9 writes=4 errors=0 late=0 requeues=0 recoveries=0 inflight=1 dirty=2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.legs[0],
+            LegStats {
+                leg: 0,
+                reads: 9,
+                writes: 4,
+                errors: 0,
+                late: 3,
+                requeues: 0,
+                recoveries: 1,
+                inflight: 0,
+                dirty: None,
+                resynced: None
+            }
+        );
+        // Each of the two on its own.
+        assert_eq!((s.legs[1].dirty, s.legs[1].resynced), (Some(2), None));
     }
 
     #[test]
@@ -969,6 +1017,10 @@ mod tests {
                 "no late= in ",
             ),
             ("leg3 reads=-1", "reads=-1 is not a number"),
+            (
+                "leg0 reads=1 writes=1 errors=0 late=0 requeues=0 recoveries=0 inflight=0 dirty=x",
+                "dirty=x is not a number",
+            ),
             (
                 "leg3 192.0.2.2:7471 connected",
                 "\"192.0.2.2:7471\" is not key=value",

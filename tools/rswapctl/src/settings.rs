@@ -641,6 +641,16 @@ pub enum MetricKind {
     Gauge,
 }
 
+impl MetricKind {
+    /// Its name in a `# TYPE` line.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+        }
+    }
+}
+
 /// One field of the `total` line of a target's `stats` attribute: its key in `stats`
 /// (and in the `stats` object of `list --json` and `status --json`) and its metric
 /// family in `rswapctl metrics`.

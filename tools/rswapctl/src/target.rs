@@ -419,6 +419,10 @@ pub struct LegInfo {
     pub requeues: Option<u64>,
     pub recoveries: Option<u64>,
     pub inflight: Option<u64>,
+    /// Its groups waiting to be rebuilt on it, and those rebuilt since `enable`; also
+    /// null from a module that does not show them.
+    pub dirty: Option<u64>,
+    pub resynced: Option<u64>,
 }
 
 impl LegInfo {
@@ -439,6 +443,8 @@ impl LegInfo {
             requeues: c.map(|c| c.requeues),
             recoveries: c.map(|c| c.recoveries),
             inflight: c.map(|c| c.inflight),
+            dirty: c.and_then(|c| c.dirty),
+            resynced: c.and_then(|c| c.resynced),
         }
     }
 }

@@ -2959,30 +2959,48 @@ fn the_settings_table() {
 
 // --- disks over several servers ------------------------------------------------------
 
-/// The `state` of a 4+2 disk with leg 1 out, as the module prints it; leg 3 on an IPv6
-/// server.
+/// The `state` of a 4+2 disk with leg 1 out (5 groups written while it was reconnecting
+/// left on it), as the module prints it; leg 3 on an IPv6 server.
 const STATE_4_2: &str = "degraded queues=10/12 region=0 epoch=0 length=16777216 \
     recovering=0 dead=2 recoveries=0 retried=3 code=4+2 legs_up=5/6\n\
-    leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1\n\
-    leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1\n\
-    leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1\n\
-    leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1\n\
-    leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=1\n\
-    leg5 192.0.2.7:7471 connected queues=2/2 region=6 epoch=1\n";
+    leg0 192.0.2.2:7471 connected queues=2/2 region=6104377862120398185 epoch=1 dirty=0\n\
+    leg1 192.0.2.3:7471 out queues=0/2 region=1478130930843524612 epoch=1 dirty=5\n\
+    leg2 192.0.2.4:7471 connected queues=2/2 region=12370173478124151043 epoch=1 dirty=0\n\
+    leg3 [fd00::2]:7471 connected queues=2/2 region=8630591549093106726 epoch=1 dirty=0\n\
+    leg4 192.0.2.6:7471 connected queues=2/2 region=5 epoch=1 dirty=0\n\
+    leg5 192.0.2.7:7471 connected queues=2/2 region=6 epoch=1 dirty=0\n";
 
-/// Its `stats`; leg 5 has no line (as if the page had no room for it).
+/// Its `stats`; leg 4 came back and had 8 groups rebuilt, leg 5 has no line (as if the
+/// page had no room for it).
 const STATS_4_2: &str = "total reads=5120 writes=1536 read_bytes=20971520 write_bytes=6291456 \
     errors=0 requeues=0 recoveries=0 inflight=0 registered_reads=0\n\
     read_latency_us le8=0 le16=3 inf=1\n\
     write_latency_us le8=2 le16=5 inf=1\n\
     encryption off\n\
     code 4+2 extra_reads=1 early_reads=5120 late_leg_reads=4980\n\
-    leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0\n\
-    leg1 reads=40 writes=12 errors=7 late=0 requeues=1 recoveries=0 inflight=0\n\
-    leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0\n\
-    leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0\n\
-    leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=0 inflight=0\n\
+    leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0 dirty=0 \
+    resynced=0\n\
+    leg1 reads=40 writes=12 errors=7 late=0 requeues=1 recoveries=0 inflight=0 dirty=5 \
+    resynced=0\n\
+    leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0 dirty=0 \
+    resynced=0\n\
+    leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0 dirty=0 \
+    resynced=0\n\
+    leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=2 inflight=0 dirty=0 \
+    resynced=8\n\
     queue0 reads=5120 writes=1536 read_bytes=20971520 write_bytes=6291456\n";
+
+/// `text` (`state` or `stats`) as a module older than the rebuild of a leg that is back
+/// prints it: without the `dirty=` and `resynced=` of its leg lines.
+fn without_resync(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let words = l.split(' ');
+            let kept = words.filter(|w| !w.starts_with("dirty=") && !w.starts_with("resynced="));
+            kept.collect::<Vec<_>>().join(" ") + "\n"
+        })
+        .collect()
+}
 
 /// `two_targets` and `ec`, a 4+2 disk over six servers, enabled.
 fn with_a_disk_over_six_servers() -> Fake {
@@ -3014,8 +3032,12 @@ fn legs_in_list_and_status() {
             "leg": 1, "server": "192.0.2.3:7471", "state": "out", "queues_live": 0,
             "queues_total": 2, "region": 1478130930843524612u64, "epoch": 1,
             "reads": 40, "writes": 12, "errors": 7, "late": 0, "requeues": 1,
-            "recoveries": 0, "inflight": 0
+            "recoveries": 0, "inflight": 0, "dirty": 5, "resynced": 0
         })
+    );
+    assert_eq!(
+        (&legs[4]["dirty"], &legs[4]["resynced"]),
+        (&json!(0), &json!(8))
     );
     // 64-bit regions exact.
     assert_eq!(legs[2]["region"].as_u64(), Some(12370173478124151043));
@@ -3024,6 +3046,10 @@ fn legs_in_list_and_status() {
     assert_eq!(
         (&legs[5]["state"], &legs[5]["reads"]),
         (&json!("connected"), &Value::Null)
+    );
+    assert_eq!(
+        (&legs[5]["dirty"], &legs[5]["resynced"]),
+        (&Value::Null, &Value::Null)
     );
     assert_eq!(
         ec["stats"]["late_binding"],
@@ -3054,14 +3080,15 @@ fn legs_in_list_and_status() {
         lines[first + 1],
         "leg1: {\"leg\":1,\"server\":\"192.0.2.3:7471\",\"state\":\"out\",\"queues_live\":0,\
          \"queues_total\":2,\"region\":1478130930843524612,\"epoch\":1,\"reads\":40,\
-         \"writes\":12,\"errors\":7,\"late\":0,\"requeues\":1,\"recoveries\":0,\"inflight\":0}"
+         \"writes\":12,\"errors\":7,\"late\":0,\"requeues\":1,\"recoveries\":0,\"inflight\":0,\
+         \"dirty\":5,\"resynced\":0}"
     );
     assert!(lines[first + 5].starts_with("leg5: {\"leg\":5,"), "{out}");
     assert!(lines[first + 6].starts_with("attr."), "{out}");
     // A leg line that does not parse: no legs (null), the disk's state still there.
     fs::write(
         fake.dir("ec").join("state"),
-        STATE_4_2.replace(" epoch=1\nleg2", "\nleg2"),
+        STATE_4_2.replace(" epoch=1 dirty=5\n", " dirty=5\n"),
     )
     .unwrap();
     let out: Value =
@@ -3071,6 +3098,29 @@ fn legs_in_list_and_status() {
         (&json!("degraded"), &Value::Null)
     );
     assert!(!run(&fake, &["status", "ec"]).unwrap().contains("\nleg0: "));
+}
+
+#[test]
+fn legs_of_an_older_module_in_list() {
+    let fake = with_a_disk_over_six_servers();
+    for (attr, text) in [("state", STATE_4_2), ("stats", STATS_4_2)] {
+        fs::write(fake.dir("ec").join(attr), without_resync(text)).unwrap();
+    }
+    let out: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
+    let leg1 = &out[2]["legs"][1];
+    // The other counters as before; `dirty` and `resynced` there, null.
+    assert_eq!((&leg1["writes"], &leg1["errors"]), (&json!(12), &json!(7)));
+    assert_eq!(
+        (&leg1["dirty"], &leg1["resynced"]),
+        (&Value::Null, &Value::Null)
+    );
+    // No samples in their families.
+    let text = run(&fake, &["metrics"]).unwrap();
+    check_exposition(&text);
+    assert!(text.contains("\n# TYPE rswap_target_leg_dirty_groups gauge\n"));
+    assert!(samples(&text, "rswap_target_leg_dirty_groups{").is_empty());
+    assert!(samples(&text, "rswap_target_leg_resynced_groups_total{").is_empty());
+    assert_eq!(samples(&text, "rswap_target_leg_reads_total{").len(), 5);
 }
 
 #[test]
@@ -3088,21 +3138,24 @@ fn legs_in_metrics() {
     );
     assert_eq!(samples(&text, "rswap_target_leg_info{").len(), 6);
     // Leg 5 has no stats line: no counter samples.
-    for (family, leg1) in [
-        ("rswap_target_leg_reads_total", 40),
-        ("rswap_target_leg_writes_total", 12),
-        ("rswap_target_leg_errors_total", 7),
-        ("rswap_target_leg_late_reads_total", 0),
+    for (family, kind, leg1, leg4) in [
+        ("rswap_target_leg_reads_total", "counter", 40, 2570),
+        ("rswap_target_leg_writes_total", "counter", 12, 1536),
+        ("rswap_target_leg_errors_total", "counter", 7, 0),
+        ("rswap_target_leg_late_reads_total", "counter", 0, 790),
+        ("rswap_target_leg_dirty_groups", "gauge", 5, 0),
+        ("rswap_target_leg_resynced_groups_total", "counter", 0, 8),
     ] {
         let s = samples(&text, &format!("{family}{{"));
         assert_eq!(s.len(), 5, "{family}: {s:?}");
         assert_eq!(s[1], format!(r#"{family}{{{ec},leg="1"}} {leg1}"#));
+        assert_eq!(s[4], format!(r#"{family}{{{ec},leg="4"}} {leg4}"#));
         assert!(
             text.contains(&format!("# HELP {family} The leg's ")),
             "{family}"
         );
         assert!(
-            text.contains(&format!("# TYPE {family} counter\n")),
+            text.contains(&format!("# TYPE {family} {kind}\n")),
             "{family}"
         );
     }
