@@ -58,17 +58,48 @@ RSWAP_CFG=/sys/kernel/config/rswap/bench
 # What the rswap family's setup varies: encrypt=1, sync_swapin=1 and poll_queues on the
 # target, and rswap.ko's parameters.
 RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS=
-backend_rswap_setup() {
-	local out
+
+# The set-up pieces the rswap backends share (rswap and its variants, rswap-md1); each
+# sets BK_REASON and fails when it cannot do its part.
+# rswap_servers MB PORT...: an rswap-server for a region of MB MiB on $PEER on each PORT.
+rswap_servers() {
+	local out mb=$1
+	shift
 	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
-	if ! out=$(ctl run rswap_server_start "$PEER" "$DEV_MB" 2>&1); then
-		BK_REASON="rswap-server on $PEER: $(echo "$out" | tail -1)"; return 1
-	fi
-	if ! grep -q '^rswap ' /proc/modules; then
-		# shellcheck disable=SC2086 # the parameters are words
-		out=$(rswap_load $RSWAP_BK_PARAMS 2>&1) \
-			|| { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
-	fi
+	out=$(ctl run rswap_server_start "$PEER" "$mb" "$@" 2>&1) \
+		|| { BK_REASON="rswap-server on $PEER: $(echo "$out" | tail -1)"; return 1; }
+}
+# rswap_insmod [PARAM...]: rswap.ko loaded, with PARAMs when this loads it.
+rswap_insmod() {
+	local out
+	grep -q '^rswap ' /proc/modules && return 0
+	out=$(rswap_load "$@" 2>&1) || { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
+}
+# rswap_enable CFG: enable the configured target CFG and wait for its disk, RSWAP_DEV.
+rswap_enable() {
+	timeout 120 sh -c "echo 1 > $1/enable" \
+		|| { BK_REASON="enable of $1 failed: $(dmesg | grep rswap | tail -1)"; return 1; }
+	RSWAP_DEV=/dev/$(cat "$1/device")
+	wait_bdev "$RSWAP_DEV" 30 || { BK_REASON="enabled $1, but $RSWAP_DEV did not appear"; return 1; }
+}
+# rswap_down CFG...: disable and remove each target CFG, unload rswap.ko and stop every
+# rswap-server on $PEER.
+rswap_down() {
+	local c
+	for c in "$@"; do
+		[ -d "$c" ] || continue
+		timeout 120 sh -c "echo 0 > $c/enable" 2>/dev/null
+		rmdir "$c" 2>/dev/null
+	done
+	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
+	ctl run rswap_server_stop >/dev/null 2>&1
+	true
+}
+
+backend_rswap_setup() {
+	rswap_servers "$DEV_MB" "$RSWAP_SERVER_PORT" || return 1
+	# shellcheck disable=SC2086 # the parameters are words
+	rswap_insmod $RSWAP_BK_PARAMS || return 1
 	mkdir -p "$RSWAP_CFG" || { BK_REASON="no rswap configfs directory $RSWAP_CFG"; return 1; }
 	echo "$PEER" > "$RSWAP_CFG/addr" && echo "$RSWAP_SERVER_PORT" > "$RSWAP_CFG/port" \
 		&& echo "${DEV_MB}M" > "$RSWAP_CFG/size" \
@@ -93,15 +124,12 @@ backend_rswap_setup() {
 		echo "$RSWAP_BK_POLLQ" > "$RSWAP_CFG/poll_queues" \
 			|| { BK_REASON="poll_queues=$RSWAP_BK_POLLQ refused: $(cat "$RSWAP_CFG/last_error" 2>/dev/null)"; return 1; }
 	fi
-	timeout 120 sh -c "echo 1 > $RSWAP_CFG/enable" \
-		|| { BK_REASON="enable failed: $(dmesg | grep rswap | tail -1)"; return 1; }
-	out=/dev/$(cat "$RSWAP_CFG/device")
-	wait_bdev "$out" 30 || { BK_REASON="enabled, but $out did not appear"; return 1; }
+	rswap_enable "$RSWAP_CFG" || return 1
 	# The queue layout of each set-up: in the target's stats the poll queues are numbered
 	# after the others (report.py counts the requests each kind served).
 	echo "queues=$(cat "$RSWAP_CFG/queues") poll_queues=$(cat "$RSWAP_CFG/poll_queues" 2>/dev/null || echo 0)" \
-		"io_poll=$(cat "/sys/block/${out#/dev/}/queue/io_poll")" >> "$BK_DIR/queues.txt"
-	BK_DEV=$out
+		"io_poll=$(cat "/sys/block/${RSWAP_DEV#/dev/}/queue/io_poll")" >> "$BK_DIR/queues.txt"
+	BK_DEV=$RSWAP_DEV
 }
 backend_rswap_teardown() {
 	if [ -d "$RSWAP_CFG" ]; then
@@ -109,12 +137,8 @@ backend_rswap_teardown() {
 		# enable's log line naming the gcm(aes) implementation.
 		cat "$RSWAP_CFG/stats" > "$BK_DIR/stats.txt" 2>/dev/null
 		dmesg | grep -o 'rswap[0-9]*: encrypted: .*' | tail -n1 > "$BK_DIR/encrypted.txt"
-		timeout 120 sh -c "echo 0 > $RSWAP_CFG/enable" 2>/dev/null
-		rmdir "$RSWAP_CFG" 2>/dev/null
 	fi
-	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
-	ctl run rswap_server_stop "$RSWAP_SERVER_PORT" >/dev/null 2>&1
-	true
+	rswap_down "$RSWAP_CFG"
 }
 backend_rswap_sync_setup() { RSWAP_BK_SYNC=1 RSWAP_BK_PARAMS= backend_rswap_setup; }
 backend_rswap_sync_teardown() { backend_rswap_teardown; }
@@ -170,30 +194,19 @@ backend_rswap_md_setup() {
 	# front of the data: give it 16 MiB more than the array needs (and each server a pool
 	# 16 MiB larger again, as srv_rswap_server_start does for every size).
 	size=$((DEV_MB + 16))
-	[ -f "$RSWAP_TOP/rswap.ko" ] || { BK_REASON="not available: rswap.ko is not built (make)"; return 1; }
 	command -v mdadm >/dev/null \
 		|| { BK_REASON="not available: no mdadm in the guest (scripts/guest-image.sh)"; return 1; }
 	out=$(modprobe raid1 2>&1) \
 		|| { BK_REASON="not available: modprobe raid1 failed: $(echo "$out" | tail -1)"; return 1; }
-	for i in 0 1; do
-		if ! out=$(ctl run rswap_server_start "$PEER" "$size" "${RSWAP_MD_PORTS[$i]}" 2>&1); then
-			BK_REASON="rswap-server on $PEER:${RSWAP_MD_PORTS[$i]}: $(echo "$out" | tail -1)"; return 1
-		fi
-	done
-	if ! grep -q '^rswap ' /proc/modules; then
-		out=$(rswap_load 2>&1) || { BK_REASON="insmod rswap.ko failed: $(echo "$out" | tail -1)"; return 1; }
-	fi
+	rswap_servers "$size" "${RSWAP_MD_PORTS[@]}" && rswap_insmod || return 1
 	for i in 0 1; do
 		c=${RSWAP_MD_CFGS[$i]}
 		mkdir -p "$c" || { BK_REASON="no rswap configfs directory $c"; return 1; }
 		echo "$PEER" > "$c/addr" && echo "${RSWAP_MD_PORTS[$i]}" > "$c/port" \
 			&& echo "${size}M" > "$c/size" \
 			|| { BK_REASON="configuring $c failed: $(dmesg | grep rswap | tail -1)"; return 1; }
-		timeout 120 sh -c "echo 1 > $c/enable" \
-			|| { BK_REASON="enable of $c failed: $(dmesg | grep rswap | tail -1)"; return 1; }
-		out=/dev/$(cat "$c/device")
-		wait_bdev "$out" 30 || { BK_REASON="enabled $c, but $out did not appear"; return 1; }
-		members+=("$out")
+		rswap_enable "$c" || return 1
+		members+=("$RSWAP_DEV")
 	done
 	# A new rswap region is zero-filled (Documentation/memory-server.md), so the two
 	# members are already identical and --assume-clean skips an initial resync that would
@@ -207,7 +220,7 @@ backend_rswap_md_setup() {
 	BK_DEV=$RSWAP_MD_DEV
 }
 backend_rswap_md_teardown() {
-	local c i md=/sys/block/${RSWAP_MD_DEV#/dev/}
+	local c md=/sys/block/${RSWAP_MD_DEV#/dev/}
 	if [ -e "$md/md" ]; then
 		# What went to each member (/sys/block/X/stat): md RAID1 writes every page to both.
 		{ cat /proc/mdstat; for c in "$md"/slaves/*; do
@@ -215,14 +228,7 @@ backend_rswap_md_teardown() {
 		} > "$BK_DIR/md-end.txt" 2>&1
 		timeout 60 mdadm --stop "$RSWAP_MD_DEV" >> "$BK_DIR/md-end.txt" 2>&1
 	fi
-	for c in "${RSWAP_MD_CFGS[@]}"; do
-		[ -d "$c" ] || continue
-		timeout 120 sh -c "echo 0 > $c/enable" 2>/dev/null
-		rmdir "$c" 2>/dev/null
-	done
-	grep -q '^rswap ' /proc/modules && timeout 60 rmmod rswap 2>/dev/null
-	for i in "${RSWAP_MD_PORTS[@]}"; do ctl run rswap_server_stop "$i" >/dev/null 2>&1; done
-	true
+	rswap_down "${RSWAP_MD_CFGS[@]}"
 }
 # ----------------------------------------------------------------------------------------
 

@@ -9,8 +9,9 @@
 #     perftest_start TOOL ARG...  a perftest server, returns once it listens
 #     nvmet_setup ADDR SIZE_MB  nvmet target over RDMA on ADDR, namespace on a brd RAM disk
 #     nvmet_teardown
-#     rswap_server_start ADDR SIZE_MB [PORT]   HOOK: start rswap-server (when it is built)
-#                               on PORT (default $RSWAP_SERVER_PORT); one server per port
+#     rswap_server_start ADDR SIZE_MB [PORT]...   HOOK: start rswap-server (when it is
+#                               built) on each PORT (default $RSWAP_SERVER_PORT); one
+#                               server per port
 #     rswap_server_stop [PORT]  stop the server on PORT (no PORT: every one)
 . "$RSWAP_TOP/tests/bench/lib.sh"
 
@@ -70,14 +71,21 @@ srv_nvmet_teardown() {
 
 # ---- HOOK: rswap memory server ------------------------------------------------------
 # Start rswap-server (tools/rswap-server, built by make) on ADDR:PORT (default
-# $RSWAP_SERVER_PORT) with a pool a little larger than SIZE_MB, in the background; succeed
-# once it listens. Reports "not available" when the binary is not built. Servers on
-# different ports run side by side (rswap-md1 uses two), each with its own log
+# $RSWAP_SERVER_PORT; several PORTs: one server on each, in turn) with a pool a little
+# larger than SIZE_MB, in the background; succeed once each listens. Reports "not
+# available" when the binary is not built. Servers on different ports run side by side
+# (rswap-md1 uses two), each with its own log
 # ($SRV_LOG/rswap-server-PORT.log) and pid file (/run/rswap-server-PORT.pid); starting on
 # a port first stops whatever server the bench left there.
 RSWAP_SERVER_BIN=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
-srv_rswap_server_start() { # ADDR SIZE_MB [PORT]
-	local port=${3:-$RSWAP_SERVER_PORT} log pid
+srv_rswap_server_start() { # ADDR SIZE_MB [PORT]...
+	local addr=$1 mb=$2 port
+	shift 2
+	[ $# -gt 0 ] || set -- "$RSWAP_SERVER_PORT"
+	for port in "$@"; do srv_rswap_server_start1 "$addr" "$mb" "$port" || return 1; done
+}
+srv_rswap_server_start1() { # ADDR SIZE_MB PORT
+	local port=$3 log pid
 	log=$SRV_LOG/rswap-server-$port.log
 	[ -x "$RSWAP_SERVER_BIN" ] || { echo "not available: rswap-server is not built ($RSWAP_SERVER_BIN)"; return 1; }
 	srv_rswap_server_stop "$port"
