@@ -45,9 +45,18 @@ FIO_ONLY=(rswap_uring rswap_poll)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
 OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md zswap_rswap)
+# What client.sh --quick (make check's smoke test, tests/host/60-bench-quick.sh) leaves
+# out, to keep make check's time: ID (the whole backend, n/a), ID:fio (its fill and fio
+# jobs), ID:swap (its swap workload), ID:JOB (fio job JOB) and ID:later (every round but
+# the first).
+QUICK_SKIP=()
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 fio_only() { [[ " ${FIO_ONLY[*]} " == *" $1 "* ]]; }          # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
+# quick_skip ID [WHAT]: whether this run (QUICK=1: --quick) leaves ID, or its WHAT, out.
+quick_skip() { [ "${QUICK:-0}" = 1 ] && [[ " ${QUICK_SKIP[*]} " == *" $1${2:+:$2} "* ]]; }
+runs_fio() { ! swap_only "$1" && ! quick_skip "$1" && ! quick_skip "$1" fio; }  # ID
+runs_swap() { ! fio_only "$1" && ! quick_skip "$1" && ! quick_skip "$1" swap; } # ID
 
 # ---- HOOK: rswap -----------------------------------------------------------------------
 # Create /dev/rswapN backed by rswap-server on $PEER and set BK_DEV: start the server

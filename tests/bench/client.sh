@@ -50,9 +50,10 @@ done
 # measures about as long as one job of 20 s (and one phase of 10 s) did before the rounds.
 # --quick proves the harness, not the figures: the fewest rounds and swap runs its checks
 # take (2), 0.3 s per fio job (without --time) and in-kernel phase, 8 MiB of fio region
-# and of swap working set (in a 4 MiB cgroup). The swap runs were most of its time: a
-# page swapped in over nvme-rdma or rswap takes about 5 ms under TCG.
-FIO_MS=${T:+$((T * 1000))}
+# and of swap working set (in a 4 MiB cgroup), and less of some backends (QUICK_SKIP,
+# tests/bench/backends.sh). The swap runs were most of its time: a page swapped in over
+# nvme-rdma or rswap takes about 5 ms under TCG.
+FIO_MS=${T:+$((T * 1000))} QUICK=$quick
 if [ $quick = 1 ]; then
 	: "${FIO_MS:=300}" "${T:=1}" "${REPEATS:=2}" "${SWAP_MB:=8}"; RAMP=0 LAT_N=100 BW_N=500
 	REGION_MB=8 DEV_MB=24 SWAP_TIMEOUT=180 KB_MS=300 SWAP_RUNS=2
@@ -61,16 +62,19 @@ else
 	SWAP_TIMEOUT=600 KB_MS=4000 SWAP_RUNS=3 FIO_MS=$((T * 1000))
 fi
 # The items of a round, in round 1's order: the in-kernel benchmark ("kbench") and every
-# selected backend that has fio jobs.
+# selected backend that has fio jobs (in this run: runs_fio).
 ROUND=()
 selected kernel && ROUND+=(kbench)
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
-	selected "$id" "$label" && ! swap_only "$id" && ROUND+=("$id")
+	selected "$id" "$label" && runs_fio "$id" && ROUND+=("$id")
 done
 round_items() { # R: round R's items, round 1's order rotated by R-1 places
-	local i n=${#ROUND[@]}
-	for ((i = 0; i < n; i++)); do echo "${ROUND[(i + $1 - 1) % n]}"; done
+	local i n=${#ROUND[@]} id
+	for ((i = 0; i < n; i++)); do
+		id=${ROUND[(i + $1 - 1) % n]}
+		[ "$1" = 1 ] || ! quick_skip "$id" later && echo "$id"
+	done
 }
 # The in-kernel RDMA benchmark (samples/rdma_bench): KB_MS per phase (READ QD1, READ
 # QD$KB_QD, WRITE QD1, WRITE QD$KB_QD) over one queue of the kind rswap uses.
@@ -108,12 +112,14 @@ for r in $(seq "$REPEATS"); do
 		label=${BK_LABEL[$id]}
 		plan_add "$id.$r.setup" 10 "$label:setup-$r"
 		plan_add "$id.$r.fill" $((REGION_MB / 16 + 2)) "$label:fill-$r"
-		for j in "${FIO_JOBS[@]}"; do plan_add "$id.$r.$j" $((T + RAMP + 2)) "$label:fio-$j-$r"; done
+		for j in "${FIO_JOBS[@]}"; do
+			quick_skip "$id" "$j" || plan_add "$id.$r.$j" $((T + RAMP + 2)) "$label:fio-$j-$r"
+		done
 	done
 done
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
-	selected "$id" "$label" && ! fio_only "$id" || continue
+	selected "$id" "$label" && runs_swap "$id" || continue
 	plan_add "$id.swap.setup" 10 "$label:setup-swap"
 	for n in $(seq "$SWAP_RUNS"); do
 		if [ "$id" = local ]; then plan_add "$id.swap.$n" $((SWAP_MB / 16 + 3)) "$label:swap-$n"
@@ -146,6 +152,9 @@ plan_announce
 	# backends added after a run out of its tables.
 	printf ' "backends": [%s],\n' "$(for b in "${BACKENDS[@]}"; do
 		IFS=: read -r _ label _ <<< "$b"; json_str "$label"; echo; done | paste -sd,)"
+	# What --quick left out (QUICK_SKIP, by label: LABEL or LABEL:WHAT).
+	printf ' "quick_skip": [%s],\n' "$([ $quick = 0 ] || for q in "${QUICK_SKIP[@]}"; do
+		id=${q%%:*}; json_str "${BK_LABEL[$id]}${q#"$id"}"; echo; done | paste -sd,)"
 	printf ' "client_ip": %s, "server_ip": %s}\n' "$(json_str "$RSWAP_GUEST_IP")" "$(json_str "$PEER")"
 } > "$R/env.json"
 
@@ -258,6 +267,7 @@ session() { # ID TAG
 			--bs=1M --iodepth=4 --size="${REGION_MB}M" --output-format=json \
 			--output="$d/fio-fill-$tag.json" > "$d/fio-fill-$tag.log" 2>&1 || BK_BAD[$id]+=" fill-$tag"
 		for j in "${FIO_JOBS[@]}"; do
+			quick_skip "$id" "$j" && continue
 			step "$id.$tag.$j"
 			fio_job "$BK_DEV" "$d/fio-$j-$tag.json" "$j" || {
 				BK_BAD[$id]+=" $j-$tag"; echo "bench client: fio $j (round $tag) on $label failed"
@@ -269,7 +279,8 @@ session() { # ID TAG
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
 	mkdir -p "$R/$label"; : > "$R/$label/dmesg-bad.txt"
-	selected "$id" "$label" || bk_status "$id" >> "$R/status.tsv"
+	quick_skip "$id" && BK_NA[$id]="left out by --quick (QUICK_SKIP)"
+	selected "$id" "$label" && ! quick_skip "$id" || bk_status "$id" >> "$R/status.tsv"
 done
 kb_failed=0
 for r in $(seq "$REPEATS"); do
@@ -284,7 +295,7 @@ if [ $kb_failed != 0 ]; then
 fi
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"
-	selected "$id" "$label" && ! fio_only "$id" && session "$id" swap
+	selected "$id" "$label" && runs_swap "$id" && session "$id" swap
 done
 for b in "${BACKENDS[@]}"; do
 	IFS=: read -r id label _ <<< "$b"

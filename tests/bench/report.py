@@ -299,6 +299,13 @@ def parse_queues(d):
     return out
 
 
+def quick_skipped(env, name):
+    """What --quick left out of backend name (env "quick_skip", tests/bench/backends.sh
+    QUICK_SKIP): "" for all of it, "fio", "swap", "later" (the rounds after the first) or
+    a fio job."""
+    return {w for n, _, w in (q.partition(":") for q in env.get("quick_skip") or []) if n == name}
+
+
 def parse_fio(path):
     try:
         data = json.load(open(path))
@@ -407,13 +414,16 @@ def load(raw, host_env):
             entry["description"] = st["note"]
         else:
             entry["problem"] = st["note"]
+        skip = quick_skipped(env, b)
+        if skip:
+            entry["quick_skipped"] = sorted(skip)
         if st["status"] != "n/a":
             d = os.path.join(raw, b)
-            if b not in SWAP_ONLY:
-                entry["fio"] = {j: load_fio(d, j) for j in FIO_JOBS}
+            if b not in SWAP_ONLY and "fio" not in skip:
+                entry["fio"] = {j: load_fio(d, j) for j in FIO_JOBS if j not in skip}
                 entry["fio_engine"] = ", ".join(engines(entry)) or None
                 entry["fio_fill"] = [parse_fio(p) for _, p in repeat_files(d, "fio-fill", "json")]
-            if b not in FIO_ONLY:
+            if b not in FIO_ONLY and "swap" not in skip:
                 entry["swap"] = load_swap(d)
             if b in ENCRYPTED:
                 entry["encryption"] = parse_encryption(d)
@@ -718,9 +728,10 @@ def markdown(res, table):
             out.append("- %s: n/a (%s)" % (b, e.get("reason", "")))
         elif e["status"] != "ok":
             out.append("- %s: %s on %s (%s)" % (b, e["status"], e.get("device"), e.get("problem", "")))
-        elif b in FIO_ONLY:
-            out.append("- %s: %s, %s; fio engine %s; no swap workload (fio jobs only)" % (
-                b, e.get("device"), e.get("description", ""), e.get("fio_engine") or "?"))
+        elif b in FIO_ONLY or "swap" not in e:
+            out.append("- %s: %s, %s; fio engine %s; no swap workload (%s)" % (
+                b, e.get("device"), e.get("description", ""), e.get("fio_engine") or "?",
+                "fio jobs only" if b in FIO_ONLY else "left out by --quick"))
         else:
             sw = e.get("swap") or {}
             walls = sw.get("wall_s_runs") or []
@@ -917,10 +928,13 @@ def check(res):
         if e["status"] != "ok":
             bad.append("%s: %s %s" % (b, e["status"], e.get("reason") or e.get("problem") or ""))
             continue
-        for j in ([] if b in SWAP_ONLY else FIO_JOBS):
+        # What --quick left out of it (QUICK_SKIP) is not asked for.
+        skip = quick_skipped(res["env"], b)
+        want = 1 if "later" in skip else repeats
+        for j in ([] if b in SWAP_ONLY or "fio" in skip else [j for j in FIO_JOBS if j not in skip]):
             runs = g(e, "fio", j, "runs") or []
-            if len(runs) < repeats:
-                bad.append("%s: fio %s: %d of %d repeats" % (b, j, len(runs), repeats))
+            if len(runs) < want:
+                bad.append("%s: fio %s: %d of %d repeats" % (b, j, len(runs), want))
             if not runs or any(f["iops"] <= 0 or f["lat_mean_us"] <= 0 for f in runs):
                 bad.append("%s: fio %s has no numbers" % (b, j))
             elif j.endswith("qd1") and not all(f.get("lat_p99_us") for f in runs):
@@ -936,7 +950,7 @@ def check(res):
                     or not q.get("poll_requests"):
                 bad.append("rswap-poll: polled I/O did not reach poll queues (%s)"
                            % (q or "no queues.txt"))
-        if b in FIO_ONLY:
+        if b in FIO_ONLY or "swap" in skip:
             continue
         sw = e.get("swap")
         runs = (sw or {}).get("runs") or []
