@@ -65,7 +65,7 @@ fi
 # fails now rather than after the guests booted.
 only=()
 if [ -n "${RSWAP_BENCH_BACKENDS:-}" ]; then
-	known=" perftest kernel $(sed -n 's/^\t"\([a-z0-9_]*\):\([a-z0-9-]*\):.*/\1 \2/p' \
+	known=" perftest kernel $(sed -n 's/^\t"\([a-z0-9_]*\):\([a-z0-9+-]*\):.*/\1 \2/p' \
 		"$RSWAP_TOP/tests/bench/backends.sh" | tr ' ' '\n' | awk '!s[$0]++' | tr '\n' ' ')"
 	for n in ${RSWAP_BENCH_BACKENDS//,/ }; do
 		[[ $known == *" $n "* ]] || die "RSWAP_BENCH_BACKENDS: no backend '$n' (known:$known)"
@@ -117,10 +117,10 @@ args=()
 [ -n "$repeats" ] && args+=(--repeats "$repeats")
 [ -n "$swap_mb" ] && args+=(--swap-mb "$swap_mb")
 args+=("${only[@]}")
-# Every guest is bounded: at the defaults the whole run stays under 47 minutes, --quick
+# Every guest is bounded: at the defaults the whole run stays under 58 minutes, --quick
 # under 10 (30 on the debug kernel, KERNEL=debug, which took 16 under KASAN and lockdep).
-# The swap workload runs 3 times per backend, at up to ~3 s per MiB on the
-# slowest; each repeat runs 35 fio jobs of T seconds plus set-ups.
+# The swap workload runs 3 times on each of 9 backends, at up to ~3 s per MiB on the
+# slowest; each repeat runs 50 fio jobs of T seconds plus set-ups.
 # --apps: 40 minutes for --quick, two hours a repeat by default, six hours a repeat with
 # --full (three repeats unless told).
 if [ $apps = 1 ]; then
@@ -128,7 +128,7 @@ if [ $apps = 1 ]; then
 	elif [ $full = 1 ]; then limit=$((21600 * ${repeats:-3}))
 	else limit=$((7200 * ${repeats:-1})); fi
 elif [ $quick = 1 ]; then limit=$([ "${KERNEL:-stock}" = debug ] && echo 1800 || echo 600)
-else limit=$((1200 + 40 * ${repeats:-3} * ${T:-5} + 10 * ${swap_mb:-96})); fi
+else limit=$((1200 + 60 * ${repeats:-3} * ${T:-5} + 14 * ${swap_mb:-96})); fi
 
 accel=${RSWAP_ACCEL:-tcg}
 [ "$accel" = kvm ] && [ -d /sys/module/kvm_pvm ] && accel=tcg

@@ -27,6 +27,8 @@ BACKENDS=(
 	"rswap_enc:rswap-enc:/dev/rswap0 with encrypt=1 (every block sealed with AES-256-GCM; reads opened in the RDMA completion)"
 	"rswap_enc_wq:rswap-enc-wq:/dev/rswap0 with encrypt=1, rswap.ko crypt_workqueue=1 (reads opened in a workqueue)"
 	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
+	"rswap_ec42:rswap-4+2:/dev/rswap0 with code 4+2 over six rswap-servers on the memory-server guest (4 data and 2 parity fragments a page, extra_reads 1)"
+	"rswap_ec21:rswap-2+1:/dev/rswap0 with code 2+1 over three rswap-servers on the memory-server guest (2 data fragments and their XOR a page, extra_reads 1)"
 )
 # The swap backends only `make bench-apps` has (tests/bench/apps-client.sh), beside the
 # ones above it shares (rswap, rswap-enc, rswap-md1, nvme-rdma): the alternatives a user
@@ -39,17 +41,20 @@ APP_BACKENDS=(
 	"zswap_rswap:zswap-rswap:zswap (lz4, shrinker on) in front of /dev/rswap0: compressed pages stay in the client's RAM, the coldest are written back to rswap"
 )
 # Backends that run the swap workload only (no fill, no fio jobs).
-SWAP_ONLY=(rswap_sync rswap_md)
+SWAP_ONLY=(rswap_sync)
 # Backends that run the fill and the fio jobs only (no swap workload).
 FIO_ONLY=(rswap_uring rswap_poll)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md zswap_rswap)
+OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md rswap_ec42 rswap_ec21
+	zswap_rswap)
 # What client.sh --quick (make check's smoke test, tests/host/60-bench-quick.sh) leaves
 # out, to keep make check's time: ID (the whole backend, n/a), ID:fio (its fill and fio
 # jobs), ID:swap (its swap workload), ID:JOB (fio job JOB) and ID:later (every round but
-# the first).
-QUICK_SKIP=()
+# the first). rswap-4+2 keeps one fill and its QD32 read and rswap-md1 its swap workload,
+# with their remote memory (REMOTE_MEM); rswap-2+1 runs in full runs only.
+QUICK_SKIP=(rswap_ec21 rswap_md:fio rswap_ec42:swap rswap_ec42:later rswap_ec42:rr_qd1
+	rswap_ec42:rw_qd1 rswap_ec42:rw_qd32 rswap_ec42:seqread)
 swap_only() { [[ " ${SWAP_ONLY[*]} " == *" $1 "* ]]; }        # ID
 fio_only() { [[ " ${FIO_ONLY[*]} " == *" $1 "* ]]; }          # ID
 backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
@@ -57,19 +62,31 @@ backend_optional() { [[ " ${OPTIONAL[*]} " == *" $1 "* ]]; }  # ID
 quick_skip() { [ "${QUICK:-0}" = 1 ] && [[ " ${QUICK_SKIP[*]} " == *" $1${2:+:$2} "* ]]; }
 runs_fio() { ! swap_only "$1" && ! quick_skip "$1" && ! quick_skip "$1" fio; }  # ID
 runs_swap() { ! fio_only "$1" && ! quick_skip "$1" && ! quick_skip "$1" swap; } # ID
+# The backends whose remote memory the results give (report.py, "Redundant swap"): after
+# the first set-up of each, what its rswap-servers allocated (the sum of their regions,
+# srv_rswap_server_allocated) and the size of its swap device, in BK_DIR/remote-mem.txt.
+REMOTE_MEM=(rswap rswap_md rswap_ec42 rswap_ec21)
+remote_mem_record() { # ID
+	local out f=$BK_DIR/remote-mem.txt
+	[[ " ${REMOTE_MEM[*]} " == *" $1 "* ]] && [ ! -s "$f" ] || return 0
+	out=$(ctl run rswap_server_allocated 2>&1) || { echo "bench client: ${BK_LABEL[$1]}: remote memory: $out"; return 1; }
+	echo "$out device_bytes=$(($(cat "/sys/block/${BK_DEV#/dev/}/size") * 512))" > "$f"
+}
 
 # ---- HOOK: rswap -----------------------------------------------------------------------
 # Create /dev/rswapN backed by rswap-server on $PEER and set BK_DEV: start the server
 # (tests/bench/server.sh srv_rswap_server_start), insmod rswap.ko from the work tree,
 # configure /sys/kernel/config/rswap/bench (Documentation/configuration.md), enable.
-# Reports "not available" while rswap.ko or rswap-server is not built.
+# With RSWAP_BK_CODE (K+R) the target is one disk over k + r servers (`code` and
+# `servers`), each on its own port from $RSWAP_SERVER_PORT up and each holding a region
+# of size / k. Reports "not available" while rswap.ko or rswap-server is not built.
 RSWAP_CFG=/sys/kernel/config/rswap/bench
 # What the rswap family's setup varies: encrypt=1, sync_swapin=1 and poll_queues on the
-# target, and rswap.ko's parameters.
-RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS=
+# target, its code, and rswap.ko's parameters.
+RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS= RSWAP_BK_CODE=
 
-# The set-up pieces the rswap backends share (rswap and its variants, rswap-md1); each
-# sets BK_REASON and fails when it cannot do its part.
+# The set-up pieces the rswap backends share (rswap and its variants, rswap-md1,
+# rswap-4+2, rswap-2+1); each sets BK_REASON and fails when it cannot do its part.
 # rswap_servers MB PORT...: an rswap-server for a region of MB MiB on $PEER on each PORT.
 rswap_servers() {
 	local out mb=$1
@@ -106,13 +123,21 @@ rswap_down() {
 }
 
 backend_rswap_setup() {
-	rswap_servers "$DEV_MB" "$RSWAP_SERVER_PORT" || return 1
+	local k=1 n=1 i ports=() list=
+	if [ -n "$RSWAP_BK_CODE" ]; then k=${RSWAP_BK_CODE%+*} n=$((k + ${RSWAP_BK_CODE#*+})); fi
+	for ((i = 0; i < n; i++)); do
+		ports+=($((RSWAP_SERVER_PORT + i))) list+="${list:+,}$PEER:$((RSWAP_SERVER_PORT + i))"
+	done
+	rswap_servers $(((DEV_MB + k - 1) / k)) "${ports[@]}" || return 1
 	# shellcheck disable=SC2086 # the parameters are words
 	rswap_insmod $RSWAP_BK_PARAMS || return 1
 	mkdir -p "$RSWAP_CFG" || { BK_REASON="no rswap configfs directory $RSWAP_CFG"; return 1; }
-	echo "$PEER" > "$RSWAP_CFG/addr" && echo "$RSWAP_SERVER_PORT" > "$RSWAP_CFG/port" \
-		&& echo "${DEV_MB}M" > "$RSWAP_CFG/size" \
-		|| { BK_REASON="configuring $RSWAP_CFG failed: $(dmesg | grep rswap | tail -1)"; return 1; }
+	if [ -n "$RSWAP_BK_CODE" ]; then
+		echo "$RSWAP_BK_CODE" > "$RSWAP_CFG/code" && echo "$list" > "$RSWAP_CFG/servers"
+	else
+		echo "$PEER" > "$RSWAP_CFG/addr" && echo "$RSWAP_SERVER_PORT" > "$RSWAP_CFG/port"
+	fi && echo "${DEV_MB}M" > "$RSWAP_CFG/size" \
+		|| { BK_REASON="configuring $RSWAP_CFG failed: $(cat "$RSWAP_CFG/last_error" 2>/dev/null || dmesg | grep rswap | tail -1)"; return 1; }
 	# encrypt is written either way, so that the module's default does not decide.
 	# aesni_intel: the kernel's fastest gcm(aes), which udev loads at boot on a CPU with
 	# AES-NI (the guests have no udev).
@@ -184,6 +209,21 @@ backend_rswap_poll_setup() {
 	BK_FIO=(--ioengine=io_uring --hipri=1)
 }
 backend_rswap_poll_teardown() { backend_rswap_teardown; }
+# ----------------------------------------------------------------------------------------
+
+# ---- rswap-4+2 and rswap-2+1: one rswap disk over k + r servers --------------------------
+# rswap's own redundancy (Documentation/configuration.md, "A disk over several servers"):
+# one target of code 4+2 over six rswap-servers (each page cut into four 1 KiB data
+# fragments, P and Q: any two servers may be lost) or 2+1 over three (two 2 KiB fragments
+# and P: any one), each server holding a region of a k-th of the disk: 1.5x the swap in
+# remote memory where rswap-md1 takes 2x. extra_reads is left at its default 1 (a read
+# also asks one parity fragment and ends with the first k back). The servers run on the
+# one memory-server guest (ports $RSWAP_SERVER_PORT up) over the one link, as rswap-md1's
+# two do; no failure is injected.
+backend_rswap_ec42_setup() { RSWAP_BK_CODE=4+2 RSWAP_BK_PARAMS= backend_rswap_setup; }
+backend_rswap_ec42_teardown() { backend_rswap_teardown; }
+backend_rswap_ec21_setup() { RSWAP_BK_CODE=2+1 RSWAP_BK_PARAMS= backend_rswap_setup; }
+backend_rswap_ec21_teardown() { backend_rswap_teardown; }
 # ----------------------------------------------------------------------------------------
 
 # ---- rswap-md1: md RAID1 over two rswap disks --------------------------------------------

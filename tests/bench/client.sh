@@ -255,6 +255,7 @@ session() { # ID TAG
 	local id=$1 tag=$2 label=${BK_LABEL[$1]} d j n msg
 	d=$R/$label
 	bk_begin "$id" "$tag" || return 0
+	remote_mem_record "$id" || BK_BAD[$id]+=" remote-mem"
 	if [ "$tag" = swap ]; then
 		for n in $(seq "$SWAP_RUNS"); do
 			step "$id.swap.$n"

@@ -13,6 +13,7 @@
 #                               built) on each PORT (default $RSWAP_SERVER_PORT); one
 #                               server per port
 #     rswap_server_stop [PORT]  stop the server on PORT (no PORT: every one)
+#     rswap_server_allocated    the remote memory the running servers allocated
 . "$RSWAP_TOP/tests/bench/lib.sh"
 
 SRV_LOG=$RSWAP_OUT/bench-server
@@ -74,7 +75,7 @@ srv_nvmet_teardown() {
 # $RSWAP_SERVER_PORT; several PORTs: one server on each, in turn) with a pool a little
 # larger than SIZE_MB, in the background; succeed once each listens. Reports "not
 # available" when the binary is not built. Servers on different ports run side by side
-# (rswap-md1 uses two), each with its own log
+# (rswap-md1 uses two, rswap-4+2 six), each with its own log
 # ($SRV_LOG/rswap-server-PORT.log) and pid file (/run/rswap-server-PORT.pid); starting on
 # a port first stops whatever server the bench left there.
 RSWAP_SERVER_BIN=$RSWAP_TOP/tools/rswap-server/target/release/rswap-server
@@ -99,6 +100,23 @@ srv_rswap_server_start1() { # ADDR SIZE_MB PORT
 		sleep 0.2
 	done
 	echo "rswap-server is not listening on port $port after 30 s: $(tail -2 "$log")"; return 1
+}
+# The remote memory the running servers (those with a pid file) allocated: the sum of
+# the lengths of their regions, from each log's "event=region_allocated ... length=BYTES"
+# lines (Documentation/memory-server.md), as "servers=N allocated_bytes=BYTES". A server
+# started for a backend logs only that backend's regions: starting it empties its log.
+srv_rswap_server_allocated() {
+	local f port n=0 sum=0 b
+	for f in /run/rswap-server-*.pid; do
+		[ -f "$f" ] || continue
+		port=${f#/run/rswap-server-}; port=${port%.pid}
+		n=$((n + 1))
+		for b in $(sed -n 's/.*event=region_allocated .*length=\([0-9]*\).*/\1/p' \
+				"$SRV_LOG/rswap-server-$port.log"); do
+			sum=$((sum + b))
+		done
+	done
+	echo "servers=$n allocated_bytes=$sum"
 }
 srv_rswap_server_stop() { # [PORT]
 	local f pid
