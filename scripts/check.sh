@@ -117,6 +117,9 @@ if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 	fi
 fi
 
+n="host: bench report: redundant swap table, remote memory, targets, --quick's skips (report_test.py)"
+if o=$(python3 "$RSWAP_TOP/tests/bench/report_test.py" 2>&1); then result ok "$n"
+else result fail "$n" "$(tail -30 <<<"$o")"; fi
 n="host: bench-apps report: slowdowns, targets, --check of outputs and runs (apps_report_test.py)"
 if o=$(python3 "$RSWAP_TOP/tests/bench/apps_report_test.py" 2>&1); then result ok "$n"
 else result fail "$n" "$(tail -30 <<<"$o")"; fi

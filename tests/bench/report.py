@@ -17,8 +17,11 @@ The markdown tables go to stdout and to OUT/table.md: the main one (the raw tran
 measured from kernel verbs by samples/rdma_bench and by perftest from user space, and the
 block devices under fio and the swap workload), the targets (ratios of this run, each
 with pass or miss; the fio ones again for rswap-poll, polled I/O), "synchronous swap-in"
-(the swap workload on rswap-sync, rswap with sync_swapin=1, against rswap) and "mirrored
-swap" (the swap workload on rswap-md1, md RAID1 over two rswap disks, against rswap).
+(the swap workload on rswap-sync, rswap with sync_swapin=1, against rswap), "mirrored
+swap" (the swap workload on rswap-md1, md RAID1 over two rswap disks, against rswap) and
+"redundant swap" (rswap-md1, rswap-4+2 and rswap-2+1, rswap disks over k + r servers,
+against each other and rswap: remote memory per GiB of swap, the QD1 and QD32 fio jobs
+and the swap workload, with the issue's three targets of rswap-4+2).
 Every figure the tables show is the median of its repeats (the fio jobs and the in-kernel
 benchmark run env "repeats" times, the swap workload env "swap_runs" times), with the
 lowest and highest repeat in brackets; ratios and targets are ratios of medians.
@@ -37,16 +40,27 @@ import sys
 
 # (New ones go last: a backend's colour in the plot is its place here.)
 BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync",
-            "rswap-uring", "rswap-poll"]
+            "rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1"]
 # The main table's backend columns; the others have a table of their own.
 MAIN = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
-SWAP_ONLY = ["rswap-md1", "rswap-sync"]
+SWAP_ONLY = ["rswap-sync"]
 # Backends that run the fio jobs only, no swap workload (tests/bench/backends.sh FIO_ONLY).
 FIO_ONLY = ["rswap-uring", "rswap-poll"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
 OPTIONAL = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "rswap-md1",
-            "rswap-sync"]
+            "rswap-sync", "rswap-4+2", "rswap-2+1"]
+# The ids of backends whose label is not their id with "-" for "_" (RSWAP_BENCH_BACKENDS
+# takes either).
+IDS = {"rswap-md1": "rswap_md", "rswap-4+2": "rswap_ec42", "rswap-2+1": "rswap_ec21"}
+# Backends whose remote memory is measured (tests/bench/backends.sh REMOTE_MEM).
+REMOTE_MEM = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
+# The redundant swap table: swap over several servers (md RAID1 over two rswap disks, one
+# rswap disk over 4+2 and over 2+1 servers) and one rswap disk, with these ratios.
+REDUNDANT = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
+REDUNDANT_RATIOS = [("rswap-4+2", "rswap-md1"), ("rswap-2+1", "rswap-md1"), ("rswap-4+2", "rswap"),
+                    ("rswap-2+1", "rswap")]
+MEM_ROW = "remote memory per GiB of swap (GiB)"
 # The fio engine of a backend's jobs (fio_engine), when not libaio: rswap-uring is rswap
 # under io_uring, rswap-poll under io_uring with --hipri, its requests on poll queues.
 ENGINE = {"rswap-uring": "io_uring", "rswap-poll": "io_uring hipri"}
@@ -54,7 +68,7 @@ ENGINE = {"rswap-uring": "io_uring", "rswap-poll": "io_uring hipri"}
 ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
 # Backends added after client.sh began to list its backends (env "backends"): a run
 # without that list did not have them.
-NEWER = ["rswap-uring", "rswap-poll"]
+NEWER = ["rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 # The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
 # queue made like rswap's, against rswap-server) and perftest (user space, secondary).
@@ -81,7 +95,17 @@ TARGETS = [
     ("poll_qd32_read_iops_vs_nvme", "polled I/O: 4K rand read QD32x2 IOPS, rswap-poll "
      "(io_uring --hipri) / nvme-rdma (libaio)",
      "rswap-poll", "nvme-rdma", "4K rand read QD32x2, IOPS", 2.0, "min"),
+    # Redundant swap (issue 28): rswap-4+2 against md RAID1 over two rswap disks and one.
+    ("ec42_swap_wall_time_vs_md1", "swap workload wall time, rswap-4+2 / rswap-md1",
+     "rswap-4+2", "rswap-md1", "swap workload, wall time (s)", 1.2, "max"),
+    ("ec42_remote_memory_vs_md1", "remote memory per GiB of swap, rswap-4+2 / rswap-md1",
+     "rswap-4+2", "rswap-md1", MEM_ROW, 0.75, "max"),
+    ("ec42_qd32_read_iops_vs_rswap", "4K rand read QD32x2 IOPS, rswap-4+2 / rswap",
+     "rswap-4+2", "rswap", "4K rand read QD32x2, IOPS", 0.8, "min"),
 ]
+# The targets shown under the redundant swap table, not under the main one.
+REDUNDANT_TARGETS = ["ec42_swap_wall_time_vs_md1", "ec42_remote_memory_vs_md1",
+                     "ec42_qd32_read_iops_vs_rswap"]
 
 
 def parse_perftest(path):
@@ -299,6 +323,20 @@ def parse_queues(d):
     return out
 
 
+def parse_remote_mem(d):
+    """What a backend's rswap-servers allocated (remote-mem.txt: "servers=N
+    allocated_bytes=B device_bytes=D", tests/bench/backends.sh remote_mem_record), with
+    per_gib_swap, B / D: GiB of remote memory per GiB of swap; None without it."""
+    try:
+        kv = dict(f.split("=", 1) for f in open(os.path.join(d, "remote-mem.txt")).read().split()
+                  if "=" in f)
+        out = {k: int(kv[k]) for k in ("servers", "allocated_bytes", "device_bytes")}
+    except (OSError, ValueError, KeyError):
+        return None
+    out["per_gib_swap"] = out["allocated_bytes"] / out["device_bytes"] if out["device_bytes"] else None
+    return out
+
+
 def quick_skipped(env, name):
     """What --quick left out of backend name (env "quick_skip", tests/bench/backends.sh
     QUICK_SKIP): "" for all of it, "fio", "swap", "later" (the rounds after the first) or
@@ -425,6 +463,8 @@ def load(raw, host_env):
                 entry["fio_fill"] = [parse_fio(p) for _, p in repeat_files(d, "fio-fill", "json")]
             if b not in FIO_ONLY and "swap" not in skip:
                 entry["swap"] = load_swap(d)
+            if b in REMOTE_MEM:
+                entry["remote_memory"] = parse_remote_mem(d)
             if b in ENCRYPTED:
                 entry["encryption"] = parse_encryption(d)
             queues = parse_queues(d)
@@ -459,8 +499,7 @@ def selected(res, name):
     only = res["env"].get("selected")
     if not only:
         return True
-    return name in only or name.replace("-", "_") in only or (
-        name == "rswap-md1" and "rswap_md" in only)
+    return name in only or name.replace("-", "_") in only or IDS.get(name) in only
 
 
 def swap_ok(sw):
@@ -514,6 +553,9 @@ def rows(res):
                 return values([g(r, "swapload", "majflt") for r in ok])
             return values([r.get(k) for r in ok])
         return f
+    def mem(b):
+        return values([g(res["backends"][b], "remote_memory", "per_gib_swap")])
+
     def raw(kernel, perftest):
         return {"kernel": kernel, "perftest": perftest}
     return [
@@ -536,6 +578,7 @@ def rows(res):
         ("swap workload, pswpin (pages)", swap("pswpin"), raw(None, None), "", False),
         ("swap workload, pswpout (pages)", swap("pswpout"), raw(None, None), "", False),
         ("swap workload, swap_ra (pages read ahead)", swap("swap_ra"), raw(None, None), "", False),
+        (MEM_ROW, mem, raw(None, None), "lower", True),
     ]
 
 
@@ -602,7 +645,7 @@ def compute(res):
         runs.update(raw)
         vals = {k: median(v) if v else None for k, v in runs.items()}
         rats = {}
-        for a, b in RATIOS + (MIRROR_RATIOS + SYNC_RATIOS if swap_row(label) else []):
+        for a, b in RATIOS + REDUNDANT_RATIOS + (MIRROR_RATIOS + SYNC_RATIOS if swap_row(label) else []):
             rats[ratio_key(a, b)] = ratio(vals[a], vals[b]) if take else None
         table.append({"metric": label, "better": better, "values": vals,
                       "range": {k: [min(v), max(v)] for k, v in runs.items() if v},
@@ -662,6 +705,8 @@ def markdown(res, table):
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
     for r in table:
+        if r["metric"] == MEM_ROW:
+            continue  # the redundant swap table's
         cells = [r["metric"], r["better"] or ""]
         cells += [("-" if swap_row(r["metric"]) else fmt_cell(r, k)) for k in raw_cols]
         cells += [("-" if swap_row(r["metric"]) and b in FIO_ONLY else fmt_cell(r, b))
@@ -669,23 +714,10 @@ def markdown(res, table):
         cells += [fmt_ratio(r["ratios"][ratio_key(a, b)]) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    shown = [t for t in res.get("targets", []) if selected(res, t["a"]) and selected(res, t["b"])]
-    if shown:
-        out.append("Targets (ratios of this run's medians; in brackets the lowest and highest "
-                   "ratio of one repeat of each; under TCG they move between runs, see "
-                   "Documentation/benchmarks.md):")
-        out.append("")
-        out.append("| target | ratio | goal | result |")
-        out.append("|---|--:|--:|:-:|")
-    for t in shown:
-        what, cell = t["what"], fmt_ratio(t["ratio"])
-        if "ratio_min" in t and max(t["runs"]) > 1:
-            n_a, n_b = t["runs"]
-            what += " (medians of %s repeats)" % (n_a if n_a == n_b else "%d and %d" % (n_a, n_b))
-            cell += " (%.2f-%.2fx)" % (t["ratio_min"], t["ratio_max"])
-        mark = {True: "pass", False: "MISS", None: "n/a"}[t["pass"]]
-        out.append("| %s | %s | %s %.2fx | %s |" % (what, cell, "<=" if t["kind"] == "max" else ">=",
-                                                   t["goal"], mark))
+    targets_table(res, out, [t for t in res.get("targets", []) if t["key"] not in REDUNDANT_TARGETS],
+                  "Targets (ratios of this run's medians; in brackets the lowest and highest "
+                  "ratio of one repeat of each; under TCG they move between runs, see "
+                  "Documentation/benchmarks.md):")
     out.append("")
     kb = res["raw_kernel"]
     deep = kernel_rate_key(res)
@@ -765,7 +797,77 @@ def markdown(res, table):
                "and on one (rswap), in the same run. Both halves' rswap-servers run on the "
                "one memory-server guest, over the one link: this is the cost of writing "
                "every page twice, not the gain of independent servers.")
+    redundant_table(res, table, out)
     return "\n".join(out) + "\n"
+
+
+def targets_table(res, out, targets, caption):
+    """Appends to out caption and a table of targets (those of res["targets"] whose two
+    sides this run measured), each with its ratio, goal and pass or MISS; nothing when
+    none is left."""
+    shown = [t for t in targets if selected(res, t["a"]) and selected(res, t["b"])]
+    if not shown:
+        return
+    out.append(caption)
+    out.append("")
+    out.append("| target | ratio | goal | result |")
+    out.append("|---|--:|--:|:-:|")
+    for t in shown:
+        what, cell = t["what"], fmt_ratio(t["ratio"])
+        if "ratio_min" in t and max(t["runs"]) > 1:
+            n_a, n_b = t["runs"]
+            what += " (medians of %s repeats)" % (n_a if n_a == n_b else "%d and %d" % (n_a, n_b))
+            cell += " (%.2f-%.2fx)" % (t["ratio_min"], t["ratio_max"])
+        mark = {True: "pass", False: "MISS", None: "n/a"}[t["pass"]]
+        out.append("| %s | %s | %s %.2fx | %s |" % (what, cell, "<=" if t["kind"] == "max" else ">=",
+                                                   t["goal"], mark))
+
+
+# The redundant swap table's rows (of the main table's, and the remote memory).
+REDUNDANT_ROWS = [MEM_ROW, "4K rand read QD1, mean latency (us)", "4K rand write QD1, mean latency (us)",
+                  "4K rand read QD32x2, IOPS", "4K rand write QD32x2, IOPS", "swap workload, wall time (s)"]
+
+
+def redundant_table(res, table, out):
+    """Appends to out the redundant swap table: for rswap and the redundant backends this
+    run measured, the remote memory per GiB of swap, the QD1 and QD32 fio jobs and the
+    swap workload's wall time, their ratios, what each backend's servers allocated, and the
+    issue's targets of rswap-4+2; nothing when the run left out rswap-4+2 and rswap-2+1."""
+    if not (selected(res, "rswap-4+2") or selected(res, "rswap-2+1")):
+        return
+    cols = [b for b in REDUNDANT if selected(res, b)]
+    ratios = [(a, b) for a, b in REDUNDANT_RATIOS if a in cols and b in cols]
+    out.append("")
+    out.append("Redundant swap: rswap's own redundancy, one disk over k + r servers (rswap-4+2: "
+               "4 data and 2 parity fragments a page on six rswap-servers, any two may be "
+               "lost; rswap-2+1: 2 and their XOR on three, any one), against md RAID1 over "
+               "two rswap disks (rswap-md1, any one) and one rswap disk, in the same run. "
+               "Every server runs on the one memory-server guest, over the one link. Remote "
+               "memory is what the backend's servers allocated over the size of its swap "
+               "device.")
+    out.append("")
+    hdr = ["metric", "better"] + cols + [ratio_key(a, b) for a, b in ratios]
+    out.append("| " + " | ".join(hdr) + " |")
+    out.append("|" + "|".join(["---"] + [":-:"] + ["--:"] * (len(hdr) - 2)) + "|")
+    by = {r["metric"]: r for r in table}
+    for m in REDUNDANT_ROWS:
+        r = by[m]
+        cells = [m, r["better"] or ""] + [fmt_cell(r, b) for b in cols]
+        cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in ratios]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    for b in cols:
+        m = g(res["backends"][b], "remote_memory")
+        if m:
+            out.append("- %s: %d server%s allocated %s MiB for %s MiB of swap device: %s GiB per "
+                       "GiB of swap." % (b, m["servers"], "" if m["servers"] == 1 else "s",
+                                          fmt(m["allocated_bytes"] / 2**20), fmt(m["device_bytes"] / 2**20),
+                                          fmt(m["per_gib_swap"])))
+        elif res["backends"][b]["status"] != "n/a":
+            out.append("- %s: no remote memory figure" % b)
+    out.append("")
+    targets_table(res, out, [t for t in res.get("targets", []) if t["key"] in REDUNDANT_TARGETS],
+                  "Redundant swap targets (issue 28; ratios of this run's medians):")
 
 
 def polled_notes(res, out):
@@ -839,7 +941,7 @@ def plot(res, table, path):
     keys = [k for k in every if selected(res, k)]
     names = [NAMES.get(k, k) for k in keys]
     colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
-              "#9467bd", "#17becf", "#e377c2", "#8c564b"]
+              "#9467bd", "#17becf", "#e377c2", "#8c564b", "#7f7f00", "#00007f"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",
@@ -950,6 +1052,8 @@ def check(res):
                     or not q.get("poll_requests"):
                 bad.append("rswap-poll: polled I/O did not reach poll queues (%s)"
                            % (q or "no queues.txt"))
+        if b in REMOTE_MEM and not g(e, "remote_memory", "per_gib_swap"):
+            bad.append("%s: no remote memory figure (remote-mem.txt)" % b)
         if b in FIO_ONLY or "swap" in skip:
             continue
         sw = e.get("swap")

@@ -51,14 +51,15 @@ ok = ok and all(k["%s_qd%d" % (op, qd)]["ops_per_s"] > 0 for op in ("read", "wri
 # fio ones again for polled I/O (rswap-poll; no ratio when it is n/a, see the polled I/O test).
 t = {x["key"]: x for x in d["targets"]}
 poll = ("poll_qd1_read_latency", "poll_qd32_read_iops_vs_kernel", "poll_qd32_read_iops_vs_nvme")
+redundant = {"ec42_swap_wall_time_vs_md1", "ec42_remote_memory_vs_md1", "ec42_qd32_read_iops_vs_rswap"}
 ok = ok and set(t) == {"qd1_read_latency", "qd32_read_iops_vs_kernel", "qd32_read_iops_vs_nvme",
-                       "swap_wall_time", *poll}
+                       "swap_wall_time", *poll, *redundant}
 ok = ok and all(x["goal"] > 0 and x["kind"] in ("max", "min") for x in t.values())
 ok = ok and t["qd1_read_latency"]["ratio"] > 0 and t["qd32_read_iops_vs_kernel"]["ratio"] > 0
 if d["backends"]["rswap-poll"]["status"] == "ok":
     ok = ok and all(t[k]["ratio"] > 0 for k in poll)
 # Every backend's swap workload ran as often as planned, but for the fio-only ones
-# (rswap-uring, rswap-poll), which have none, and those --quick leaves it out of.
+# (rswap-uring, rswap-poll), which have none, and those --quick leaves it out of (rswap-4+2).
 runs = d["env"]["swap_runs"]
 fio_only = ("rswap-uring", "rswap-poll")
 ok = ok and runs >= 2 and all(len(b["swap"]["runs"]) == runs for n, b in d["backends"].items()
@@ -179,5 +180,56 @@ PY
 	fi
 }
 ktap_test "bench --quick: rswap-uring ran fio on io_uring, rswap-poll on io_uring --hipri over its poll queues (or n/a: no poll_queues)" t_polled
+
+# Redundant swap: --quick runs rswap-4+2 (one disk over six rswap-servers) in the first
+# round only, a fill and the QD32 read (QUICK_SKIP), and measures the remote memory its
+# servers allocated: 1.5x rswap's per GiB of swap (each of six legs holds a quarter of
+# the disk); rswap-md1's (two whole copies, a little more for md's metadata) is at least
+# 2x. The redundant swap table and the ratios of the two targets --quick can measure are
+# in the results.
+t_redundant() {
+	if o6=$(python3 - "$out/results.json" "$out.table" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+table = open(sys.argv[2]).read()
+bad = []
+b = d["backends"]
+ec = b["rswap-4+2"]
+if ec["status"] != "ok":
+    bad.append("rswap-4+2: %s %s" % (ec["status"], ec.get("reason") or ec.get("problem")))
+else:
+    f = (ec.get("fio") or {}).get("rr_qd32") or {}
+    fill = ec.get("fio_fill") or []
+    if not f.get("runs") or not all(r["iops"] > 0 for r in f["runs"]) or f.get("errors"):
+        bad.append("rswap-4+2: no QD32 read figure: %s" % f)
+    if len(fill) != 1 or not fill[0] or fill[0]["errors"] or fill[0]["iops"] <= 0:
+        bad.append("rswap-4+2: not one fill without errors: %s" % fill)
+mem = {n: (b[n].get("remote_memory") or {}) for n in ("rswap", "rswap-4+2", "rswap-md1")}
+per = {n: m.get("per_gib_swap") for n, m in mem.items()}
+if mem["rswap-4+2"].get("servers") != 6 or mem["rswap"].get("servers") != 1:
+    bad.append("servers: %s" % mem)
+elif not (per["rswap"] and per["rswap-4+2"] and abs(per["rswap-4+2"] / per["rswap"] - 1.5) < 0.01):
+    bad.append("rswap-4+2's remote memory per GiB of swap is not 1.5x rswap's: %s" % mem)
+if b["rswap-md1"]["status"] == "ok" and not (per["rswap-md1"] and per["rswap-md1"] >= 2 * per["rswap"]):
+    bad.append("rswap-md1's remote memory per GiB of swap is not 2x rswap's or more: %s" % mem)
+t = {x["key"]: x for x in d["targets"]}
+for k in ("ec42_remote_memory_vs_md1", "ec42_qd32_read_iops_vs_rswap"):
+    if b["rswap-md1"]["status"] == "ok" or k != "ec42_remote_memory_vs_md1":
+        if not (t[k]["ratio"] or 0) > 0:
+            bad.append("target %s has no ratio" % k)
+if "Redundant swap: " not in table or "| remote memory per GiB of swap (GiB) |" not in table:
+    bad.append("no redundant swap table in table.md")
+print("\n".join(bad) or "rswap-4+2: %s QD32 read IOPS; remote memory per GiB of swap: %s" % (
+    ec["fio"]["rr_qd32"]["iops"], ", ".join("%s %.3f" % (n, v) for n, v in per.items() if v)))
+sys.exit(1 if bad else 0)
+PY
+	); then
+		ktap_pass
+		ktap_diag "$o6"
+	else
+		ktap_fail "$(tail -20 <<<"$o6")"
+	fi
+}
+ktap_test "bench --quick: rswap-4+2 measured (fill, QD32 read), its remote memory 1.5x rswap's per GiB of swap" t_redundant
 
 ktap_run
