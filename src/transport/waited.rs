@@ -18,7 +18,7 @@ use super::{
     io::{Dir, IoDesc, IoError, IoOwner, IoSlot, Refusal},
     queue::Queue,
 };
-use crate::kernel_ext::{IntoRaw, OwnPage, SgTable};
+use crate::kernel_ext::{IntoRaw, SgTable};
 
 /// How often a task waiting for a polled queue's I/O polls it (nobody else does).
 const POLL_MS: u32 = 10;
@@ -120,17 +120,12 @@ impl<const N: usize> WaitedIo<N> {
         })
     }
 
-    /// The slot's scatterlist (with its own pages).
-    fn table(&mut self) -> Result<&mut SgTable<N>> {
+    /// The slot's scatterlist, with its own pages to fill or read.
+    pub(crate) fn table(&mut self) -> Result<&mut SgTable<N>> {
         self.held
             .as_mut()
             .and_then(|h| h.slot.table())
             .ok_or(EINVAL)
-    }
-
-    /// The pages of its own, to fill or read.
-    pub(crate) fn pages(&mut self) -> Result<impl Iterator<Item = OwnPage<'_>> + '_> {
-        Ok(self.table()?.own_pages())
     }
 
     /// Moves the first `bytes` of its own pages `dir` at byte `offset` of `queue`'s region,

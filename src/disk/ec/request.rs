@@ -601,7 +601,11 @@ fn xor_rebuild(
 
 /// Where block `i` of a request has its fragment (of `f` bytes) in an area: the area's
 /// page and the offset in it.
-fn area_of(table: &mut SgTable<EC_SEGMENTS>, i: usize, f: usize) -> Option<(OwnPage<'_>, usize)> {
+pub(super) fn area_of(
+    table: &mut SgTable<EC_SEGMENTS>,
+    i: usize,
+    f: usize,
+) -> Option<(OwnPage<'_>, usize)> {
     let at = i.checked_mul(f)?;
     let page = table.own_pages().nth(at / BLOCK as usize)?;
     Some((page, at % BLOCK as usize))

@@ -29,10 +29,14 @@ use kernel::{
     workqueue::{impl_has_work, Work, WorkItem},
 };
 
-use super::{dirty::DirtyMap, request::LegsOut, Leg, Pq, EC_SEGMENTS};
+use super::{
+    dirty::DirtyMap,
+    request::{area_of, LegsOut},
+    Leg, Pq, EC_SEGMENTS,
+};
 use crate::{
     disk::ec_layout::{Decode, Layout, LegMask, BLOCK, GROUP_BLOCKS},
-    kernel_ext::{Combine, Fragment, IoSink, Lost, NoIoScope, OwnPage, ReclaimWorkqueue, SgTable},
+    kernel_ext::{Combine, Fragment, IoSink, Lost, NoIoScope, ReclaimWorkqueue, SgTable},
     transport::{
         io::Dir,
         queue::{Queue, State},
@@ -436,8 +440,8 @@ impl Resync {
         let (p_io, q_io) = pair_mut(io, p_leg, q_leg).ok_or(EINVAL)?;
         let mut scratch = pq.scratch.lock();
         for (i, block) in out.own_pages().take(blocks).enumerate() {
-            let (p, off) = fragment_page(p_io, i, f)?;
-            let (q, _) = fragment_page(q_io, i, f)?;
+            let (p, off) = area_of(p_io.table()?, i, f).ok_or(EINVAL)?;
+            let (q, _) = area_of(q_io.table()?, i, f).ok_or(EINVAL)?;
             let (p, q) = (IoSink::page(&p), IoSink::page(&q));
             pq.raid6.recover(
                 &mut scratch,
@@ -472,7 +476,7 @@ impl Resync {
         } = bufs;
         let io = io.get_mut(l).ok_or(EINVAL)?;
         for (i, block) in data.own_pages().take(blocks).enumerate() {
-            let (dst, off) = fragment_page(io, i, f)?;
+            let (dst, off) = area_of(io.table()?, i, f).ok_or(EINVAL)?;
             let src = IoSink::page(&block);
             if code.is_replication() || j < k {
                 let from = if code.is_replication() {
@@ -508,18 +512,6 @@ impl WorkItem for Resync {
     }
 }
 
-/// Where block `i`'s fragment of `f` bytes is in `io`'s pages: the page and the offset in
-/// it.
-fn fragment_page<const N: usize>(
-    io: &mut WaitedIo<N>,
-    i: usize,
-    f: usize,
-) -> Result<(OwnPage<'_>, usize)> {
-    let at = i * f;
-    let page = io.pages()?.nth(at / BLOCK as usize).ok_or(EINVAL)?;
-    Ok((page, at % BLOCK as usize))
-}
-
 /// Copies the fragment (`f` bytes) of each of the first `blocks` blocks that leg `leg`
 /// read into its pages to bytes `dst..dst + f` of the block in `out`.
 fn copy_fragments(
@@ -532,7 +524,7 @@ fn copy_fragments(
 ) -> Result {
     let io = io.get_mut(leg).ok_or(EINVAL)?;
     for (i, block) in out.own_pages().take(blocks).enumerate() {
-        let (src, off) = fragment_page(io, i, f)?;
+        let (src, off) = area_of(io.table()?, i, f).ok_or(EINVAL)?;
         block.combine(dst, IoSink::page(&src), off, f, Combine::Copy)?;
     }
     Ok(())
