@@ -14,7 +14,7 @@
 //! [`Queue::shut_down`] makes any state `Dead`. While a queue is not `Live` the data path
 //! makes its I/O wait; [`Resume`] hears when it may go on.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     new_mutex, new_spinlock, new_spinlock_irq, new_work,
     prelude::*,
@@ -136,7 +136,12 @@ pub(crate) enum Verdict {
 pub(crate) struct Queue {
     index: u16,
     name: Name,
-    params: LinkParams,
+    /// Where and how every link connects; another server's after [`Queue::adopt`].
+    #[pin]
+    params: Mutex<LinkParams>,
+    /// Set by [`Queue::adopt`] until its recovery installs a link: that link's region,
+    /// whatever it is, becomes the queue's region.
+    adopting: AtomicBool,
     /// How long recovery may try to reconnect; 0 turns recovery off.
     recovery_ms: u32,
     state: AtomicState,
@@ -200,7 +205,8 @@ impl Queue {
             pin_init!(Self {
                 index,
                 name,
-                params: params.clone(),
+                params <- new_mutex!(params.clone(), "rswap::Queue::params"),
+                adopting: AtomicBool::new(false),
                 recovery_ms,
                 state: AtomicState::new(State::Connecting),
                 teardown <- new_mutex!((), "rswap::Queue::teardown"),
@@ -250,13 +256,14 @@ impl Queue {
     /// Connects one link, abortable by `shut_down` through `attempt`. The link reports its
     /// loss and its device's removal to the queue.
     fn connect_link(this: &Arc<Self>) -> Result<Arc<Link>> {
+        let params = this.params.lock().clone();
         let watcher = Arc::new(QueueRef(this.clone()), GFP_KERNEL)?;
         let events = LinkEvents::new(
             this.name,
             this.index,
-            this.params.settings.bytes(),
+            params.settings.bytes(),
             watcher.clone(),
-            this.params.note.clone(),
+            params.note.clone(),
         )?;
         *this.attempt.lock() = Some(events.clone());
         // `shut_down` sets `Dead` before it aborts the attempt it finds: seen here, or
@@ -264,10 +271,38 @@ impl Queue {
         let result = if this.state.get() == State::Dead {
             Err(ECANCELED)
         } else {
-            Link::connect(&this.params, this.index, &events, watcher)
+            Link::connect(&params, this.index, &events, watcher)
         };
         *this.attempt.lock() = None;
         result
+    }
+
+    /// Points a dead queue at another server (`params`) and has its recovery connect
+    /// there within `recovery_ms`, taking the region that server gives as the queue's own
+    /// from then on: a queue of a disk's leg whose server is replaced by an empty one. The
+    /// watcher hears `Reconnected` when it is live, or `Dead` again. Fails with `EBUSY`
+    /// unless the queue is dead and was not shut down. Sleeps.
+    pub(crate) fn adopt(this: &Arc<Self>, params: LinkParams) -> Result {
+        // No link is installed or retired meanwhile, and `shut_down` either ran (the
+        // queue stays dead) or finds the recovery queued here.
+        let _guard = this.teardown.lock();
+        if this.state.get() != State::Dead {
+            return Err(EBUSY);
+        }
+        *this.params.lock() = params;
+        let shut = this.shut.lock();
+        if *shut || this.state.get() != State::Dead {
+            return Err(EBUSY);
+        }
+        this.adopting.store(true, Ordering::Release);
+        this.state.set(State::Recovering);
+        let _ = this.wq.enqueue(this.clone());
+        Ok(())
+    }
+
+    /// Where and how its links connect now.
+    pub(crate) fn params(&self) -> LinkParams {
+        self.params.lock().clone()
     }
 
     /// Tells `r` whenever the queue takes I/O again after it had to wait.
@@ -498,7 +533,8 @@ impl Queue {
             match Self::connect_link(this) {
                 Ok(link) => {
                     let desc = *link.descriptor();
-                    if !region.same_region(&desc) {
+                    let adopting = this.adopting.load(Ordering::Acquire);
+                    if !adopting && !region.same_region(&desc) {
                         pr_err!(
                             "{}: queue {}: the server no longer holds this client's region (got region {}, had {}): its data is lost, failing the queue's I/O\n",
                             this.name,
@@ -520,6 +556,10 @@ impl Queue {
                         link.revoke();
                         break;
                     }
+                    if adopting {
+                        *this.region.lock() = Some((desc, max_sge));
+                        this.adopting.store(false, Ordering::Release);
+                    }
                     *this.installed.lock() = Some(desc);
                     *this.link.lock() = Some(link);
                     if this.state.change(State::Recovering, State::Live).is_err() {
@@ -534,15 +574,29 @@ impl Queue {
                     }
                     this.recoveries.fetch_add(1, Ordering::Relaxed);
                     let plural = if attempts == 1 { "" } else { "s" };
-                    pr_info!(
-                        "{}: queue {}: reconnected after {} ms ({} attempt{}, epoch {})\n",
-                        this.name,
-                        this.index,
-                        start.elapsed().as_millis(),
-                        attempts,
-                        plural,
-                        desc.epoch
-                    );
+                    let ms = start.elapsed().as_millis();
+                    if adopting {
+                        pr_info!(
+                            "{}: queue {}: connected to its new server after {} ms ({} attempt{}, region {}, epoch {})\n",
+                            this.name,
+                            this.index,
+                            ms,
+                            attempts,
+                            plural,
+                            desc.region_id,
+                            desc.epoch
+                        );
+                    } else {
+                        pr_info!(
+                            "{}: queue {}: reconnected after {} ms ({} attempt{}, epoch {})\n",
+                            this.name,
+                            this.index,
+                            ms,
+                            attempts,
+                            plural,
+                            desc.epoch
+                        );
+                    }
                     return;
                 }
                 Err(e) => {
@@ -596,8 +650,28 @@ impl Queue {
     /// flushed and ends with an error. A connection attempt in progress is aborted; this
     /// waits for it to give up. Sleeps.
     pub(crate) fn shut_down(&self) {
+        // Both under the lock: an adoption ([`Queue::adopt`]) sees the queue shut down,
+        // or is seen (its `Recovering` is made `Dead` here).
+        {
+            let mut shut = self.shut.lock();
+            *shut = true;
+            self.state.set(State::Dead);
+        }
+        self.take_down();
+    }
+
+    /// Takes the queue's link down and leaves it dead, as a failed recovery does: its I/O
+    /// fails. A recovery work of it may still be running, to return at its next check of
+    /// the state; [`super::session::Session::disconnect`] waits for it, after which
+    /// [`Queue::adopt`] may point the queue at another server. Sleeps.
+    pub(crate) fn disconnect(&self) {
         self.state.set(State::Dead);
-        *self.shut.lock() = true;
+        self.take_down();
+    }
+
+    /// The queue is dead: aborts the connection attempt in progress and waits for it to
+    /// give up, tears the link down, and lets the I/O that waited fail. Sleeps.
+    fn take_down(&self) {
         let attempt = self.attempt.lock().clone();
         if let Some(events) = attempt {
             events.abort();

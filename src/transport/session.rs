@@ -233,6 +233,16 @@ impl Session {
         }
     }
 
+    /// Takes every queue's link down and leaves it dead ([`Queue::disconnect`]), and waits
+    /// until no recovery of theirs runs: each may then be pointed at another server
+    /// ([`Queue::adopt`]). Not from the session's workqueue (a queue watcher). Sleeps.
+    pub(crate) fn disconnect(&self) {
+        for q in self.queues.iter() {
+            q.disconnect();
+        }
+        self.recovery_wq.flush();
+    }
+
     /// Stops the keep-alive and tears every queue down (idempotent). Sleeps.
     pub(crate) fn shut_down(&self) {
         if let Some(k) = &self.keepalive {
