@@ -10,8 +10,9 @@
 //! - A write goes to every leg that is in the disk, live and current in its group. Its
 //!   parity (XOR of the data fragments, r = 1) is computed into the parity leg's area
 //!   before anything is posted. With parity it goes on without a leg that is reconnecting
-//!   (or stale in the group) while k legs take it, and marks the group in the dirty map of
-//!   each leg it skipped ([`super::resync`] rebuilds them once the leg is back).
+//!   (or stale in the group) while k legs take it. When it ends it marks the group in
+//!   the dirty map of every leg it did not reach, out of the disk too ([`super::resync`]
+//!   rebuilds them once the leg is back, or its server replaced).
 //! - A read asks the legs of the data fragments; for a leg that is out of the disk,
 //!   reconnecting or stale in the group it asks the parity leg (or another copy) instead,
 //!   and rebuilds the missing fragment of each page from parity once every leg is back.
@@ -74,6 +75,11 @@ impl LegsOut {
         self.0.load(Ordering::Acquire)
     }
 
+    /// Brings leg `leg` back in: its server was replaced, and its groups are rebuilt.
+    pub(super) fn bring_in(&self, leg: usize) {
+        self.0.fetch_and(!(1 << leg), Ordering::AcqRel);
+    }
+
     /// Takes leg `leg` (whose queue is `queue`) out, saying why the first time.
     pub(super) fn take_out(&self, leg: usize, queue: &Queue, why: &str) {
         let bit = 1 << leg;
@@ -98,9 +104,6 @@ pub(crate) struct EcShared {
     retry: AtomicU16,
     /// Legs whose queue is dead: they go out of the disk.
     dead: AtomicU16,
-    /// For a write: the legs in the disk it does not go to (reconnecting, or their
-    /// fragment of the group is stale), whose dirty maps mark the group when it ends.
-    skipped: LegMask,
     /// For a read: how its pages are rebuilt once every leg is back.
     rebuild: Option<Rebuild>,
     /// A read whose legs all read into their areas, so that it may end before the last
@@ -457,13 +460,21 @@ fn finish(mut rq: EcRequest) {
     );
     let issued = data.shared.issued.take();
     let late = data.shared.late;
-    let skipped = core::mem::take(&mut data.shared.skipped);
     rq.hw_queue().take_out_dead(dead);
     // Before the write ends (or is issued again), and after its data is on the legs it
-    // went to: the legs it skipped are rebuilt from those.
-    if skipped != 0 {
-        let group = Layout::group(rq.offset() / BLOCK);
-        Resync::mark(&rq.hw_queue().resync, skipped, group);
+    // went to: the legs it was not given to (out of the disk too: a leg whose server is
+    // replaced meanwhile must not take the group as rebuilt before this write is on the
+    // legs it is rebuilt from) and those that died under it are rebuilt from those. A
+    // leg out of room or reconnecting has it again when it is issued again.
+    if rq.op() == Op::Write {
+        let legs = u32::from(rq.hw_queue().layout.code().legs());
+        let all = LegMask::MAX >> (LegMask::BITS - legs);
+        let given = LegMask::try_from(given & PartMask::from(all)).unwrap_or(all);
+        let missed = all & !given | LegMask::try_from(dead).unwrap_or(0);
+        if missed != 0 {
+            let group = Layout::group(rq.offset() / BLOCK);
+            Resync::mark(&rq.hw_queue().resync, missed, group);
+        }
     }
     // A late read that never ended early: the legs back may still decode (with P and Q,
     // or fewer than asked). Its data fragments are in the areas.
@@ -827,17 +838,13 @@ fn describe(
         (0, _) => NotNow::Fail("too few servers hold the group current"),
         _ => NotNow::Wait,
     };
-    let mut skipped = 0;
     let legs = match dir {
         // Without parity every leg in the disk keeps every block current.
         Dir::Write if code.r() == 0 && reconnecting != 0 => return Err(NotNow::Wait),
         Dir::Write if current.count_ones() < u32::from(code.k()) => return Err(short()),
         // With parity a write goes on without a leg that is reconnecting (or stale), and
         // marks the group dirty there (`finish`).
-        Dir::Write => {
-            skipped = reconnecting | stale;
-            current
-        }
+        Dir::Write => current,
         Dir::Read => layout
             .read_plan(group, current, hwq.reads.extra)
             .ok_or_else(short)?,
@@ -847,7 +854,6 @@ fn describe(
     let late = dir == Dir::Read && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas);
     let shared = &mut rq.data().shared;
     shared.late = late;
-    shared.skipped = skipped;
     *shared.back_at_end.get_mut() = 0;
     shared.rebuild = match dir {
         Dir::Write => None,
