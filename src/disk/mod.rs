@@ -21,7 +21,7 @@ use kernel::{prelude::*, str::CString, sync::Arc};
 use crate::{
     blk::{Disk, DiskEvents, DiskIndex, DiskParams},
     config_parse::{Code, Secret},
-    kernel_ext::HmacSha256,
+    kernel_ext::{HmacSha256, SockAddr},
     settings::{ModuleContext, TargetSettings},
     transport::{
         io::MAX_SEGMENTS,
@@ -32,6 +32,7 @@ use crate::{
 };
 use crypt::{DiskCrypt, CRYPT_PAGES};
 use ec::EcDriver;
+pub(crate) use ec::Refused;
 use events::EventWatcher;
 use request::Driver;
 
@@ -299,6 +300,23 @@ impl RemoteDisk {
         match &self.driven {
             Driven::Plain { .. } => {}
             Driven::Ec { driver, .. } => driver.update(settings),
+        }
+    }
+
+    /// Puts the server at `addr`, `port` in place of leg `leg`'s (see
+    /// [`EcDriver::replace`]); a disk over one server has no leg to replace. Sleeps.
+    pub(crate) fn replace(
+        &self,
+        leg: usize,
+        addr: SockAddr,
+        port: u16,
+    ) -> core::result::Result<(), Refused> {
+        match &self.driven {
+            Driven::Plain { .. } => Err(Refused(
+                EINVAL,
+                "a disk over one server has no leg to replace (code 1+0)",
+            )),
+            Driven::Ec { driver, .. } => driver.replace(leg, addr, port),
         }
     }
 

@@ -16,6 +16,7 @@ const WORD_BITS: u64 = u64::BITS as u64;
 /// that order, and the resync writes them in the other (see [`super::resync`]).
 pub(super) struct DirtyMap {
     words: KVVec<AtomicU64>,
+    groups: u64,
 }
 
 impl DirtyMap {
@@ -26,7 +27,7 @@ impl DirtyMap {
         for _ in 0..n {
             words.push(AtomicU64::new(0), GFP_KERNEL)?;
         }
-        Ok(Self { words })
+        Ok(Self { words, groups })
     }
 
     /// Where group `group`'s bit is: its word and its mask; `None` past the map.
@@ -39,6 +40,23 @@ impl DirtyMap {
     pub(super) fn mark(&self, group: u64) -> bool {
         self.at(group)
             .is_some_and(|(w, bit)| w.fetch_or(bit, Ordering::SeqCst) & bit == 0)
+    }
+
+    /// Marks every group dirty: the leg's server was replaced by an empty one.
+    pub(super) fn mark_all(&self) {
+        for (i, w) in self.words.iter().enumerate() {
+            let below = self.groups.saturating_sub(i as u64 * WORD_BITS);
+            let bits = match below {
+                b if b >= WORD_BITS => u64::MAX,
+                b => (1u64 << b) - 1,
+            };
+            w.fetch_or(bits, Ordering::SeqCst);
+        }
+    }
+
+    /// Groups in the map.
+    pub(super) fn groups(&self) -> u64 {
+        self.groups
     }
 
     /// Whether group `group` is dirty. Any context.

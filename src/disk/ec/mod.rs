@@ -30,7 +30,7 @@ use super::{events::EventWatcher, stats};
 use crate::{
     blk::DiskEvents,
     config_parse::Code,
-    kernel_ext::{Raid6, Raid6Scratch, ReclaimWorkqueue},
+    kernel_ext::{Raid6, Raid6Scratch, ReclaimWorkqueue, SockAddr},
     settings::TargetSettings,
     transport::{
         io::QueueCounters,
@@ -104,7 +104,11 @@ impl QueueWatcher for LegWatcher {
                 }
             }
             // Back with its region: what it missed is rebuilt once all its queues are.
-            QueueEvent::Reconnected => Resync::kick(&self.resync),
+            // On a new server: the leg comes back into the disk then.
+            QueueEvent::Reconnected => {
+                Resync::adopted(&self.resync, self.leg);
+                Resync::kick(&self.resync);
+            }
             QueueEvent::Recovering => {}
         }
         self.events.queue_event(index, event);
@@ -113,10 +117,21 @@ impl QueueWatcher for LegWatcher {
 
 /// One server of the disk.
 struct Leg {
-    /// Its address, for `state`.
-    server: crate::kernel_ext::SockAddr,
     session: Session,
 }
+
+impl Leg {
+    /// Its server's address and port: where its queues connect now.
+    fn server(&self) -> Option<SockAddr> {
+        self.session
+            .queues()
+            .first()
+            .and_then(|q| q.params().settings.server())
+    }
+}
+
+/// Why `replace` refused, for the target's `last_error`.
+pub(crate) struct Refused(pub(crate) Error, pub(crate) &'static str);
 
 /// The blk-mq driver of a disk over several servers.
 ///
@@ -214,7 +229,7 @@ impl EcDriver {
         if let Some(secret) = settings.secrets.get(i) {
             leg.secret = Some(secret.clone());
         }
-        let server = leg.server().ok_or(EDESTADDRREQ)?;
+        leg.server().ok_or(EDESTADDRREQ)?;
         let name = Name::new(fmt!("{} leg{}", disk, i));
         let credentials = super::credentials(name, leg.secret.as_ref(), config.instance)?;
         let session = Session::connect(&SessionConfig {
@@ -227,7 +242,75 @@ impl EcDriver {
                 devices: config.context.devices,
             },
         })?;
-        Ok(Leg { server, session })
+        Ok(Leg { session })
+    }
+
+    /// Puts the server at `addr`, `port` in place of leg `leg`'s, out of the disk (its server
+    /// lost): the leg's queues connect there, each taking the empty region that server
+    /// gives, and once they are all live the leg is back in the disk with every group
+    /// dirty, rebuilt from the other legs at `rebuild_mbps` ([`resync`]). Refused for a
+    /// code without parity, a leg in the disk, and another leg's server. Sleeps.
+    pub(super) fn replace(
+        &self,
+        leg: usize,
+        addr: SockAddr,
+        port: u16,
+    ) -> core::result::Result<(), Refused> {
+        let server = addr.with_port(port);
+        if self.code().r() == 0 {
+            return Err(Refused(
+                EINVAL,
+                "a code with no parity keeps nothing to rebuild a server from",
+            ));
+        }
+        let l = self
+            .legs
+            .get(leg)
+            .ok_or(Refused(EINVAL, "the disk has no such leg"))?;
+        if self.legs_out() & (1 << leg) == 0 {
+            return Err(Refused(
+                EBUSY,
+                "the leg is in the disk; only a leg out of it (its server lost) is replaced",
+            ));
+        }
+        if self
+            .legs
+            .iter()
+            .enumerate()
+            .any(|(i, other)| i != leg && other.server() == Some(server))
+        {
+            return Err(Refused(EINVAL, "that server is another leg's"));
+        }
+        let params = Self::params_for(l, addr, port).map_err(|e| Refused(e, "out of memory"))?;
+        let queues = l.session.queues();
+        l.session.disconnect();
+        self.resync
+            .replace(leg)
+            .map_err(|e| Refused(e, "the leg has no dirty map"))?;
+        if let Some(q) = queues.first() {
+            pr_info!(
+                "{}: replacing its server with {}: {} groups to rebuild once connected\n",
+                q.name(),
+                server.with_port_shown(),
+                self.layout.groups()
+            );
+        }
+        for q in queues {
+            Queue::adopt(q, params.clone()).map_err(|e| Refused(e, "the disk is going away"))?;
+        }
+        Ok(())
+    }
+
+    /// The link parameters of `leg` with the server at `addr`, `port` in place of its own.
+    /// Not inlined: its copy of the settings has a frame of its own.
+    #[inline(never)]
+    fn params_for(leg: &Leg, addr: SockAddr, port: u16) -> Result<LinkParams> {
+        let mut params = leg.session.queues().first().ok_or(EINVAL)?.params();
+        let mut settings = TargetSettings::clone(&params.settings);
+        settings.addr = Some(addr);
+        settings.port = port;
+        params.settings = Arc::new(settings, GFP_KERNEL)?;
+        Ok(params)
     }
 
     /// The most pages one request may have: a group, or fewer if a leg's queues take
@@ -314,7 +397,7 @@ impl EcDriver {
                 w,
                 "leg{} {} {} queues={}/{} region={} epoch={} dirty={}",
                 i,
-                leg.server.with_port_shown(),
+                leg.server().ok_or(core::fmt::Error)?.with_port_shown(),
                 if out & (1 << i) != 0 {
                     "out"
                 } else {

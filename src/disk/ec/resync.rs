@@ -17,6 +17,11 @@
 //! the rebuild had not started, so the rebuild reads what the write left. A write marks
 //! the groups it skipped when it ends, after its data is on the other legs.
 //!
+//! A leg whose server is replaced by an empty one ([`Resync::replace`]) has every group
+//! dirty: it comes back into the disk once all its queues are live on the new server
+//! ([`Resync::adopted`]), and the same work rebuilds all of it. No read asks it for a
+//! group before that group is rebuilt.
+//!
 //! The rebuild writes at most `rebuild_mbps` MiB/s to the leg (a setting that may change
 //! while the disk is enabled), so that it leaves the fabric to the disk's own I/O.
 
@@ -67,6 +72,11 @@ struct LegResync {
     resynced: AtomicU64,
     /// Whether a resync of the leg was announced and has not ended yet.
     syncing: AtomicBool,
+    /// Set by [`Resync::replace`]: the leg's server is being replaced, and the leg is out
+    /// of the disk until its queues are live on the new one.
+    adopting: AtomicBool,
+    /// Set by [`Resync::replace`] until its rebuild is announced: all of it is rebuilt.
+    new_server: AtomicBool,
     /// The leg's queues: all live means the leg is back; the first carries the resync.
     queues: KVec<Arc<Queue>>,
 }
@@ -156,6 +166,8 @@ impl Resync {
                     busy: AtomicU64::new(IDLE),
                     resynced: AtomicU64::new(0),
                     syncing: AtomicBool::new(false),
+                    adopting: AtomicBool::new(false),
+                    new_server: AtomicBool::new(false),
                     queues: mine,
                 },
                 GFP_KERNEL,
@@ -244,6 +256,81 @@ impl Resync {
         *self.stopped.lock()
     }
 
+    /// Leg `leg`, out of the disk, gets an empty server: every group of it is dirty from
+    /// now on, and it stays out until [`Resync::adopted`] finds its queues live there.
+    /// `EINVAL` for a code without parity (nothing to rebuild it from).
+    pub(super) fn replace(&self, leg: usize) -> Result {
+        let l = self.legs.get(leg).ok_or(EINVAL)?;
+        if l.dirty.groups() == 0 {
+            return Err(EINVAL);
+        }
+        l.dirty.mark_all();
+        l.syncing.store(false, Ordering::Relaxed);
+        l.new_server.store(true, Ordering::Relaxed);
+        l.adopting.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A queue of leg `leg` reconnected. If the leg's server is being replaced and every
+    /// queue of it is live on the new one, brings it into the disk and starts its
+    /// rebuild; unless the new server gave it the region of another leg of the disk (the
+    /// same server twice: one server lost would lose two fragments of every block), or
+    /// its queues different regions: then its queues are disconnected and it stays out.
+    /// Sleeps.
+    pub(super) fn adopted(this: &Arc<Self>, leg: usize) {
+        let Some(me) = this.legs.get(leg) else {
+            return;
+        };
+        if !me.is_back() || !me.adopting.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let region = |l: &LegResync| {
+            l.queues
+                .first()
+                .and_then(|q| q.installed_descriptor())
+                .map(|d| d.region_id)
+        };
+        let mine = region(me);
+        let split = me
+            .queues
+            .iter()
+            .any(|q| q.installed_descriptor().map(|d| d.region_id) != mine);
+        let shared = this
+            .legs
+            .iter()
+            .enumerate()
+            .find(|&(m, other)| m != leg && region(other) == mine);
+        let Some(first) = me.queues.first() else {
+            return;
+        };
+        if split || shared.is_some() {
+            match shared {
+                Some((m, _)) => pr_err!(
+                    "{}: its new server gave it the region of leg {}: the same server \
+                     twice? It stays out of the disk\n",
+                    first.name(),
+                    m
+                ),
+                None => pr_err!(
+                    "{}: its new server gave its queues different regions; it stays out \
+                     of the disk\n",
+                    first.name()
+                ),
+            }
+            for q in me.queues.iter() {
+                q.disconnect();
+            }
+            return;
+        }
+        pr_info!(
+            "{}: in the disk again, on its new server (region {})\n",
+            first.name(),
+            mine.unwrap_or(0)
+        );
+        this.out.bring_in(leg);
+        Self::kick(this);
+    }
+
     /// Leg `leg`'s groups dirty now and rebuilt so far.
     pub(super) fn counts(&self, leg: usize) -> (u64, u64) {
         self.legs.get(leg).map_or((0, 0), |l| {
@@ -264,11 +351,19 @@ impl Resync {
             };
             let name = leg.queues.first().map(|q| q.name());
             if let (Some(name), false) = (name, leg.syncing.swap(true, Ordering::Relaxed)) {
-                pr_info!(
-                    "{}: back: rebuilding the {} groups written while it was away\n",
-                    name,
-                    leg.dirty.count()
-                );
+                if leg.new_server.swap(false, Ordering::Relaxed) {
+                    pr_info!(
+                        "{}: rebuilding all {} groups on its new server from the others\n",
+                        name,
+                        leg.dirty.count()
+                    );
+                } else {
+                    pr_info!(
+                        "{}: back: rebuilding the {} groups written while it was away\n",
+                        name,
+                        leg.dirty.count()
+                    );
+                }
             }
             let (mut group, mut done) = (Some(first), 0u64);
             let (start, mut written) = (Instant::now(), 0u64);
