@@ -151,6 +151,19 @@ pub(crate) fn server_entry(s: &str) -> Result<(&str, Option<u16>), Invalid> {
     Ok((host, port))
 }
 
+/// What `replace` takes: `LEG SERVER`, a leg number (below [`MAX_SERVERS`]) and one
+/// server as a list of servers gives it (see [`server_entry`]), which is returned
+/// unparsed.
+pub(crate) fn replacement(s: &str) -> Result<(usize, &str), Invalid> {
+    const USAGE: Invalid = Invalid("LEG SERVER: a leg number and the server to put in its place");
+    let mut words = s.split_whitespace();
+    let (Some(leg), Some(server), None) = (words.next(), words.next(), words.next()) else {
+        return Err(USAGE);
+    };
+    let leg = number(leg, 0, MAX_SERVERS as u64 - 1).map_err(|_| Invalid("a leg is 0 to 9"))?;
+    Ok((leg as usize, server))
+}
+
 /// Shortest secret, in bytes (the wire format's `SECRET_MIN_LEN`).
 pub(crate) const SECRET_MIN: usize = 16;
 /// Longest secret, in bytes (the wire format's `SECRET_MAX_LEN`).
@@ -635,6 +648,23 @@ mod tests {
             assert_eq!(server_entry(bad), Err(Invalid(why)), "{bad}");
         }
     }
+    #[test]
+    fn replacements() {
+        assert_eq!(replacement("1 192.0.2.5:7472"), Ok((1, "192.0.2.5:7472")));
+        assert_eq!(replacement("9  [fd00::5]:1"), Ok((9, "[fd00::5]:1")));
+        let usage = "LEG SERVER: a leg number and the server to put in its place";
+        for (bad, why) in [
+            ("", usage),
+            ("1", usage),
+            ("1 192.0.2.5 192.0.2.6", usage),
+            ("10 192.0.2.5", "a leg is 0 to 9"),
+            ("x 192.0.2.5", "a leg is 0 to 9"),
+            ("-1 192.0.2.5", "a leg is 0 to 9"),
+        ] {
+            assert_eq!(replacement(bad), Err(Invalid(why)), "{bad}");
+        }
+    }
+
     #[test]
     fn legs_checked() {
         let c42 = Code { k: 4, r: 2 };

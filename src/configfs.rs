@@ -31,7 +31,7 @@ use kernel::{
 
 use crate::{
     config_parse::{self as parse, Invalid},
-    disk::{ConnectNote, DiskConfig, RemoteDisk},
+    disk::{ConnectNote, DiskConfig, Refused, RemoteDisk},
     kernel_ext::{self, DependableSubsystem, ItemDependency, TextBuf},
     settings::{
         for_each_setting, nonzero_random,
@@ -329,6 +329,7 @@ macro_rules! setting_attributes {
                     device: 9,
                     last_error: 12,
                     stats: 14,
+                    replace: 25,
                 ],
             }
         }
@@ -424,5 +425,48 @@ impl configfs::AttributeOperations<12> for TargetConfig {
             "" => writeln!(w),
             text => writeln!(w, "{}", text),
         })
+    }
+}
+
+/// `replace`: `LEG SERVER` (a server as `servers` takes one: `ADDR`, `ADDR:PORT`,
+/// `[IPV6]:PORT`) puts that server, empty, in place of leg `LEG`'s while the disk is
+/// enabled; the leg is rebuilt on it from the others, and `servers` names it from then
+/// on. Reads as an empty line.
+#[vtable]
+impl configfs::AttributeOperations<25> for TargetConfig {
+    type Data = TargetConfig;
+
+    fn show(_this: &TargetConfig, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        show_with(page, |w| writeln!(w))
+    }
+
+    fn store(this: &TargetConfig, page: &[u8]) -> Result {
+        let text = parse::text(page).map_err(|e| invalid(this, "replace", e))?;
+        let (leg, server) = parse::replacement(text).map_err(|e| invalid(this, "replace", e))?;
+        let (host, port) = parse::server_entry(server).map_err(|e| invalid(this, "replace", e))?;
+        let addr = crate::settings::row::host(host)
+            .map_err(|e| invalid(this, "replace", e))?
+            .ok_or(EINVAL)?;
+        let mut t = this.inner.lock();
+        let Some(Enabled { disk, .. }) = &t.enabled else {
+            refuse(
+                this,
+                format_args!("replace: the target is not enabled (set servers instead)"),
+            );
+            return Err(EINVAL);
+        };
+        if let Err(Refused(e, why)) = disk.replace(leg, addr, port.unwrap_or(t.settings.port)) {
+            refuse(this, format_args!("replace: leg {}: {}", leg, why));
+            return Err(e);
+        }
+        match t.settings.servers.with_entry(leg, addr, port) {
+            Ok(servers) => t.settings.servers = servers,
+            Err(e) => pr_warn!(
+                "{}: configfs: replace: servers still names the old server: {}\n",
+                &*this.name,
+                e.0
+            ),
+        }
+        Ok(())
     }
 }

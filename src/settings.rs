@@ -124,6 +124,29 @@ pub(crate) mod row {
             *self.0.as_ref()?.entries.get(i)?
         }
 
+        /// The list with entry `i` naming `addr` and `port` instead: a leg's server
+        /// replaced while the disk is enabled.
+        pub(crate) fn with_entry(
+            &self,
+            i: usize,
+            addr: SockAddr,
+            port: Option<u16>,
+        ) -> Result<Self, Invalid> {
+            let mut entries = entries()?;
+            for j in 0..self.len() {
+                let e = if j == i {
+                    Some((addr, port))
+                } else {
+                    self.entry(j)
+                };
+                entries.push(e, GFP_KERNEL).map_err(|_| OUT_OF_MEMORY)?;
+            }
+            if i >= self.len() {
+                return Err(Invalid("no such server in the list"));
+            }
+            Ok(Self(Some(shared(ServerEntries { entries })?)))
+        }
+
         /// The first two entries that name the same server (address and port, `port`
         /// where an entry gives none), and that server.
         pub(crate) fn repeated(&self, port: u16) -> Option<(usize, usize, SockAddr)> {

@@ -363,6 +363,82 @@ ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on
 t_resync_rate() { resync_test 1+2 64 1; }
 ktap_test "ec 1+2: the rebuild of a restarted server keeps to rebuild_mbps, set to 1 MiB/s while enabled; every block then reads back from it alone" t_resync_rate
 
+# replace_test CODE: with CODE (K+R) enabled and the whole disk written, leg 1's server is
+# SIGKILLed for good; while its leg is out, replace is refused for a leg in the disk,
+# another leg's server and bad values. Blocks are rewritten, then an empty server (another
+# port, no state) replaces it at 1 MiB/s: the blocks not rebuilt yet read back right
+# during the rebuild (no read is served from them: the new region holds zeros), state and
+# servers name the new server, the rebuild is finished at a higher rate set meanwhile, and
+# with two other servers killed every block reads back through the new one.
+NEW_PORT=18577
+replace_test() {
+	local code=$1 why= blocks=$((SIZE_MB * 256)) groups=$((SIZE_MB * 32)) npid e old new
+	RECOVERY_MS=2000 ec_enable "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	dev=/dev/$(cat $T/device)
+	head -c $((blocks * 4096)) /dev/urandom > "$OUT/replace-want"
+	head -c $((64 * 4096)) /dev/urandom > "$OUT/replace-b"
+	dd if="$OUT/replace-want" of=$dev bs=1M oflag=direct status=none || why+="write failed; "
+	old=$(sed -n 's/^leg1 .* region=\([0-9]*\) .*/\1/p' $T/state)
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	wait_out 1 || why+="leg 1 not out: $(grep '^leg1 ' $T/state); "
+	server_start "$OUT/server-new.log" --listen "$IP:$NEW_PORT" --size $((SWAP_SIZE_MB + 8))M \
+		--grace 0 --insecure >/dev/null && npid=$SPID || why+="the new server does not start; "
+	# Refused, each with its reason, and nothing changes.
+	refused() { # VALUE ERRNO-TEXT REASON
+		e=$( { echo "$1" > $T/replace; } 2>&1 ) && { why+="replace '$1' accepted; "; return; }
+		[[ $e == *"$2"* ]] || why+="replace '$1': '$e', not $2; "
+		grep -qF "$3" $T/last_error || why+="replace '$1': last_error '$(cat $T/last_error)'; "
+	}
+	refused "0 $IP:$NEW_PORT" "busy" "replace: leg 0: the leg is in the disk"
+	refused "1 $IP:${PORTS[2]}" "Invalid argument" "replace: leg 1: that server is another leg's"
+	refused "7 $IP:$NEW_PORT" "Invalid argument" "replace: leg 7: the disk has no such leg"
+	refused "1" "Invalid argument" "replace: LEG SERVER"
+	refused "1 192.0.2.300" "Invalid argument" "replace: not an IPv4 or IPv6 address"
+	grep -q "^leg1 .* out " $T/state || why+="leg 1 not out after the refusals: $(grep '^leg1 ' $T/state); "
+	# Written while leg 1 is out: its new server must get these, not what it had.
+	dd if="$OUT/replace-b" of=$dev bs=4k seek=8 oflag=direct status=none || why+="write with leg 1 out failed; "
+	dd if="$OUT/replace-b" of="$OUT/replace-want" bs=4k seek=8 conv=notrunc status=none
+	echo 1 > $T/rebuild_mbps
+	echo "1 $IP:$NEW_PORT" > $T/replace || why+="replace refused: $(cat $T/last_error); "
+	for _ in $(seq 100); do grep -q "^leg1 .*:$NEW_PORT connected " $T/state && break; sleep 0.1; done
+	grep -q "^leg1 .*:$NEW_PORT connected " $T/state || why+="leg 1 not connected to the new server: $(grep '^leg1 ' $T/state); "
+	new=$(sed -n 's/^leg1 .* region=\([0-9]*\) .*/\1/p' $T/state)
+	[ -n "$new" ] && [ "$new" != "$old" ] || why+="leg 1's region '$new', had '$old'; "
+	grep -q ":$NEW_PORT" $T/servers || why+="servers: $(cat $T/servers); "
+	# The groups are rebuilt in order, at 1 MiB/s (4 s for 4 MiB of fragments): the last
+	# quarter of the disk is read before its rebuild.
+	dd if=$dev of="$OUT/replace-back" bs=1M skip=$((SIZE_MB * 3 / 4)) iflag=direct status=none || why+="read during the rebuild failed; "
+	during=$(leg_field 1 dirty)
+	dd if="$OUT/replace-want" bs=1M skip=$((SIZE_MB * 3 / 4)) status=none | cmp -s "$OUT/replace-back" - \
+		|| why+="blocks read during the rebuild differ: $(dd if="$OUT/replace-want" bs=1M skip=$((SIZE_MB * 3 / 4)) status=none | cmp "$OUT/replace-back" - | head -1); "
+	[ "${during:-0}" -ge $((groups / 4)) ] || why+="the last quarter was rebuilt before it was read at 1 MiB/s (dirty=${during:-?} after it: $(grep '^leg1 ' $T/stats)); "
+	echo 1000 > $T/rebuild_mbps
+	for _ in $(seq 600); do [ "$(leg_field 1 dirty)" = 0 ] && break; sleep 0.1; done
+	[ "$(leg_field 1 dirty)" = 0 ] && [ "$(leg_field 1 resynced)" -ge $groups ] \
+		|| why+="leg 1 not rebuilt: $(grep '^leg1 ' $T/stats); "
+	dmesg | grep -q "leg1: rebuilding all $groups groups on its new server" || why+="no 'rebuilding all' line; "
+	dmesg | grep -q "leg1: in sync:" || why+="no 'in sync' line; "
+	# Legs 0 and 2 gone: every read needs leg 1's new fragments.
+	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
+	dd if=$dev of="$OUT/replace-back" bs=1M iflag=direct status=none || why+="read without legs 0 and 2 failed; "
+	cmp -s "$OUT/replace-back" "$OUT/replace-want" || why+="blocks read through the new server differ: $(cmp "$OUT/replace-back" "$OUT/replace-want" | head -1); "
+	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
+	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	st=$(grep '^leg1' $T/state)
+	ec_disable || why+="disable failed; "
+	[ -z "${npid:-}" ] || { kill -KILL "$npid"; wait "$npid" 2>/dev/null; }
+	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "$code: leg 1 on its new server, $groups groups rebuilt ($during left after a read at 1 MiB/s): $st"
+	else
+		ktap_fail "$code: $why"
+	fi
+}
+
+t_replace() { replace_test 4+2; }
+ktap_test "ec 4+2: a lost server replaced by an empty one (replace, refused with a reason for a leg in the disk, another leg's server, bad values): reads during the rebuild never from a block not rebuilt, state and servers name it; with two others killed every block reads back through it" t_replace
+
 t_lose_pq() { EXTRA=0 ec_lose 4+2; }
 ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
 
