@@ -163,6 +163,29 @@ pub enum Cmd {
         /// The target's name.
         name: String,
     },
+    /// Put a new, empty memory server in place of a lost one of a disk over several
+    /// servers.
+    ///
+    /// Writes `LEG SERVER` to /sys/kernel/config/rswap/NAME/replace. The kernel puts
+    /// SERVER in place of leg LEG's server, which must be out of the disk (its server
+    /// lost), and rebuilds the leg on it from the other legs in the background: `dirty=`
+    /// of the leg in `rswapctl status NAME` counts the groups left. It refuses a leg
+    /// still in the disk, a server another leg has, a disabled target or a code without
+    /// parity, with its reason. Then, if DIR/NAME.conf has a `servers` line, its entry LEG
+    /// becomes SERVER; the rest of the file stays as it was.
+    Replace {
+        /// The target's name.
+        name: String,
+        /// The leg whose server is replaced: its index in `servers`, from 0.
+        #[arg(value_parser = clap::value_parser!(u32).range(0..=9))]
+        leg: u32,
+        /// The new server: ADDR, ADDR:PORT or [IPV6]:PORT, as --server takes it.
+        #[arg(value_parser = new_server)]
+        server: String,
+        /// Where the target files are: DIR/NAME.conf's `servers` is updated.
+        #[arg(long, value_name = "DIR", default_value = conf::DEFAULT_DIR)]
+        config_dir: PathBuf,
+    },
     /// One line per target: NAME DEVICE SERVER SIZE STATE RECOVERIES USED SECRET ENC
     /// SYNC.
     List {
@@ -290,6 +313,11 @@ impl FromArgMatches for SettingArgs {
     }
 }
 
+/// The server of `replace`, as given, if `--server` takes it.
+fn new_server(v: &str) -> Result<String, String> {
+    target::parse_server(v).map(|_| v.to_string())
+}
+
 /// How often `up --wait` tries to connect again.
 const RETRY_EVERY: Duration = Duration::from_secs(2);
 
@@ -321,6 +349,82 @@ pub fn read_target_config(dir: &std::path::Path, name: &str) -> Result<AddOption
         .transpose()
         .map_err(|e| Failure::new("up", name, e))?;
     Ok(options)
+}
+
+/// `rswapctl replace`'s update of DIR/NAME.conf: entry `leg` of its `servers` becomes
+/// `server`, the rest of the file as it was, written to a new file in the same directory
+/// (with the old one's mode and owner) that then takes its place. Returns the file's
+/// path if it did so; `None` (nothing done) when there is no such file, or it has no
+/// `servers` line, or that entry is `server` already.
+pub fn update_target_config(
+    dir: &std::path::Path,
+    name: &str,
+    leg: u32,
+    server: &str,
+) -> Result<Option<PathBuf>, Failure> {
+    // A name `up` refuses has no file.
+    if name.is_empty() || name.starts_with('.') || name.contains('/') {
+        return Ok(None);
+    }
+    let path = dir.join(format!("{name}.conf"));
+    let file = path.display().to_string();
+    let failed = |why: String| Failure::new("replace", name, format!("servers not updated: {why}"));
+    let text = match std::fs::read_to_string(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(failed(format!("{file}: {}", target::errno_text(&e)))),
+        Ok(text) => text,
+    };
+    let leg = usize::try_from(leg).unwrap_or(usize::MAX);
+    let new = match conf::with_server_replaced(name, &file, &text, leg, server) {
+        Ok(Some(new)) if new != text => new,
+        Ok(_) => return Ok(None),
+        Err(e) => return Err(failed(e)),
+    };
+    replace_file(&path, &new).map_err(|e| failed(format!("{file}: {}", target::errno_text(&e))))?;
+    Ok(Some(path))
+}
+
+/// Writes `text` to a new file beside `path` (that of a symbolic link's target), with
+/// its mode and owner, and renames it over `path`: a reader sees the old file or the
+/// new, never a part, and a failure leaves the old one as it was.
+fn replace_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = std::fs::canonicalize(path)?;
+    let (Some(dir), Some(base)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    let old = std::fs::metadata(&path)?;
+    let tmp = dir.join(format!(
+        ".{}.rswapctl-{}",
+        base.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        let new = f.metadata()?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid()))?;
+        }
+        f.set_permissions(old.permissions())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    match written {
+        Ok(()) => {
+            // The rename on disk too; it is done whether or not this works.
+            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 fn dash<T: ToString>(v: Option<T>) -> String {
@@ -593,6 +697,26 @@ pub fn run(cli: Cli, host: &dyn Host, out: &mut dyn Write) -> Result<(), Failure
                 format!("{name}: not there\n")
             };
             out.write_all(text.as_bytes()).map_err(io_fail)
+        }
+        Cmd::Replace {
+            name,
+            leg,
+            server,
+            config_dir,
+        } => {
+            ctl.replace(&name, leg, &server)?;
+            let text = format!(
+                "{name}: leg {leg}: replacing its server with {server}; the leg is rebuilt in \
+                 the background (dirty= in rswapctl status {name} counts the groups left)\n"
+            );
+            out.write_all(text.as_bytes()).map_err(io_fail)?;
+            match update_target_config(&config_dir, &name, leg, &server)? {
+                Some(file) => {
+                    let text = format!("{name}: {}: servers updated\n", file.display());
+                    out.write_all(text.as_bytes()).map_err(io_fail)
+                }
+                None => Ok(()),
+            }
         }
         Cmd::List { json: as_json } => {
             let targets = ctl.list()?;

@@ -8,7 +8,8 @@
 //! ([`crate::settings::SETTINGS`]; `server` and `size` required), then `swap` (`yes` or
 //! `no`) and `priority` (with `swap = yes`). An unknown key, a key given twice, a bad
 //! value or a missing required key is an error that names the file and line; nothing is
-//! then done.
+//! then done. `rswapctl replace` rewrites one entry of a file's `servers`, and nothing
+//! else ([`with_server_replaced`]).
 
 use crate::settings::{self, Kind, SETTINGS};
 use crate::target::AddOptions;
@@ -46,6 +47,34 @@ fn priority(v: &str) -> Result<i32, String> {
     }
 }
 
+/// A `key = value` line of a target file: its key and value without the blanks around
+/// them, and where the value starts in the line.
+struct KeyValue<'a> {
+    key: &'a str,
+    value: &'a str,
+    at: usize,
+}
+
+/// One line of a target file as [`parse_target_config`] reads it: `Ok(None)` for a blank
+/// line or a comment, `Err` (the line without the blanks around it) for one without `=`.
+/// The key is everything before the first `=`, the value everything after it.
+fn key_value(raw: &str) -> Result<Option<KeyValue<'_>>, &str> {
+    let line = raw.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let Some(eq) = raw.find('=') else {
+        return Err(line);
+    };
+    let after = &raw[eq + 1..];
+    let value = after.trim();
+    Ok(Some(KeyValue {
+        key: raw[..eq].trim(),
+        value,
+        at: eq + 1 + (after.len() - after.trim_start().len()),
+    }))
+}
+
 /// Parses the text of `file` (named so in errors) for target `name`.
 pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetConfig, String> {
     let mut options = AddOptions {
@@ -60,17 +89,16 @@ pub fn parse_target_config(name: &str, file: &str, text: &str) -> Result<TargetC
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let at = |what: String| format!("{file}:{line_no}: {what}");
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            return Err(at(format!(
-                "not a `key = value` line: {:?}",
-                truncate(line)
-            )));
+        let (key, value) = match key_value(raw) {
+            Ok(None) => continue,
+            Ok(Some(kv)) => (kv.key, kv.value),
+            Err(line) => {
+                return Err(at(format!(
+                    "not a `key = value` line: {:?}",
+                    truncate(line)
+                )))
+            }
         };
-        let (key, value) = (key.trim(), value.trim());
         let Some(&known) = keys.iter().find(|k| **k == key) else {
             return Err(at(format!(
                 "unknown key {:?} (known: {})",
@@ -143,4 +171,56 @@ fn truncate(s: &str) -> String {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// The key of the list of servers, whose entries `rswapctl replace` replaces.
+const SERVERS: &str = "servers";
+
+/// Target file `text` (of target `name`, `file` in errors) with entry `leg` of its
+/// `servers` replaced by `server`: every other byte as it was, the other lines, the
+/// other entries and the blanks around the replaced one included. `Ok(None)` when the
+/// file has no `servers` line. The file must be one `up` takes (its errors are
+/// [`parse_target_config`]'s), with an entry `leg`.
+pub fn with_server_replaced(
+    name: &str,
+    file: &str,
+    text: &str,
+    leg: usize,
+    server: &str,
+) -> Result<Option<String>, String> {
+    let cfg = parse_target_config(name, file, text)?;
+    if cfg.options.get(SERVERS).is_none() {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len() + server.len());
+    // The lines as `lines()` cuts them for the parser, each with its line ending.
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let kv = match key_value(raw) {
+            Ok(Some(kv)) if kv.key == SERVERS => kv,
+            _ => {
+                out.push_str(raw);
+                continue;
+            }
+        };
+        // Where each entry is in the line, without the blanks around it.
+        let mut entries = Vec::new();
+        let mut start = kv.at;
+        for e in kv.value.split(',') {
+            let blank = e.len() - e.trim_start().len();
+            entries.push(start + blank..start + blank + e.trim().len());
+            start += e.len() + 1;
+        }
+        let Some(entry) = entries.get(leg) else {
+            let n = entries.len();
+            let entries = if n == 1 { "entry" } else { "entries" };
+            return Err(format!(
+                "{file}:{}: {SERVERS} has {n} {entries}, none for leg {leg} (the first is leg 0)",
+                i + 1
+            ));
+        };
+        out.push_str(&raw[..entry.start]);
+        out.push_str(server);
+        out.push_str(&raw[entry.end..]);
+    }
+    Ok(Some(out))
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The operations on rswap targets in configfs: add, remove, list, status.
+//! The operations on rswap targets in configfs: add, remove, replace, list, status.
 
 use crate::keyring::{self, KeySerial};
 use crate::parse::{self, Secret, SwapEntry, TargetState};
@@ -956,6 +956,28 @@ impl<'a> Ctl<'a> {
             )
             .kernel_reason(&dir)
         })
+    }
+
+    /// `rswapctl replace`: writes `LEG SERVER` to the target's `replace`, which puts
+    /// `server` in place of leg `leg`'s lost server and rebuilds the leg on it in the
+    /// background. The kernel checks both and refuses with its reason in `last_error`
+    /// (a leg still in the disk, a server another leg has, a disabled target, ...).
+    pub fn replace(&self, name: &str, leg: u32, server: &str) -> Result<(), Failure> {
+        check_name("replace", name)?;
+        let dir = self.dir(name);
+        if let Err(e) = fs::metadata(&dir) {
+            return Err(self.missing_target("replace", name, &e));
+        }
+        // Writing a file that is not there would fail with a confusing errno.
+        if fs::metadata(dir.join("replace")).is_err() {
+            return Err(Failure::new(
+                "replace",
+                name,
+                "replace: the rswap module loaded has no replace attribute (it is older than \
+                 replacing a lost server)",
+            ));
+        }
+        self.write_attr("replace", name, "replace", &format!("{leg} {server}"))
     }
 
     /// Makes the rswap configfs directory appear: mounts configfs on its parent if

@@ -984,7 +984,12 @@ fn man_pages() {
     let dir = fake.tmp.join("man");
     fs::create_dir(&dir).unwrap();
     run(&fake, &["--generate-man", dir.to_str().unwrap()]).unwrap();
-    for page in ["rswapctl.1", "rswapctl-add.1", "rswapctl-list.1"] {
+    for page in [
+        "rswapctl.1",
+        "rswapctl-add.1",
+        "rswapctl-list.1",
+        "rswapctl-replace.1",
+    ] {
         let text = fs::read_to_string(dir.join(page)).unwrap();
         assert!(text.contains(".TH"), "{page}");
     }
@@ -2864,6 +2869,7 @@ fn shell_completions_have_every_command_and_setting() {
             "remove",
             "up",
             "down",
+            "replace",
             "list",
             "status",
             "server-status",
@@ -3461,5 +3467,307 @@ fn codes_and_server_lists() {
     assert!(
         e.starts_with("\"192.0.2.5,192.0.2.6:0\" is not a list of servers: entry 2: "),
         "{e}"
+    );
+}
+
+// --- replace -------------------------------------------------------------------------
+
+use crate::conf::with_server_replaced;
+
+/// The reason the module gives for a leg that is still in the disk.
+const IN_THE_DISK: &str =
+    "replace: leg 0: the leg is in the disk; only a leg out of it (its server lost) is replaced";
+
+/// `with_a_disk_over_six_servers` on a module with `replace` (which reads as an empty
+/// line).
+fn a_disk_with_replace() -> Fake {
+    let fake = with_a_disk_over_six_servers();
+    fs::write(fake.dir("ec").join("replace"), "\n").unwrap();
+    fake
+}
+
+/// The target file of `ec`, with comments and blanks around its servers.
+const EC_CONF: &str = "\
+# ec: a 4+2 disk over six servers
+code = 4+2
+servers = 192.0.2.2:7471, 192.0.2.3:7471 ,192.0.2.4:7471,[fd00::2]:7471,192.0.2.6:7471,  192.0.2.7:7471
+size = 16M
+
+#   servers = 198.51.100.1 (the old rack)
+client_id = 0x5701
+";
+
+fn replace_args<'a>(dir: &'a str, name: &'a str, leg: &'a str, server: &'a str) -> Vec<&'a str> {
+    vec!["replace", name, leg, server, "--config-dir", dir]
+}
+
+#[test]
+fn replace_writes_leg_and_server_and_updates_the_servers_line() {
+    let fake = a_disk_with_replace();
+    let dir = conf_dir(&fake, "ec", EC_CONF);
+    let conf = dir.join("ec.conf");
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o640)).unwrap();
+    let d = dir.display().to_string();
+    let out = run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9:7471")).unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "ec: leg 1: replacing its server with 192.0.2.9:7471; the leg is rebuilt in the \
+             background (dirty= in rswapctl status ec counts the groups left)\n\
+             ec: {d}/ec.conf: servers updated\n"
+        )
+    );
+    assert_eq!(*fake.writes.borrow(), ["replace=1 192.0.2.9:7471"]);
+    // Only the entry changed, the blanks around it and every other line as they were.
+    assert_eq!(
+        fs::read_to_string(&conf).unwrap(),
+        EC_CONF.replace(" 192.0.2.3:7471 ,", " 192.0.2.9:7471 ,")
+    );
+    let mode = fs::metadata(&conf).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
+    // No file left beside it.
+    let files: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files, ["ec.conf"]);
+    // The last leg, an IPv6 server without a port; `up` reads the file as updated.
+    run(&fake, &replace_args(&d, "ec", "5", "[fd00::9]")).unwrap();
+    assert_eq!(fake.writes.borrow()[1], "replace=5 [fd00::9]");
+    let text = fs::read_to_string(&conf).unwrap();
+    assert!(
+        text.contains(",192.0.2.6:7471,  [fd00::9]\nsize = 16M\n"),
+        "{text}"
+    );
+    let o = parse_target_config("ec", "ec.conf", &text).unwrap().options;
+    assert_eq!(
+        o.get("servers"),
+        Some(
+            "192.0.2.2:7471,192.0.2.9:7471,192.0.2.4:7471,[fd00::2]:7471,192.0.2.6:7471,[fd00::9]"
+        )
+    );
+    // A file that names the server already is not written again.
+    let out = run(&fake, &replace_args(&d, "ec", "5", "[fd00::9]")).unwrap();
+    assert!(!out.contains("updated"), "{out}");
+    // A file that is a symbolic link: the file it names is updated, the link stays.
+    let real = fake.tmp.join("elsewhere.conf");
+    fs::rename(&conf, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &conf).unwrap();
+    run(&fake, &replace_args(&d, "ec", "0", "192.0.2.10")).unwrap();
+    assert!(fs::symlink_metadata(&conf)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::read_to_string(&real)
+        .unwrap()
+        .contains("\nservers = 192.0.2.10, 192.0.2.9:7471 ,"));
+}
+
+#[test]
+fn replace_refused_says_why_and_leaves_the_file() {
+    // Without a reason in last_error: the errno, and where to look.
+    let mut fake = a_disk_with_replace();
+    let dir = conf_dir(&fake, "ec", EC_CONF);
+    let d = dir.display().to_string();
+    fake.fail = Some(("replace", EINVAL, None));
+    let e = run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9")).unwrap_err();
+    assert_eq!(
+        e,
+        "rswapctl: replace ec: writing replace=1 192.0.2.9: Invalid argument\n\
+         rswapctl: replace ec: see dmesg for the kernel's reason"
+    );
+    // The kernel's reason.
+    fake.fail = Some(("replace", EBUSY, Some(IN_THE_DISK)));
+    let e = run(&fake, &replace_args(&d, "ec", "0", "192.0.2.9")).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "rswapctl: replace ec: writing replace=0 192.0.2.9: Device or resource busy\n\
+             rswapctl: replace ec: kernel: {IN_THE_DISK}"
+        )
+    );
+    fake.fail = Some((
+        "replace",
+        EINVAL,
+        Some("replace: the target is not enabled (set servers instead)"),
+    ));
+    let e = run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9")).unwrap_err();
+    assert!(
+        e.ends_with("\nrswapctl: replace ec: kernel: replace: the target is not enabled (set servers instead)"),
+        "{e}"
+    );
+    assert_eq!(fs::read_to_string(dir.join("ec.conf")).unwrap(), EC_CONF);
+    // No such target; a module without `replace`: nothing written.
+    fake.fail = None;
+    fake.writes.borrow_mut().clear();
+    let e = run(&fake, &replace_args(&d, "nope", "1", "192.0.2.9")).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "rswapctl: replace nope: {}: No such file or directory",
+            fake.dir("nope").display()
+        )
+    );
+    fs::remove_file(fake.dir("ec").join("replace")).unwrap();
+    let e = run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9")).unwrap_err();
+    assert_eq!(
+        e,
+        "rswapctl: replace ec: replace: the rswap module loaded has no replace attribute (it is \
+         older than replacing a lost server)"
+    );
+    assert!(fake.writes.borrow().is_empty());
+    assert_eq!(fs::read_to_string(dir.join("ec.conf")).unwrap(), EC_CONF);
+}
+
+#[test]
+fn replace_command_line() {
+    let cli = Cli::try_parse_from(["rswapctl", "replace", "ec", "1", "192.0.2.9:7471"]).unwrap();
+    match cli.command {
+        Some(cli::Cmd::Replace {
+            name,
+            leg,
+            server,
+            config_dir,
+        }) => {
+            assert_eq!(
+                (name.as_str(), leg, server.as_str()),
+                ("ec", 1, "192.0.2.9:7471")
+            );
+            assert_eq!(config_dir, PathBuf::from("/etc/rswap/targets"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let fake = a_disk_with_replace();
+    for (args, why) in [
+        (
+            &["replace", "ec", "x", "192.0.2.9"][..],
+            "invalid value 'x' for '<LEG>'",
+        ),
+        (
+            &["replace", "ec", "1x", "192.0.2.9"],
+            "invalid value '1x' for '<LEG>'",
+        ),
+        (&["replace", "ec", "10", "192.0.2.9"], "10 is not in 0..=9"),
+        (
+            &["replace", "ec", "-1", "192.0.2.9"],
+            "unexpected argument '-1'",
+        ),
+        (
+            &["replace", "ec", "1"],
+            "required arguments were not provided",
+        ),
+        (
+            &["replace", "ec", "1", "host:1"],
+            "invalid value 'host:1' for '<SERVER>': \"host\" is not an IPv4 or IPv6 address",
+        ),
+        (
+            &["replace", "ec", "1", "192.0.2.9:0"],
+            "\"0\" is not a port",
+        ),
+    ] {
+        let e = run(&fake, args).unwrap_err();
+        assert!(e.starts_with("error: ") && e.contains(why), "{args:?}: {e}");
+    }
+    assert!(fake.writes.borrow().is_empty());
+}
+
+#[test]
+fn replace_leaves_a_file_without_servers_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let fake = a_disk_with_replace();
+    // No file: nothing said about it.
+    let dir = fake.tmp.join("targets");
+    fs::create_dir(&dir).unwrap();
+    let d = dir.display().to_string();
+    let first = "ec: leg 1: replacing its server with 192.0.2.9; the leg is rebuilt in the \
+                 background (dirty= in rswapctl status ec counts the groups left)\n";
+    assert_eq!(
+        run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9")).unwrap(),
+        first
+    );
+    // A file with `server` (the disk's servers are not in it): untouched, not rewritten.
+    let text = "# one server\nserver = 192.0.2.3\nsize = 16M\n";
+    conf_dir(&fake, "ec", text);
+    let conf = dir.join("ec.conf");
+    let before = fs::metadata(&conf).unwrap();
+    assert_eq!(
+        run(&fake, &replace_args(&d, "ec", "1", "192.0.2.9")).unwrap(),
+        first
+    );
+    let after = fs::metadata(&conf).unwrap();
+    assert_eq!(fs::read_to_string(&conf).unwrap(), text);
+    assert_eq!(
+        (before.ino(), before.mtime(), before.mtime_nsec()),
+        (after.ino(), after.mtime(), after.mtime_nsec())
+    );
+    assert_eq!(fake.writes.borrow().len(), 2);
+}
+
+#[test]
+fn replace_fails_on_a_file_it_cannot_update_after_the_kernel_replaced() {
+    let fake = a_disk_with_replace();
+    for (text, why) in [
+        (
+            "servers = 192.0.2.2, 192.0.2.3\ncode = 1+1\nsize = 16M\n",
+            "ec.conf:1: servers has 2 entries, none for leg 5 (the first is leg 0)",
+        ),
+        (
+            "servers = 192.0.2.2\ncode = 1+0\nsize = 16M\n",
+            "ec.conf:1: servers has 1 entry, none for leg 5 (the first is leg 0)",
+        ),
+        (
+            "servers = 192.0.2.2,192.0.2.3\nsize = 16M\nqueue = 4\n",
+            "ec.conf:3: unknown key \"queue\"",
+        ),
+    ] {
+        let dir = conf_dir(&fake, "ec", text);
+        let d = dir.display().to_string();
+        let e = run(&fake, &replace_args(&d, "ec", "5", "192.0.2.9")).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "rswapctl: replace ec: servers not updated: {d}/{why}"
+            )),
+            "{e}"
+        );
+        assert_eq!(fs::read_to_string(dir.join("ec.conf")).unwrap(), text);
+        // The kernel was asked (and did it) before.
+        assert_eq!(fake.writes.borrow().last().unwrap(), "replace=5 192.0.2.9");
+    }
+}
+
+#[test]
+fn servers_entry_replaced_in_a_target_file() {
+    let replaced = |text: &str, leg, server| with_server_replaced("t", "t.conf", text, leg, server);
+    let text = "size = 8G\r\ncode = 2+1\r\n\tservers=192.0.2.2,[fd00::3]:7471 , 192.0.2.4 \r\n";
+    assert_eq!(
+        replaced(text, 0, "192.0.2.9").unwrap().unwrap(),
+        text.replace("=192.0.2.2,", "=192.0.2.9,")
+    );
+    assert_eq!(
+        replaced(text, 1, "192.0.2.9:1").unwrap().unwrap(),
+        text.replace(",[fd00::3]:7471 ,", ",192.0.2.9:1 ,")
+    );
+    assert_eq!(
+        replaced(text, 2, "[fe80::9%eth0]:7471").unwrap().unwrap(),
+        text.replace(" 192.0.2.4 \r\n", " [fe80::9%eth0]:7471 \r\n")
+    );
+    // No newline at the end.
+    let text = "size = 8G\nservers = 192.0.2.2,192.0.2.3";
+    assert_eq!(
+        replaced(text, 1, "192.0.2.9").unwrap().unwrap(),
+        "size = 8G\nservers = 192.0.2.2,192.0.2.9"
+    );
+    assert_eq!(
+        replaced(text, 2, "192.0.2.9").unwrap_err(),
+        "t.conf:2: servers has 2 entries, none for leg 2 (the first is leg 0)"
+    );
+    // No servers: nothing to do; a file `up` refuses: its error.
+    assert_eq!(
+        replaced("server = 192.0.2.2\nsize = 8G\n", 0, "192.0.2.9"),
+        Ok(None)
+    );
+    assert_eq!(
+        replaced("servers = 192.0.2.2\n", 0, "192.0.2.9").unwrap_err(),
+        "t.conf: no `size = ...` line (required)"
     );
 }
