@@ -368,7 +368,7 @@ ktap_test "ec 1+2: the rebuild of a restarted server keeps to rebuild_mbps, set 
 # another leg's server and bad values. Blocks are rewritten, then an empty server (another
 # port, no state) replaces it at 1 MiB/s: the blocks not rebuilt yet read back right
 # during the rebuild (no read is served from them: the new region holds zeros), state and
-# servers name the new server, the rebuild is finished at a higher rate set meanwhile, and
+# servers name the new server (replaced with rswapctl replace), the rebuild is finished at a higher rate set meanwhile, and
 # with two other servers killed every block reads back through the new one.
 NEW_PORT=18577
 replace_test() {
@@ -399,7 +399,9 @@ replace_test() {
 	dd if="$OUT/replace-b" of=$dev bs=4k seek=8 oflag=direct status=none || why+="write with leg 1 out failed; "
 	dd if="$OUT/replace-b" of="$OUT/replace-want" bs=4k seek=8 conv=notrunc status=none
 	echo 1 > $T/rebuild_mbps
-	echo "1 $IP:$NEW_PORT" > $T/replace || why+="replace refused: $(cat $T/last_error); "
+	"$CTL" replace ec 1 "$IP:$NEW_PORT" --config-dir "$OUT" >"$OUT/replace.out" 2>&1 \
+		|| why+="rswapctl replace failed: $(cat "$OUT/replace.out"); "
+	grep -q "^ec: leg 1: replacing its server with $IP:$NEW_PORT" "$OUT/replace.out" || why+="rswapctl replace said: $(cat "$OUT/replace.out"); "
 	for _ in $(seq 100); do grep -q "^leg1 .*:$NEW_PORT connected " $T/state && break; sleep 0.1; done
 	grep -q "^leg1 .*:$NEW_PORT connected " $T/state || why+="leg 1 not connected to the new server: $(grep '^leg1 ' $T/state); "
 	new=$(sed -n 's/^leg1 .* region=\([0-9]*\) .*/\1/p' $T/state)
