@@ -301,6 +301,24 @@ ec_lose() {
 # leg_field LEG KEY: the value of KEY= in leg LEG's line of stats.
 leg_field() { sed -n "s/^leg$1 .* $2=\([0-9]*\).*/\1/p" $T/stats; }
 
+# no_failed_io: adds to $why unless the disk's stats count no failed I/O.
+no_failed_io() {
+	local errors
+	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
+	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+}
+
+# verdict DIAG: the test passes, saying DIAG, if nothing went into $why; else it fails with
+# $code and $why.
+verdict() {
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "$1"
+	else
+		ktap_fail "$code: $why"
+	fi
+}
+
 # resync_test CODE GROUPS [MBPS]: a server restarted with its state gets the groups written
 # while it was away, and those alone, rebuilt on it (at MBPS MiB/s, set while enabled, if
 # given: the rebuild then takes at least the time that rate needs); then two other servers
@@ -342,18 +360,12 @@ resync_test() {
 	dd if="$OUT/resync-b" of="$OUT/resync-want" bs=4k seek=64 conv=notrunc status=none
 	dd if=$dev of="$OUT/resync-back" bs=4k count=$((64 + blocks)) iflag=direct status=none || why+="read without legs 0 and 2 failed; "
 	cmp -s "$OUT/resync-back" "$OUT/resync-want" || why+="blocks read through the rebuilt leg differ: $(cmp "$OUT/resync-back" "$OUT/resync-want" | head -1); "
-	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
-	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	no_failed_io
 	st=$(grep '^leg' $T/stats | tr '\n' ' ')
 	ec_disable || why+="disable failed; "
 	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
 	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
-	if [ -z "$why" ]; then
-		ktap_pass
-		ktap_diag "$code, leg 1 restarted with its state: $groups groups rebuilt in $took s${mbps:+ at $mbps MiB/s}; $st"
-	else
-		ktap_fail "$code: $why"
-	fi
+	verdict "$code, leg 1 restarted with its state: $groups groups rebuilt in $took s${mbps:+ at $mbps MiB/s}; $st"
 }
 
 t_resync() { resync_test 4+2 32; }
@@ -424,18 +436,12 @@ replace_test() {
 	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
 	dd if=$dev of="$OUT/replace-back" bs=1M iflag=direct status=none || why+="read without legs 0 and 2 failed; "
 	cmp -s "$OUT/replace-back" "$OUT/replace-want" || why+="blocks read through the new server differ: $(cmp "$OUT/replace-back" "$OUT/replace-want" | head -1); "
-	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
-	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	no_failed_io
 	st=$(grep '^leg1' $T/state)
 	ec_disable || why+="disable failed; "
 	[ -z "${npid:-}" ] || { kill -KILL "$npid"; wait "$npid" 2>/dev/null; }
 	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
-	if [ -z "$why" ]; then
-		ktap_pass
-		ktap_diag "$code: leg 1 on its new server, $groups groups rebuilt ($during left after a read at 1 MiB/s): $st"
-	else
-		ktap_fail "$code: $why"
-	fi
+	verdict "$code: leg 1 on its new server, $groups groups rebuilt ($during left after a read at 1 MiB/s): $st"
 }
 
 t_replace() { replace_test 4+2; }
@@ -447,17 +453,16 @@ ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: eve
 t_lose_copy() { ec_lose 1+2; }
 ktap_test "ec 1+2 (late reads of two copies): two servers SIGKILLed: reads and writes go on from the copy left, 0 errors; the third killed: EIO" t_lose_copy
 
-# swap_lose CODE KILLS: swap on a CODE disk; under the swap load the servers of legs 0 to
-# KILLS - 1 are SIGKILLed, 3 s apart: the load ends with every page right and nobody
-# killed, the disk with no failed I/O.
-swap_lose() {
-	local code=$1 kills=$2 why= work_mb=32 limit_mb=12 leg
-	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
-	ec_enable "$code" $SWAP_SIZE_MB || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+# swap_start CODE [SECS]: swap on a CODE disk, and the swap load (32 MiB in a 12 MiB
+# cgroup; with SECS, a rewrite phase of SECS seconds before its verify passes) started
+# ($lpid) and swapping ($swapping pages out).
+swap_start() {
+	local limit_mb=12
+	ec_enable "$1" $SWAP_SIZE_MB || return 1
 	dev=/dev/$(cat $T/device)
 	swapoff -a 2>/dev/null
 	mkswap $dev >/dev/null && swapon $dev || why+="swapon failed; "
-	dmesg_mark "57-ec swap $code"
+	dmesg_mark "57-ec swap $1"
 	echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 	mkdir -p $CG
 	echo $((limit_mb << 20)) > $CG/memory.max
@@ -466,38 +471,83 @@ swap_lose() {
 	echo $((limit_mb * 7 / 8 << 20)) > $CG/memory.high
 	echo max > $CG/memory.swap.max 2>/dev/null
 	out0=$(vm pswpout)
-	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $work_mb 7" >"$OUT/swapload-$code.json" 2>"$OUT/swapload-$code.err" &
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD 32 7 ${2:-}" >"$OUT/swapload-$1.json" 2>"$OUT/swapload-$1.err" &
 	lpid=$!
 	swapping=$(wait_swapping $lpid "$out0")
-	for ((leg = 0; leg < kills; leg++)); do
-		[ $leg = 0 ] || sleep 3
-		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
-	done
+}
+
+# swap_end CODE: waits for the swap load and adds to $why unless it ended with every page
+# right and nobody killed, the disk with no failed I/O; then swaps off and disables, with
+# the state's first line in $st and the late binding line in $late.
+swap_end() {
 	timeout 600 tail --pid=$lpid -f /dev/null
 	wait $lpid; lrc=$?
-	since_mark() { dmesg | sed -n "/rswap-test-mark: 57-ec swap $code/,\$p"; }
-	[ "$swapping" -ge 2000 ] || why+="only $swapping pages out before the kill; "
-	[ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload-$code.json" \
-		|| why+="swapload exit $lrc: $(tail -n 2 "$OUT/swapload-$code.err" "$OUT/swapload-$code.json" | tr '\n' ' '); "
-	since_mark | grep -q 'Killed process' && why+="a process was killed; "
-	errors=$(sed -n 's/^total .*errors=\([0-9]*\).*/\1/p' $T/stats)
-	[ "${errors:-x}" = 0 ] || why+="stats errors '$errors'; "
+	since_mark() { dmesg | sed -n "/rswap-test-mark: 57-ec swap $1/,\$p"; }
+	[ "$swapping" -ge 2000 ] || why+="only $swapping pages out before the first kill; "
+	[ $lrc = 0 ] && grep -q '"bad_pages": *0' "$OUT/swapload-$1.json" \
+		|| why+="swapload exit $lrc: $(tail -n 2 "$OUT/swapload-$1.err" "$OUT/swapload-$1.json" | tr '\n' ' '); "
+	since_mark "$1" | grep -q 'Killed process' && why+="a process was killed; "
+	no_failed_io
 	st=$(cat $T/state)
 	late=$(late_line)
 	swapoff $dev || why+="swapoff failed; "
 	rmdir $CG 2>/dev/null
 	ec_disable || why+="disable failed; "
+	[ -z "$why" ] || why+="$(since_mark "$1" | grep -E 'rswap|Killed' | tail -4)"
+}
+
+# swap_lose CODE KILLS: under the swap load the servers of legs 0 to KILLS - 1 are
+# SIGKILLed, 3 s apart: the load ends with every page right and nobody killed, the disk
+# with no failed I/O.
+swap_lose() {
+	local code=$1 kills=$2 why= leg
+	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
+	swap_start "$code" || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	for ((leg = 0; leg < kills; leg++)); do
+		[ $leg = 0 ] || sleep 3
+		kill -KILL "${PIDS[$leg]}"; wait "${PIDS[$leg]}" 2>/dev/null
+	done
+	swap_end "$code"
 	for ((leg = 0; leg < kills; leg++)); do start_server $leg || why+="server $leg does not restart; "; done
 	if [ -z "$why" ]; then
 		ktap_pass
 		ktap_diag "$code, $kills servers killed: $(cat "$OUT/swapload-$code.json"); $(head -1 <<<"$st" | cut -d' ' -f1-2,10-); $late"
 	else
-		ktap_fail "$why $(since_mark | grep -E 'rswap|Killed' | tail -4)"
+		ktap_fail "$why"
 	fi
 }
 
 t_swap_lose2() { swap_lose 4+2 2; }
 ktap_test "ec 4+2 swap: two servers SIGKILLed under the swap load: 0 bad pages, no process killed, no failed I/O" t_swap_lose2
+
+# Under the swap load (a 20 s rewrite phase) leg 1's server is SIGKILLed; once the leg is
+# out an empty server replaces it, and is rebuilt while the load rewrites pages; then
+# the servers of legs 0 and 2 are SIGKILLed: every page the load reads from then on that
+# is not in memory comes through the new server's fragments.
+t_swap_replace() {
+	local code=4+2 why= groups=$((SWAP_SIZE_MB * 32)) npid
+	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
+	swap_start $code 20 || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	wait_out 1 || why+="leg 1 not out: $(grep '^leg1 ' $T/state); "
+	server_start "$OUT/server-new.log" --listen "$IP:$NEW_PORT" --size $((SWAP_SIZE_MB + 8))M \
+		--grace 0 --insecure >/dev/null && npid=$SPID || why+="the new server does not start; "
+	echo "1 $IP:$NEW_PORT" > $T/replace || why+="replace refused: $(cat $T/last_error); "
+	for _ in $(seq 600); do
+		[ "$(leg_field 1 dirty)" = 0 ] && grep -q "^leg1 .*:$NEW_PORT connected " $T/state && break
+		sleep 0.1
+	done
+	rebuilt=$(leg_field 1 resynced)
+	[ "$(leg_field 1 dirty)" = 0 ] && [ "${rebuilt:-0}" -ge $groups ] || why+="leg 1 not rebuilt: $(grep '^leg1 ' $T/stats) $(grep '^leg1 ' $T/state); "
+	kill -0 $lpid 2>/dev/null || why+="the load ended before the rebuild did; "
+	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
+	swap_end $code
+	grep -q '"rewrites": [1-9]' "$OUT/swapload-$code.json" || why+="no page rewritten: $(cat "$OUT/swapload-$code.json"); "
+	[ -z "${npid:-}" ] || { kill -KILL "$npid"; wait "$npid" 2>/dev/null; }
+	for i in 0 1 2; do start_server $i || why+="server $i does not restart; "; done
+	verdict "leg 1 replaced and rebuilt ($rebuilt groups) under the swap load, then legs 0 and 2 killed: $(cat "$OUT/swapload-$code.json")"
+}
+ktap_test "ec 4+2 swap: a killed server replaced by an empty one under the swap load, rebuilt while pages are rewritten, then two others killed: 0 bad pages, no process killed, no failed I/O" t_swap_replace
 
 # What this rswap.ko does not do over several servers yet (encryption), and the same server
 # twice, are refused with their reasons, and leave no disk.
