@@ -1,17 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # One disk over several memory servers (code K+R, soft-RoCE, one guest, six rswap-server
-# processes): striping (4+0), replication (1+2), one parity fragment (2+1) and two (4+2,
-# the kernel's RAID-6 library). Each enables a target over the servers, checks its state
-# (a line per server), writes and verifies with fio, and reads the servers' region files
-# (--state-dir) to see every fragment where the placement rule puts it: fragment j of
-# block b on server (j + b / 8) mod (k + r), at byte b * 4096 / k of its region; with
-# replication every server holds every block; P (fragment k) is the XOR of the data
-# fragments. Then servers are SIGKILLed, up to r of them: reads go on around each at once
-# (rebuilt from the others), once its queues are dead its leg is out of the disk, and
-# writes and fio verify go on without it; one more (beyond what the code survives) and
-# I/O fails with EIO, never returning wrong data. Swap on 4+2 loses two servers under its
-# load with every page intact.
+# processes): striping (4+0), mirroring (1+1), replication (1+2), one parity fragment
+# (2+1) and two (4+2, the kernel's RAID-6 library). Each enables a target over the
+# servers, checks its state (a line per server), writes and verifies with fio, and reads
+# the servers' region files (--state-dir) to see every fragment where the placement rule
+# puts it: fragment j of block b on server (j + b / 8) mod (k + r), at byte b * 4096 / k
+# of its region; with replication every server holds every block; P (fragment k) is the
+# XOR of the data fragments. Then servers are SIGKILLed, up to r of them: reads go on
+# around each at once (rebuilt from the others), once its queues are dead its leg is out
+# of the disk, and writes and fio verify go on without it; one more (beyond what the code
+# survives) and I/O fails with EIO, never returning wrong data. Swap on 4+2 loses two
+# servers under its load with every page intact. A server restarted with its state gets
+# only the groups it missed rebuilt; a lost one is replaced by an empty server (replace)
+# and rebuilt, alone and under the swap load.
 . "$RSWAP_TOP/tests/lib/guest.sh"
 
 KO=$RSWAP_TOP/rswap.ko
@@ -225,6 +227,9 @@ ktap_test "ec 4+0 (striping over 4 servers): enable, a state line per server, re
 
 t_replication3() { ec_test 1+2; }
 ktap_test "ec 1+2 (three copies): enable, state, regions of the whole size, fio verify, every block on every server" t_replication3
+
+t_mirror() { ec_test 1+1; }
+ktap_test "ec 1+1 (mirroring over 2 servers): enable, state, regions of the whole size, fio verify, every block on both servers" t_mirror
 
 t_parity2() { ec_test 2+1; }
 ktap_test "ec 2+1 (one parity fragment): enable, state, regions of size/2, fio verify, data fragments placed, P the XOR of them" t_parity2
