@@ -134,6 +134,11 @@ impl Layout {
             .fold(0, |m, l| m | 1 << self.fragment_on(group, l))
     }
 
+    /// Every leg of the disk, as a mask.
+    pub(crate) fn all_legs(&self) -> LegMask {
+        LegMask::MAX >> (LegMask::BITS - u32::from(self.code.legs()))
+    }
+
     /// The legs that hold the fragments of `fragments`, in group `group`.
     pub(crate) fn legs_of(&self, group: u64, fragments: LegMask) -> LegMask {
         (0..self.code.legs())
@@ -247,7 +252,7 @@ mod tests {
         for c in codes() {
             let l = Layout::new(c, 1 << 30);
             let n = c.legs();
-            let all: LegMask = (1 << n) - 1;
+            let all = l.all_legs();
             for g in 0..3 * u64::from(n) {
                 let mut legs: LegMask = 0;
                 for j in 0..n {
@@ -328,7 +333,7 @@ mod tests {
         for c in codes() {
             let l = Layout::new(c, 1 << 30);
             let n = c.legs();
-            let all: LegMask = (1 << n) - 1;
+            let all = l.all_legs();
             for g in 0..u64::from(n) {
                 assert_eq!(
                     l.read_plan(g, all, 0),

@@ -467,9 +467,8 @@ fn finish(mut rq: EcRequest) {
     // legs it is rebuilt from) and those that died under it are rebuilt from those. A
     // leg out of room or reconnecting has it again when it is issued again.
     if rq.op() == Op::Write {
-        let legs = u32::from(rq.hw_queue().layout.code().legs());
-        let all = LegMask::MAX >> (LegMask::BITS - legs);
-        let given = LegMask::try_from(given & PartMask::from(all)).unwrap_or(all);
+        let all = rq.hw_queue().layout.all_legs();
+        let given = LegMask::try_from(given).unwrap_or(all);
         let missed = all & !given | LegMask::try_from(dead).unwrap_or(0);
         if missed != 0 {
             let group = Layout::group(rq.offset() / BLOCK);

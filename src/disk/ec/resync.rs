@@ -272,8 +272,8 @@ impl Resync {
     }
 
     /// A queue of leg `leg` reconnected. If the leg's server is being replaced and every
-    /// queue of it is live on the new one, brings it into the disk and starts its
-    /// rebuild; unless the new server gave it the region of another leg of the disk (the
+    /// queue of it is live on the new one, brings it into the disk, where the next
+    /// [`Resync::kick`] rebuilds it; unless the new server gave it the region of another leg of the disk (the
     /// same server twice: one server lost would lose two fragments of every block), or
     /// its queues different regions: then its queues are disconnected and it stays out.
     /// Sleeps.
@@ -328,7 +328,6 @@ impl Resync {
             mine.unwrap_or(0)
         );
         this.out.bring_in(leg);
-        Self::kick(this);
     }
 
     /// Leg `leg`'s groups dirty now and rebuilt so far.
