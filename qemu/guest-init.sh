@@ -35,6 +35,8 @@ export RSWAP_GUEST_IP=${ip_addr%/*} RSWAP_PEER_IP=$(arg rswap.peer)
 export RSWAP_ROLE=$(arg rswap.role) RSWAP_OUT=/mnt/out RSWAP_TOP=/mnt/rswap
 # The RDMA device type the suites use (tests/lib/guest.sh): rxe unless rswap.rdma= says.
 export RSWAP_RDMA=$(arg rswap.rdma)
+# Each KTAP test's seconds (tests/lib/ktap.sh), for finding where a run's time goes.
+export KTAP_TIMES=/mnt/out/test-seconds.tsv
 
 script=$(arg rswap.run)
 args=$(arg rswap.args | tr ',' ' ')

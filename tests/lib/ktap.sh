@@ -32,13 +32,15 @@
 # Tests run in the suite's shell, one after another: a test may use what an earlier one
 # left (its comment says so).
 # With KTAP_LIST=1 in the environment, ktap_run (and ktap_skip_rest) print the registered
-# names, one a line, and exit without running anything.
+# names, one a line, and exit without running anything. With KTAP_TIMES=FILE, each test
+# appends "SECONDS<tab>NAME" to FILE when it ends, and SETUP "SECONDS<tab>(setup of
+# SCRIPT)" (where a suite's time goes).
 
 KTAP_N=0 KTAP_PASS=0 KTAP_FAIL=0 KTAP_SKIP=0 KTAP_PLAN=
 KTAP_NAMES=() KTAP_FNS=() KTAP_ARGS=()
 # The running test's index (empty between tests), its result (ok, fail, skip), the skip
 # reason, and any results reported after the first.
-KTAP_CUR='' KTAP_RES='' KTAP_WHY='' KTAP_MORE=''
+KTAP_CUR='' KTAP_RES='' KTAP_WHY='' KTAP_MORE='' KTAP_T0=0
 
 ktap_test() {
 	local name=$1 fn=$2
@@ -55,9 +57,11 @@ ktap_list() {
 ktap_run() {
 	[ -z "${KTAP_LIST:-}" ] || ktap_list
 	ktap_plan ${#KTAP_NAMES[@]}
+	KTAP_T0=$SECONDS
 	[ -z "${1:-}" ] || "$1"
+	[ -z "${KTAP_TIMES:-}" ] || printf '%s\t%s\n' $((SECONDS - KTAP_T0)) "(setup of $0)" >>"$KTAP_TIMES"
 	while [ "$KTAP_N" -lt "${#KTAP_NAMES[@]}" ]; do
-		KTAP_CUR=$KTAP_N KTAP_RES='' KTAP_WHY='' KTAP_MORE=''
+		KTAP_CUR=$KTAP_N KTAP_RES='' KTAP_WHY='' KTAP_MORE='' KTAP_T0=$SECONDS
 		if declare -F "${KTAP_FNS[$KTAP_N]}" >/dev/null; then
 			eval "${KTAP_FNS[$KTAP_N]}${KTAP_ARGS[$KTAP_N]}"
 		else
@@ -104,6 +108,8 @@ ktap_emit() {
 		res=fail
 	fi
 	KTAP_N=$((KTAP_N + 1))
+	[ -z "${KTAP_TIMES:-}" ] \
+		|| printf '%s\t%s\n' $((SECONDS - KTAP_T0)) "${KTAP_NAMES[$KTAP_CUR]}" >>"$KTAP_TIMES"
 	case $res in
 	ok) KTAP_PASS=$((KTAP_PASS + 1)); echo "ok $KTAP_N ${KTAP_NAMES[$KTAP_CUR]}" ;;
 	skip) KTAP_SKIP=$((KTAP_SKIP + 1)); echo "ok $KTAP_N ${KTAP_NAMES[$KTAP_CUR]} # SKIP $KTAP_WHY" ;;
