@@ -22,6 +22,7 @@ setup() {
 		|| { cat "$out/build.log"; ktap_skip_rest "the tools do not build"; }
 	[ -f "$RSWAP_TOP/rswap.ko" ] || make -s -C "$RSWAP_TOP" >"$out/build-module.log" 2>&1 \
 		|| ktap_skip_rest "rswap.ko does not build"
+	module_index "$out/client/depmod" >"$out/depmod.log" 2>&1 &
 	rc=0
 	start=$(date +%s)
 	RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --systemd --kernel stock --out "$out" \
@@ -29,6 +30,25 @@ setup() {
 		>"$out/run-pair.log" 2>&1 || rc=$?
 	ktap_diag "guests ran $(( $(date +%s) - start )) s; client guest exit $rc (results in $out)"
 	C=$out/client S=$out/server
+}
+
+# module_index DIR: the client guest's module index (depmod's modules.* files) with
+# rswap.ko in updates/, made here while the guests boot, then DIR/done (or DIR/failed).
+# depmod reads every module of the kernel: seconds here, over a minute of the client's
+# boot under TCG. tests/systemd/client-prepare.sh waits for it, and runs depmod itself
+# if it failed.
+module_index() {
+	local img kver root=$out/depmod-root
+	rm -rf "$1" "$root"; mkdir -p "$1" "$root/lib/modules"
+	if img=$(bash "$RSWAP_TOP/scripts/guest-image.sh") && kver=$(cat "$img/kver") \
+		&& debugfs -R "rdump /lib/modules/$kver $root/lib/modules" "$img/rootfs.ext4" \
+		&& install -D -m 644 "$RSWAP_TOP/rswap.ko" "$root/lib/modules/$kver/updates/rswap.ko" \
+		&& depmod -b "$root" "$kver" && cp "$root/lib/modules/$kver"/modules.* "$1"/; then
+		touch "$1/done"
+	else
+		touch "$1/failed"
+	fi
+	rm -rf "$root"
 }
 
 # prop FILE KEY: a property of `systemctl show` output.
