@@ -14,7 +14,7 @@
 #     --repeats N  rounds of the fio jobs and the in-kernel RDMA benchmark, backends
 #                  interleaved; the tables show the median (default 3, --quick 2)
 #     --swap-mb M  working set of the swap workload (default 96, --quick 8); the cgroup
-#                  limit is half of it. It runs 3 times per backend (--quick: 2)
+#                  limit is half of it. It runs 3 times per backend (--quick: once)
 #     --apps       `make bench-apps` instead: real applications at 100/75/50/25% of their
 #                  peak memory on every swap backend (tests/bench/apps-client.sh); about
 #                  an hour under TCG; --quick: the smallest sizes, 100 and 50% only;
