@@ -75,9 +75,10 @@ prep_log=$out/prepare.log
 }) >"$prep_log" 2>&1 &
 prep_pid=$!
 # The tools' release builds, which the guests run: beside the preparation, then the
-# module's build (mostly one rustc, on one CPU).
-server_log=$out/build-server.log
-bash "$RSWAP_TOP/scripts/build-server.sh" >"$server_log" 2>&1 &
+# module's build (mostly one rustc, on one CPU). Its exit code lands in $tools_rc.
+server_log=$out/build-server.log tools_rc=$out/.tools-rc
+rm -f "$tools_rc"
+(r=0; bash "$RSWAP_TOP/scripts/build-server.sh" >"$server_log" 2>&1 || r=$?; echo $r > "$tools_rc") &
 server_pid=$!
 
 # --- host checks -------------------------------------------------------------------------
@@ -92,9 +93,9 @@ else
 	result fail "host: settings: the module's and rswapctl's tables agree, configuration.md names each" "$o"
 fi
 
-# host_checks: the host's own tests, which nothing later needs. They run in the background
-# once the module is built, beside the guest: it boots minutes sooner, and leaves about a
-# third of the two CPUs idle.
+# host_checks: the host's own tests, which nothing later needs. They run in the background,
+# beside the preparation and the builds that the guest waits for, not before them: on
+# two CPUs, one of which a build's single rustc or a download leaves idle.
 host_checks() {
 	# cargo_tests DIR NAME: `cargo test` in DIR, counted as one result with the number of tests.
 	cargo_tests() {
@@ -112,7 +113,12 @@ host_checks() {
 	if [ -f "$RSWAP_TOP/tools/rswap-server/Cargo.toml" ]; then
 		cargo_tests tools/rswap-server "rswap-server unit tests"
 		cargo_tests tools/rswapctl "rswapctl unit tests"
-		if o=$(bash "$RSWAP_TOP/scripts/check-metrics.sh" 2>&1); then
+		# rswapctl's release build, made beside these checks.
+		while [ ! -s "$tools_rc" ]; do sleep 1; done
+		if [ "$(cat "$tools_rc")" != 0 ]; then
+			result fail "host: rswapctl metrics parses as Prometheus text (prometheus_client)" \
+				"no release build of rswapctl (see $server_log)"
+		elif o=$(bash "$RSWAP_TOP/scripts/check-metrics.sh" 2>&1); then
 			result ok "host: rswapctl metrics parses as Prometheus text (prometheus_client)"
 		else
 			result fail "host: rswapctl metrics parses as Prometheus text (prometheus_client)" "$(tail -20 <<<"$o")"
@@ -164,14 +170,32 @@ else
 	result fail "host: bench-apps programs build; appqsort and appstream sort and catch a swapped pair" "$o"
 fi
 
+# The host checks, from now on beside the preparation and the builds, their results
+# tallied before the guest boots: `result` prints a KTAP line there (a failure's detail
+# as "# " lines before it), which `tally` counts. Not beside the guest: the suites that
+# wait on swap-in latency are the ones that slowed down when anything ran beside them.
+checks_out=$out/host-checks.ktap
+(
+	result() {
+		case $1 in
+		ok) echo "ok 1 ${2#host: }" ;;
+		skip) echo "ok 1 ${2#host: } # SKIP ${3:-}" ;;
+		*) [ -z "${3:-}" ] || sed 's/^/# /' <<<"$3"; echo "not ok 1 ${2#host: }" ;;
+		esac
+	}
+	log() { :; }
+	host_checks
+) >"$checks_out" 2>&1 &
+checks_pid=$!
+
 # --- what needs the build root, the kernel tree and the guest image ----------------------
 prep_rc=0
 wait "$prep_pid" || prep_rc=$?
 cat "$prep_log" >&2
 if [ $prep_rc != 0 ]; then
 	result fail "host: build root, prepared kernel tree and guest image" "$(tail -30 "$prep_log")"
-	wait "$server_pid" || true
-	host_checks
+	wait "$server_pid" "$checks_pid" || true
+	tally host "$(cat "$checks_out")"
 	echo "$pass passed, $fail failed, $skip skipped"
 	exit 1
 fi
@@ -194,37 +218,21 @@ pv=$(sed -n 's/^version = "\(.*\)"/\1/p' "$RSWAP_TOP/tools/rswap-server/Cargo.to
 if [ -n "$pv" ] && [ "$kv" = "$pv" ]; then result ok "host: rswap.ko's version $kv is the packages'"
 else result fail "host: rswap.ko's version is the packages'" "modinfo: '$kv'; tools/rswap-server/Cargo.toml: '$pv'"; fi
 
-r=0
-wait "$server_pid" || r=$?
-if [ $r = 0 ]; then result ok "host: rswap-server release build"
+wait "$server_pid" || true
+if [ "$(cat "$tools_rc" 2>/dev/null)" = 0 ]; then result ok "host: rswap-server release build"
 else result fail "host: rswap-server release build" "$(tail -20 "$server_log")"; fi
 
-# The host checks, from now on beside the rest, their results tallied after the guest:
-# `result` prints a KTAP line there (a failure's detail as "# " lines before it), which
-# `tally` counts. They run in the idle scheduling class (SCHED_IDLE), not only at nice
-# 19: a guest's vCPU that wakes then preempts them at once. Beside nice-19 work alone,
-# 40-swap, bound by swap-in latency, took 145 s (84 s with nothing beside it).
-checks_out=$out/host-checks.ktap
-(
-	result() {
-		case $1 in
-		ok) echo "ok 1 ${2#host: }" ;;
-		skip) echo "ok 1 ${2#host: } # SKIP ${3:-}" ;;
-		*) [ -z "${3:-}" ] || sed 's/^/# /' <<<"$3"; echo "not ok 1 ${2#host: }" ;;
-		esac
-	}
-	log() { :; }
-	chrt --idle -p 0 $BASHPID && renice -n 19 -p $BASHPID >/dev/null
-	host_checks
-) >"$checks_out" 2>&1 &
-checks_pid=$!
+r=0
+wait "$checks_pid" || r=$?
+tally host "$(cat "$checks_out")"
+[ $r = 0 ] || result fail "host: the host checks exited $r" "$(tail -20 "$checks_out")"
 
 # shellcheck disable=SC2206
 host_suites=(${RSWAP_HOST_SUITES-$(cd "$RSWAP_TOP" && ls tests/host/[0-9][0-9]-*.sh)})
 # The packages' suite spends minutes on the host (make deb, lintian, apt and DKMS in a
 # clean root) before its one guest: that part runs now, beside the guests below, in the
-# idle scheduling class (see the host checks'); its guest waits for $gate, made when
-# every other guest ended.
+# idle scheduling class (a vCPU thread that wakes preempts it at once, which nice 19
+# does not promise); its guest waits for $gate, made when every other guest ended.
 beside=tests/host/70-deb.sh beside_pid= gate=$out/.guests-done
 beside_out=$out/$(basename "$beside" .sh)
 if [[ " ${host_suites[*]} " == *" $beside "* ]] && [ -f "$RSWAP_TOP/$beside" ]; then
@@ -268,10 +276,6 @@ else
 	result ok "guest: kernel log of the whole boot is free of BUG/WARNING/Oops/KASAN/lockdep"
 fi
 [ $grc = 0 ] || [ $grc = 1 ] || log "guest exit code $grc"
-r=0
-wait "$checks_pid" || r=$?
-tally host "$(cat "$checks_out")"
-[ $r = 0 ] || result fail "host: the host checks beside the guest exited $r" "$(tail -20 "$checks_out")"
 
 # --- extra suites (two guests, benchmarks smoke test) -----------------------------------
 for extra in "${host_suites[@]/#/$RSWAP_TOP/}"; do
