@@ -786,8 +786,8 @@ proptest! {
     #[test]
     fn fuzz_server_args_round_trip(
         a in server_args(),
-        inline in any::<[bool; 15]>(),
-        order in any::<[u8; 15]>(),
+        inline in any::<[bool; 16]>(),
+        order in any::<[u8; 16]>(),
     ) {
         let argv = a.argv(&inline, &order);
         prop_assert_eq!(parse_server_args(argv.clone()), Ok(Parsed::Run(a.config())), "{:?}", argv);
@@ -799,8 +799,8 @@ proptest! {
     #[test]
     fn fuzz_server_args_twice(
         a in server_args(),
-        inline in any::<[bool; 15]>(),
-        order in any::<[u8; 15]>(),
+        inline in any::<[bool; 16]>(),
+        order in any::<[u8; 16]>(),
         pick in any::<prop::sample::Index>(),
         value in prop::option::of(arg_value()),
     ) {
