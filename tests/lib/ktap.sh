@@ -126,7 +126,7 @@ ktap_skip_rest() {
 		ktap_emit
 	fi
 	while [ "$KTAP_N" -lt "${#KTAP_NAMES[@]}" ]; do
-		KTAP_CUR=$KTAP_N KTAP_RES=skip KTAP_WHY=$1 KTAP_MORE=
+		KTAP_CUR=$KTAP_N KTAP_RES=skip KTAP_WHY=$1 KTAP_MORE= KTAP_T0=$SECONDS
 		ktap_emit
 	done
 	ktap_finish
