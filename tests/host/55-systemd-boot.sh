@@ -23,11 +23,13 @@ setup() {
 	[ -f "$RSWAP_TOP/rswap.ko" ] || make -s -C "$RSWAP_TOP" >"$out/build-module.log" 2>&1 \
 		|| ktap_skip_rest "rswap.ko does not build"
 	module_index "$out/client/depmod" >"$out/depmod.log" 2>&1 &
+	local index_pid=$!
 	rc=0
 	start=$(date +%s)
 	RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --systemd --kernel stock --out "$out" \
 		--timeout 1200 --grace 1 tests/systemd/server-prepare.sh tests/systemd/client-prepare.sh \
 		>"$out/run-pair.log" 2>&1 || rc=$?
+	wait "$index_pid" || true
 	ktap_diag "guests ran $(( $(date +%s) - start )) s; client guest exit $rc (results in $out)"
 	C=$out/client S=$out/server
 }
