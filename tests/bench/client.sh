@@ -49,10 +49,11 @@ done
 # each of REPEATS rounds, each in-kernel benchmark phase KB_MS in each round: REPEATS x T
 # measures about as long as one job of 20 s (and one phase of 10 s) did before the rounds.
 # --quick proves the harness, not the figures: the fewest rounds its checks take (2; each
-# repeats every fio job and in-kernel phase), one swap run a backend, 0.3 s per fio job (without --time) and in-kernel phase, 8 MiB of fio region
-# and of swap working set (in a 4 MiB cgroup), and less of some backends (QUICK_SKIP,
-# tests/bench/backends.sh). The swap runs were most of its time: a page swapped in over
-# nvme-rdma or rswap takes about 5 ms under TCG (a second run of each took make check 45 s).
+# repeats every fio job and in-kernel phase), one swap run a backend, 0.3 s per fio job
+# (without --time) and in-kernel phase, 8 MiB of fio region and of swap working set (in
+# a 4 MiB cgroup), and less of some backends (QUICK_SKIP, tests/bench/backends.sh). The
+# swap runs were most of its time: a page swapped in over nvme-rdma or rswap takes about
+# 5 ms under TCG (a second run of each took make check 45 s).
 FIO_MS=${T:+$((T * 1000))} QUICK=$quick
 if [ $quick = 1 ]; then
 	: "${FIO_MS:=300}" "${T:=1}" "${REPEATS:=2}" "${SWAP_MB:=8}"; RAMP=0 LAT_N=100 BW_N=500

@@ -8,8 +8,7 @@
 # each target with its secret; halfway
 # through, both servers close every connection (SIGUSR1) and the queues recover, and
 # authenticate again, under the load. Before the load, every 30 s during it (10 s on
-# stock) and
-# after it, the suite records the unreclaimable slab (SUnreclaim), the largest
+# stock) and after it, the suite records the unreclaimable slab (SUnreclaim), the largest
 # unreclaimable caches, skbuff_head_cache, kmalloc-1k and -2k, soft-RoCE's counters, the
 # RoCE UDP socket's queues and the qdisc backlog, in $RSWAP_OUT/41-memory/series.tsv (a
 # row a sample) and slab-LABEL.txt (the largest caches and the QPs at each sample). A

@@ -133,8 +133,7 @@ t_install() {
 	if [ $made = 1 ]; then
 		cp /etc/resolv.conf "$root/etc/resolv.conf"
 		# dpkg without an fsync of every file it unpacks: the root is thrown away after,
-		# and this suite runs beside the guests, whose writes to the same disk the syncs
-		# held up.
+		# and this suite runs beside the guests, on the disk they write to.
 		echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/rswap-test-unsafe-io"
 		cp "$dkms_deb" "$tools_deb" "$root/tmp/"
 		log "installing linux-headers-$kver, rswap-dkms and rswap-tools (DKMS prepares a kernel tree: minutes)"
