@@ -26,7 +26,7 @@ inroot() { bash "$RSWAP_TOP/scripts/inroot.sh" "$@"; }
 # again below, kbuild then rebuilds only what the changed options touch (and the Rust
 # crates, whose commands name the tree), minutes instead of the whole kernel.
 if [ ! -d "$ROOT$tree" ]; then
-	prev=$(ls -td "$ROOT/build/debug-$RSWAP_KERNEL_SERIES"-*/ 2>/dev/null | head -1)
+	prev=$(ls -td "$ROOT/build/debug-$RSWAP_KERNEL_SERIES"-*/ 2>/dev/null | head -1 || true)
 	if [ -n "$prev" ] && [ -f "$prev/vmlinux" ]; then
 		log "starting the debug kernel from ${prev%/}"
 		cp -a "${prev%/}" "$ROOT$tree.tmp" && rm -f "$ROOT$tree.tmp/.rswap-configured" \
