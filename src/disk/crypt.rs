@@ -361,53 +361,32 @@ impl DiskCrypt {
         pages: &RqPages<'_, N, Filled>,
         offset: u64,
     ) -> core::result::Result<(), CryptError> {
+        let result = self.open_pages(rc, pages, offset);
+        if let Err(CryptError::Forged { .. }) = result {
+            self.count_forged();
+        }
+        result
+    }
+
+    /// [`Self::open_read`], but a block that does not verify is not counted: a disk over
+    /// several servers may still rebuild it from other fragments.
+    pub(super) fn open_pages<const N: usize>(
+        &self,
+        rc: &mut RequestCrypt,
+        pages: &RqPages<'_, N, Filled>,
+        offset: u64,
+    ) -> core::result::Result<(), CryptError> {
         let first = offset / BLOCK;
         let start = Instant::now();
         let mut result = Ok(());
         for (i, page) in pages.iter().enumerate() {
-            let block = first + i as u64;
-            let Some(seal) = self.seal(block) else {
-                result = Err(CryptError::Failed("outside the disk"));
+            result = self.open_block(rc, &page, first + i as u64, i);
+            if result.is_err() {
                 break;
-            };
-            let (nonce, tag) = seal.load();
-            if nonce == WRITE_FAILED {
-                result = Err(CryptError::Failed("the last write of this block failed"));
-                break;
-            }
-            if nonce == NEVER_WRITTEN {
-                // Never written: zeros, whatever the server holds.
-                if page.zero().is_err() {
-                    result = Err(CryptError::Failed("zeroing a page failed"));
-                    break;
-                }
-                continue;
-            }
-            match rc.cipher.open(&page, nonce, block, &tag) {
-                Ok(()) => {}
-                Err(OpenError::Forged) => {
-                    // A write of the block started or ended since the read was posted:
-                    // it may have fetched the other version.
-                    let noted = rc.read_nonces.get(i).copied().unwrap_or(0);
-                    if self.is_writing(block) || seal.nonce.load(Ordering::Acquire) != noted {
-                        result = Err(CryptError::Raced);
-                        break;
-                    }
-                    self.forged.fetch_add(1, Ordering::Relaxed);
-                    result = Err(CryptError::Forged { block });
-                    break;
-                }
-                Err(OpenError::Failed(_)) => {
-                    result = Err(CryptError::Failed("opening a page failed"));
-                    break;
-                }
             }
         }
         match result {
-            Ok(()) => {
-                self.opened.fetch_add(pages.len() as u64, Ordering::Relaxed);
-                add_elapsed(&self.open_ns, start);
-            }
+            Ok(()) => self.opened(pages.len(), start),
             Err(_) => {
                 // Nothing of a request that failed is handed up, not even its good pages,
                 // nor the server's bytes.
@@ -417,6 +396,56 @@ impl DiskCrypt {
             }
         }
         result
+    }
+
+    /// Opens, in place, `page`: block `block`, the `i`th of its read (whose nonces
+    /// [`Self::read_begin`] noted in `rc`). On an error the page holds garbage, and a
+    /// block that does not verify is not counted (see [`Self::count_forged`]): a disk
+    /// over several servers may still rebuild it from other fragments.
+    pub(super) fn open_block(
+        &self,
+        rc: &mut RequestCrypt,
+        page: &impl IoSink,
+        block: u64,
+        i: usize,
+    ) -> core::result::Result<(), CryptError> {
+        let Some(seal) = self.seal(block) else {
+            return Err(CryptError::Failed("outside the disk"));
+        };
+        let (nonce, tag) = seal.load();
+        if nonce == WRITE_FAILED {
+            return Err(CryptError::Failed("the last write of this block failed"));
+        }
+        if nonce == NEVER_WRITTEN {
+            // Never written: zeros, whatever the server holds.
+            return page
+                .zero()
+                .map_err(|_| CryptError::Failed("zeroing a page failed"));
+        }
+        match rc.cipher.open(page, nonce, block, &tag) {
+            Ok(()) => Ok(()),
+            Err(OpenError::Forged) => {
+                // A write of the block started or ended since the read was posted: it may
+                // have fetched the other version.
+                let noted = rc.read_nonces.get(i).copied().unwrap_or(0);
+                if self.is_writing(block) || seal.nonce.load(Ordering::Acquire) != noted {
+                    return Err(CryptError::Raced);
+                }
+                Err(CryptError::Forged { block })
+            }
+            Err(OpenError::Failed(_)) => Err(CryptError::Failed("opening a page failed")),
+        }
+    }
+
+    /// Counts `n` blocks opened since `start`.
+    pub(super) fn opened(&self, n: usize, start: Instant<Monotonic>) {
+        self.opened.fetch_add(n as u64, Ordering::Relaxed);
+        add_elapsed(&self.open_ns, start);
+    }
+
+    /// Counts a read that failed verification for good.
+    pub(super) fn count_forged(&self) {
+        self.forged.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The counters, for the `stats` attribute.

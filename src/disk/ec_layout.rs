@@ -118,13 +118,17 @@ impl Layout {
     /// The leg that holds fragment `fragment` of the blocks of group `group`.
     pub(crate) fn leg_of(&self, group: u64, fragment: u8) -> u8 {
         let n = u64::from(self.code.legs());
-        ((u64::from(fragment) + group % n) % n) as u8
+        // `n` is never 0 (a code has a leg at least); `checked_rem` spares the I/O path a
+        // panic it cannot reach.
+        let at = group.checked_rem(n).unwrap_or(0);
+        (u64::from(fragment) + at).checked_rem(n).unwrap_or(0) as u8
     }
 
     /// The fragment that leg `leg` holds of the blocks of group `group`.
     pub(crate) fn fragment_on(&self, group: u64, leg: u8) -> u8 {
         let n = u64::from(self.code.legs());
-        ((u64::from(leg) + n - group % n) % n) as u8
+        let at = group.checked_rem(n).unwrap_or(0);
+        (u64::from(leg) + n - at).checked_rem(n).unwrap_or(0) as u8
     }
 
     /// The fragments held by the legs of `legs`, in group `group`.
@@ -202,6 +206,68 @@ impl Layout {
                 b: gone.next().unwrap_or(0),
             },
             _ => Decode::Impossible,
+        }
+    }
+}
+
+/// The candidates of [`Layout::exclusions`]: legs to leave out of a decode, one set at a
+/// time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Exclusions {
+    /// The legs that may be left out, one at a time, lowest first; bit 16 stands for
+    /// "none left out", tried first.
+    left: u32,
+}
+
+impl Iterator for Exclusions {
+    type Item = LegMask;
+
+    fn next(&mut self) -> Option<LegMask> {
+        if self.left == 0 {
+            return None;
+        }
+        let bit = if self.left & (1 << 16) != 0 {
+            1 << 16
+        } else {
+            1 << self.left.trailing_zeros()
+        };
+        self.left &= !bit;
+        Some(LegMask::try_from(bit & 0xffff).unwrap_or(0))
+    }
+}
+
+impl Layout {
+    /// The legs whose fragments `decode` reads, in group `group`.
+    pub(crate) fn used(&self, group: u64, decode: Decode) -> LegMask {
+        let k = self.code.k();
+        let data: LegMask = (1 << k) - 1;
+        let (p, q): (LegMask, LegMask) = (1 << k, 1 << (k + 1));
+        let fragments = match decode {
+            Decode::Impossible => 0,
+            Decode::Direct if self.code.is_replication() => 1,
+            Decode::Direct => data,
+            Decode::Copy(j) => 1 << j,
+            Decode::Xor { missing } => data & !(1 << missing) | p,
+            Decode::PQData { a } => data & !(1 << a) | q,
+            Decode::PQ2Data { a, b } => data & !(1 << a) & !(1 << b) | p | q,
+        };
+        self.legs_of(group, fragments)
+    }
+
+    /// What a block of group `group` whose fragments from the legs of `arrived` put
+    /// together do not verify is tried with, in order: first no leg left out (0), then
+    /// each leg that decode used, one at a time (lowest first), wherever the others still
+    /// decode without it. The first that verifies is the block; the leg it leaves out is
+    /// the one whose fragment was wrong. A leg the decode did not use is not tried: the
+    /// same fragments would be put together again.
+    pub(crate) fn exclusions(&self, group: u64, arrived: LegMask) -> Exclusions {
+        let used = self.used(group, self.decode(group, arrived));
+        let singles = (0..self.code.legs())
+            .filter(|&l| used & (1 << l) != 0)
+            .filter(|&l| self.decode(group, arrived & !(1 << l)) != Decode::Impossible)
+            .fold(0u32, |m, l| m | 1 << l);
+        Exclusions {
+            left: 1 << 16 | singles,
         }
     }
 }
@@ -361,6 +427,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Calls `f` with every code, its layout, each group of one turn of the rotation and
+    /// every set of legs.
+    fn every_mask(mut f: impl FnMut(Code, &Layout, u64, LegMask)) {
+        for c in codes() {
+            let l = Layout::new(c, 1 << 30);
+            for g in 0..u64::from(c.legs()) {
+                for arrived in 0..(1 as LegMask) << c.legs() {
+                    f(c, &l, g, arrived);
+                }
+            }
+        }
+    }
+
+    /// A decode uses only legs that arrived, and exactly the k fragments it needs (for
+    /// replication, one copy).
+    #[test]
+    fn decodes_use_what_arrived() {
+        every_mask(|c, l, g, arrived| {
+            let d = l.decode(g, arrived);
+            let used = l.used(g, d);
+            assert_eq!(used & !arrived, 0, "{c} group {g} {arrived:b}: {d:?}");
+            let want = match (d, c.is_replication()) {
+                (Decode::Impossible, _) => 0,
+                (_, true) => 1,
+                _ => u32::from(c.k()),
+            };
+            assert_eq!(used.count_ones(), want, "{c} group {g} {arrived:b}: {d:?}");
+        });
+    }
+
+    /// The candidates for a block that does not verify: none left out first, then each
+    /// leg the decode used, once, lowest first; each candidate decodes without the leg it
+    /// leaves out. With every leg back and parity (r > 0), a single wrong fragment on any
+    /// leg the decode read is left out by one candidate, whose decode does not use it;
+    /// without parity there is nothing to try.
+    #[test]
+    fn exclusion_candidates() {
+        every_mask(|c, l, g, arrived| {
+            let d = l.decode(g, arrived);
+            let cands: std::vec::Vec<LegMask> = l.exclusions(g, arrived).collect();
+            assert_eq!(cands.first(), Some(&0), "{c} {arrived:b}");
+            let mut last = None;
+            for &e in cands.iter().skip(1) {
+                assert_eq!(e.count_ones(), 1, "{c} {arrived:b}");
+                assert_ne!(e & l.used(g, d), 0, "{c} {arrived:b}: {e:b} unused");
+                let without = l.decode(g, arrived & !e);
+                assert_ne!(without, Decode::Impossible, "{c} {arrived:b} -{e:b}");
+                assert_eq!(l.used(g, without) & e, 0);
+                assert!(last < Some(e), "{c} {arrived:b}: not in order");
+                last = Some(e);
+            }
+            if arrived == l.all_legs() && d != Decode::Impossible {
+                let tried = cands.iter().fold(0, |m, e| m | e);
+                let want = if c.r() == 0 { 0 } else { l.used(g, d) };
+                assert_eq!(tried, want, "{c} group {g}");
+            }
+        });
+        // 4+2, group 0, every leg back: data legs 0..3 used; each left out in turn.
+        let l = Layout::new(code(4, 2), 1 << 30);
+        let cands: std::vec::Vec<LegMask> = l.exclusions(0, 0b111111).collect();
+        assert_eq!(cands, [0, 0b1, 0b10, 0b100, 0b1000]);
+        assert_eq!(l.decode(0, 0b111101), Decode::Xor { missing: 1 });
+        // Striping: nothing to rebuild from.
+        let s = Layout::new(code(4, 0), 1 << 30);
+        assert_eq!(s.exclusions(0, 0b1111).collect::<std::vec::Vec<_>>(), [0]);
     }
 
     /// Two worked examples of the rule, for the documentation.

@@ -93,6 +93,44 @@ fn credentials(name: Name, secret: Option<&Secret>, instance: u64) -> Result<Arc
     Ok(Arc::new(Credentials { instance, key }, GFP_KERNEL)?)
 }
 
+/// The encryption state of a disk of `config` named `name` if it is encrypted, its reads
+/// opened in a workqueue of its own if `in_workqueue`; the reason in the log and in
+/// `last_error` if it cannot be made. Sleeps.
+fn disk_crypt(config: &DiskConfig, name: Name, in_workqueue: bool) -> Result<Option<DiskCrypt>> {
+    if !config.settings.encrypt {
+        return Ok(None);
+    }
+    let crypt = DiskCrypt::new(config.settings.bytes(), in_workqueue).inspect_err(|&e| {
+        let why = if e == ENOENT {
+            "the kernel crypto API has no synchronous gcm(aes)"
+        } else if e == ENOMEM {
+            "no memory for the key or the seals (24 bytes per 4 KiB)"
+        } else {
+            "gcm(aes) of the kernel crypto API refused the key"
+        };
+        pr_err!("{}: encryption: {:?}: {}\n", name, e, why);
+        config.note.set_text(format_args!("encryption: {}", why));
+    })?;
+    Ok(Some(crypt))
+}
+
+/// The log line of an encrypted disk named `name`: its AES-GCM implementation, the
+/// memory of its seals, and where its reads are opened.
+fn log_encrypted(name: Name, crypt: &DiskCrypt, in_workqueue: bool) {
+    pr_info!(
+        "{}: encrypted: AES-256-GCM ({}), key of this enable only; {} KiB of seals kept \
+         here; reads opened in {}\n",
+        name,
+        crypt.driver(),
+        crypt.seal_bytes() / 1024,
+        if in_workqueue {
+            "a workqueue"
+        } else {
+            "their completion"
+        }
+    );
+}
+
 /// The poll queues of a disk, as its log line names them (nothing if there are none).
 struct PollQueues(u16);
 
@@ -154,22 +192,7 @@ impl RemoteDisk {
         let server = settings.server().ok_or(EDESTADDRREQ)?;
         let credentials = credentials(name, settings.secret.as_ref(), config.instance)?;
         let size = settings.bytes();
-        let crypt = match settings.encrypt {
-            false => None,
-            true => Some(
-                DiskCrypt::new(size, config.context.crypt_workqueue).inspect_err(|&e| {
-                    let why = if e == ENOENT {
-                        "the kernel crypto API has no synchronous gcm(aes)"
-                    } else if e == ENOMEM {
-                        "no memory for the key or the seals (24 bytes per 4 KiB)"
-                    } else {
-                        "gcm(aes) of the kernel crypto API refused the key"
-                    };
-                    pr_err!("{}: encryption: {:?}: {}\n", name, e, why);
-                    config.note.set_text(format_args!("encryption: {}", why));
-                })?,
-            ),
-        };
+        let crypt = disk_crypt(config, name, config.context.crypt_workqueue)?;
         let session = Session::connect(&SessionConfig {
             name,
             link: LinkParams {
@@ -222,18 +245,7 @@ impl RemoteDisk {
             );
         }
         if let Some(crypt) = driver.crypt() {
-            pr_info!(
-                "{}: encrypted: AES-256-GCM ({}), key of this enable only; {} KiB of seals \
-                 kept here; reads opened in {}\n",
-                name,
-                crypt.driver(),
-                crypt.seal_bytes() / 1024,
-                if crypt.workqueue().is_some() {
-                    "a workqueue"
-                } else {
-                    "their completion"
-                }
-            );
+            log_encrypted(name, crypt, crypt.workqueue().is_some());
         }
         Ok(Driven::Plain { disk, driver })
     }
@@ -242,16 +254,17 @@ impl RemoteDisk {
     #[inline(never)]
     fn create_ec(config: &DiskConfig, name: Name) -> Result<Driven> {
         let settings = &config.settings;
-        if settings.encrypt {
-            config.note.set_text(format_args!(
-                "encrypt=1 over several servers: not in this rswap.ko"
-            ));
-            return Err(EOPNOTSUPP);
-        }
-        let driver = Arc::new(EcDriver::connect(config, name)?, GFP_KERNEL)?;
+        // Sealed before it is cut into fragments; its workqueue (always: it rebuilds the
+        // blocks that do not verify) opens the reads too with `crypt_workqueue`.
+        let crypt = disk_crypt(config, name, true)?;
+        let driver = Arc::new(EcDriver::connect(config, name, crypt)?, GFP_KERNEL)?;
         let events = DiskEvents::new()?;
         driver.watch(&events, &config.target)?;
-        let max_segments = driver.max_segments();
+        // A request is at most a group, and an encrypted one at most its bounce pages.
+        let max_segments = match settings.encrypt {
+            true => driver.max_segments().min(CRYPT_PAGES as u32),
+            false => driver.max_segments(),
+        };
         let disk_name = CString::try_from_fmt(fmt!("{}", name))?;
         let disk = Disk::new(
             &DiskParams {
@@ -277,6 +290,9 @@ impl RemoteDisk {
             settings.queues,
             PollQueues(settings.poll_queues)
         );
+        if let Some(crypt) = driver.crypt() {
+            log_encrypted(name, crypt, driver.opens_in_workqueue());
+        }
         Ok(Driven::Ec { disk, driver })
     }
 
@@ -401,7 +417,7 @@ impl RemoteDisk {
         total.write_latency(&mut w)?;
         let crypt = match &self.driven {
             Driven::Plain { driver, .. } => driver.crypt(),
-            Driven::Ec { .. } => None,
+            Driven::Ec { driver, .. } => driver.crypt(),
         };
         match crypt {
             None => writeln!(w, "encryption off")?,

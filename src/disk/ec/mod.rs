@@ -26,7 +26,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::{events::EventWatcher, stats};
+use super::{crypt::DiskCrypt, events::EventWatcher, stats};
 use crate::{
     blk::DiskEvents,
     config_parse::Code,
@@ -45,6 +45,7 @@ use super::{
     ec_layout::{Layout, GROUP_BLOCKS, MAX_LEGS},
     DiskConfig,
 };
+use request::EcCrypt;
 pub(super) use request::EcQueue;
 use request::LegsOut;
 use request::Reads;
@@ -145,6 +146,8 @@ pub(crate) struct EcDriver {
     resync: Arc<Resync>,
     /// How reads are made.
     reads: Reads,
+    /// The disk's encryption, if it is encrypted.
+    crypt: Option<Arc<EcCrypt>>,
 }
 
 impl Drop for EcDriver {
@@ -155,8 +158,14 @@ impl Drop for EcDriver {
 
 impl EcDriver {
     /// Connects one session to each server of `config` and makes a driver over them, one
-    /// hardware queue per queue of a session.
-    pub(super) fn connect(config: &DiskConfig, name: Name) -> Result<Self> {
+    /// hardware queue per queue of a session; every block is sealed with `crypt` before it
+    /// is cut into fragments, if it is given (its workqueue rebuilds blocks that do not
+    /// verify).
+    pub(super) fn connect(
+        config: &DiskConfig,
+        name: Name,
+        crypt: Option<DiskCrypt>,
+    ) -> Result<Self> {
         let settings = &config.settings;
         let layout = Layout::new(settings.code, settings.bytes());
         let n = usize::from(settings.code.legs());
@@ -205,7 +214,25 @@ impl EcDriver {
             areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
         };
         let resync = Resync::new(&legs, layout, &out, pq.as_ref(), settings.rebuild_mbps)?;
-        let queues = request::hw_queues(&legs, layout, &out, pq.as_ref(), reads, &resync)?;
+        let crypt = match crypt {
+            None => None,
+            Some(disk) => Some(Arc::new(
+                EcCrypt {
+                    disk,
+                    open_in_wq: config.context.crypt_workqueue,
+                },
+                GFP_KERNEL,
+            )?),
+        };
+        let queues = request::hw_queues(
+            &legs,
+            layout,
+            &out,
+            pq.as_ref(),
+            reads,
+            &resync,
+            crypt.as_ref(),
+        )?;
         Ok(Self {
             legs,
             queues,
@@ -213,6 +240,7 @@ impl EcDriver {
             out,
             resync,
             reads,
+            crypt,
         })
     }
 
@@ -327,6 +355,16 @@ impl EcDriver {
         self.resync.set_rate(settings.rebuild_mbps);
     }
 
+    /// The disk's encryption, if it is encrypted.
+    pub(super) fn crypt(&self) -> Option<&DiskCrypt> {
+        self.crypt.as_deref().map(|c| &c.disk)
+    }
+
+    /// Whether encrypted reads are opened in a workqueue rather than in their completion.
+    pub(super) fn opens_in_workqueue(&self) -> bool {
+        self.crypt.as_deref().is_some_and(|c| c.open_in_wq)
+    }
+
     /// The code.
     pub(super) fn code(&self) -> Code {
         self.layout.code()
@@ -432,8 +470,9 @@ impl EcDriver {
     }
 
     /// One line per leg for `stats`: its I/O that came back with success, that failed,
-    /// its reads back after their read had ended, its queues' transport counters, and
-    /// its groups waiting to be rebuilt and rebuilt so far.
+    /// its reads back after their read had ended, its queues' transport counters, its
+    /// groups waiting to be rebuilt and rebuilt so far, and (encrypted disk) the blocks
+    /// that verified only once rebuilt without its fragment.
     pub(super) fn write_leg_stats(&self, w: &mut impl Write) -> core::fmt::Result {
         for (i, leg) in self.legs.iter().enumerate() {
             let mut t = request::LegTotals::default();
@@ -448,7 +487,7 @@ impl EcDriver {
             writeln!(
                 w,
                 "leg{} reads={} writes={} errors={} late={} requeues={} recoveries={} \
-                 inflight={} dirty={} resynced={}",
+                 inflight={} dirty={} resynced={} altered={}",
                 i,
                 t.reads,
                 t.writes,
@@ -458,7 +497,8 @@ impl EcDriver {
                 c.recoveries,
                 c.inflight,
                 dirty,
-                resynced
+                resynced,
+                t.altered
             )?;
         }
         Ok(())

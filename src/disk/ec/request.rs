@@ -50,6 +50,7 @@ use crate::{
         RqPages, SettledRequest, Settler, Status, TimedOutRequest, TimeoutAction,
     },
     disk::{
+        crypt::{CryptError, DiskCrypt, RequestCrypt, CRYPT_PAGES},
         ec_layout::BLOCK,
         request::{log_failure, MAX_RETRIES},
         stats::{QueueStats, Snapshot},
@@ -62,7 +63,22 @@ use crate::{
 };
 
 /// One leg's transport slot of a request: its scatterlist has an entry per page.
-type LegSlot = IoSlot<(), EC_SEGMENTS>;
+type LegSlot = IoSlot<LegData, EC_SEGMENTS>;
+
+/// The disk's own data in a leg's slot: on an encrypted disk, leg 0's slot holds the
+/// request's crypto state (used only while the whole request is owned, never while a
+/// leg's I/O is out).
+#[derive(Default)]
+pub(crate) struct LegData {
+    crypt: Option<KBox<SlotCrypt>>,
+}
+
+/// A request's crypto state on an encrypted disk: its crypto request and seals, and the
+/// bounce pages a write is sealed into before it is cut into fragments.
+struct SlotCrypt {
+    rc: RequestCrypt,
+    bounce: SgTable<CRYPT_PAGES>,
+}
 
 /// The legs taken out of a disk (see the module's documentation), shared by its hardware
 /// queues.
@@ -111,6 +127,9 @@ pub(crate) struct EcShared {
     late: bool,
     /// For a late read that ended early: the legs back when it did.
     back_at_end: AtomicU16,
+    /// An encrypted read whose block did not verify, issued again to every leg that has
+    /// the group, to be rebuilt without one leg at a time ([`verify_read`]).
+    verify: bool,
     /// Times this request was issued again because a leg's queue failed.
     retries: u8,
     /// When it was issued, for the latency histogram.
@@ -186,6 +205,15 @@ pub(crate) struct EcQueue {
     leg_io: [LegCounters; MAX_LEGS],
     /// Which groups each leg missed, and their rebuild.
     resync: Arc<Resync>,
+    /// The disk's encryption, if it is encrypted.
+    crypt: Option<Arc<EcCrypt>>,
+}
+
+/// The encryption of a disk over several servers: what a plain disk has, and whether
+/// reads are opened in the workqueue rather than in their completion.
+pub(super) struct EcCrypt {
+    pub(super) disk: DiskCrypt,
+    pub(super) open_in_wq: bool,
 }
 
 /// How a disk's reads are made.
@@ -205,6 +233,7 @@ struct LegCounters {
     writes: AtomicU64,
     errors: AtomicU64,
     late: AtomicU64,
+    altered: AtomicU64,
 }
 
 /// One leg's counters for `stats`, summed over the hardware queues.
@@ -217,6 +246,8 @@ pub(super) struct LegTotals {
     pub(super) errors: u64,
     /// Its reads that came back after their read had ended.
     pub(super) late: u64,
+    /// Blocks of an encrypted disk that verified only once rebuilt without its fragment.
+    pub(super) altered: u64,
 }
 
 impl EcQueue {
@@ -249,6 +280,7 @@ impl EcQueue {
             t.writes += get(&c.writes);
             t.errors += get(&c.errors);
             t.late += get(&c.late);
+            t.altered += get(&c.altered);
         }
     }
 
@@ -284,6 +316,7 @@ pub(super) fn hw_queues(
     pq: Option<&Arc<Pq>>,
     reads: Reads,
     resync: &Arc<Resync>,
+    crypt: Option<&Arc<EcCrypt>>,
 ) -> Result<KVec<EcQueue>> {
     let count = legs.first().map_or(0, |l| l.session.queues().len());
     let mut hw = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -309,6 +342,7 @@ pub(super) fn hw_queues(
                 early: AtomicU64::new(0),
                 leg_io: Default::default(),
                 resync: resync.clone(),
+                crypt: crypt.cloned(),
             },
             GFP_KERNEL,
         )?;
@@ -354,10 +388,9 @@ fn leg_done(io: LegIo, result: core::result::Result<(), IoError>) {
         }
     }
     // A late read may end once the legs back decode in this context: none of its legs
-    // reads into the pages (every quorum holds them all, as the fan-out wants).
-    let early = io
-        .shared()
-        .late
+    // reads into the pages (every quorum holds them all, as the fan-out wants). Not on an
+    // encrypted disk: a block that does not verify is rebuilt from every leg's fragment.
+    let early = (io.shared().late && info.hw_queue().crypt.is_none())
         .then(|| (info.hw_queue().layout, Layout::group(info.offset() / BLOCK)));
     released(io.release(result.is_ok(), |ok| {
         early.is_some_and(|(layout, group)| {
@@ -389,7 +422,8 @@ fn settle_early(mut settler: Settler<LegSlot, EcShared, MAX_LEGS, EcQueue>) {
             LegMask::try_from(back.mask())
                 .map_err(|_| EINVAL)
                 .and_then(|ok| {
-                    gather(&mut back, &pages, &layout, group, layout.decode(group, ok))?;
+                    let decode = layout.decode(group, ok);
+                    gather(&mut back, &pages, &layout, group, decode, ALL_PAGES)?;
                     Ok(ok)
                 })
         }
@@ -494,7 +528,7 @@ fn finish(mut rq: EcRequest) {
     };
     if let (true, Some((layout, group, decode))) = (done, late_decode) {
         let gathered = match rq.data_and_filled_pages::<EC_SEGMENTS>() {
-            Some((fan, pages)) => gather(fan, &pages, &layout, group, decode),
+            Some((fan, pages)) => gather(fan, &pages, &layout, group, decode, ALL_PAGES),
             None => Err(EINVAL),
         };
         if gathered.is_err() {
@@ -507,6 +541,9 @@ fn finish(mut rq: EcRequest) {
     }
     let rebuild = rq.data().shared.rebuild;
     if done {
+        if rq.op() == Op::Write {
+            commit(&mut rq);
+        }
         match rebuild {
             // Done by `gather` for a late read.
             None | Some(Rebuild::Xor { .. }) if late => {}
@@ -528,6 +565,9 @@ fn finish(mut rq: EcRequest) {
                     Err(rq) => fail(rq, "rebuilding from P and Q could not be queued"),
                 };
             }
+        }
+        if rq.op() == Op::Read && rq.hw_queue().crypt.is_some() {
+            return open_read(rq, issued);
         }
         return succeed(rq, issued);
     }
@@ -556,6 +596,7 @@ fn succeed(mut rq: EcRequest, issued: Option<Instant<Monotonic>>) {
         rq.hw_queue().stats.done(rq.op(), rq.bytes(), ns);
     }
     rq.data().shared.retries = 0;
+    rq.data().shared.verify = false;
     rq.end(Status::Ok);
 }
 
@@ -573,8 +614,250 @@ fn fail(mut rq: EcRequest, why: &str) {
             why
         );
     }
+    write_failed(&mut rq);
     rq.data().shared.retries = 0;
+    rq.data().shared.verify = false;
     rq.end(Status::IoErr);
+}
+
+/// The crypto state of `rq`, taken out of leg 0's slot (put it back with
+/// [`put_crypt`]); `None` on a disk that is not encrypted.
+fn take_crypt(fan: &mut EcRequestData) -> Option<KBox<SlotCrypt>> {
+    fan.part_mut(0).and_then(|p| p.data.crypt.take())
+}
+
+/// Puts back what [`take_crypt`] took.
+fn put_crypt(fan: &mut EcRequestData, crypt: KBox<SlotCrypt>) {
+    if let Some(p) = fan.part_mut(0) {
+        p.data.crypt = Some(crypt);
+    }
+}
+
+/// On an encrypted disk, a write that succeeded is on the legs' memory: its seals take
+/// effect (see [`DiskCrypt::commit`]).
+fn commit(rq: &mut EcRequest) {
+    let offset = rq.offset();
+    // The reference is dropped before the request ends (see `run_deferred`).
+    let Some(crypt) = rq.hw_queue().crypt.clone() else {
+        return;
+    };
+    if let Some(mut sc) = take_crypt(rq.data()) {
+        crypt.disk.commit(&mut sc.rc, offset);
+        put_crypt(rq.data(), sc);
+    }
+}
+
+/// On an encrypted disk, a write that fails may or may not have reached the legs: its
+/// blocks' seals are withdrawn and its claims let go of (see [`DiskCrypt::write_failed`]).
+fn write_failed(rq: &mut EcRequest) {
+    if rq.op() != Op::Write {
+        return;
+    }
+    let Some(crypt) = rq.hw_queue().crypt.clone() else {
+        return;
+    };
+    let (offset, bytes) = (rq.offset(), rq.bytes());
+    let rc = rq
+        .data()
+        .part_mut(0)
+        .and_then(|p| p.data.crypt.as_deref_mut())
+        .map(|sc| &mut sc.rc);
+    crypt.disk.write_failed(rc, offset, bytes);
+}
+
+/// An encrypted read whose fragments are in its pages: opened here (in its completion),
+/// or in the disk's crypto workqueue if it opens reads there or the read is rebuilt
+/// without one leg at a time ([`verify_read`]).
+fn open_read(mut rq: EcRequest, issued: Option<Instant<Monotonic>>) {
+    let (in_wq, opened) = match rq.hw_queue().crypt.clone() {
+        None => (false, Err(CryptError::Failed("no crypto state"))),
+        Some(c) if c.open_in_wq || rq.data().shared.verify => (true, Ok(())),
+        Some(c) => (false, open_pages(&mut rq, &c.disk)),
+    };
+    if !in_wq {
+        return after_open(rq, issued, opened);
+    }
+    rq.data().shared.issued = issued;
+    // As for P and Q: the reference is dropped once the work is queued.
+    let Some(crypt) = rq.hw_queue().crypt.clone() else {
+        return fail(rq, "no crypto state");
+    };
+    let queued = match crypt.disk.workqueue() {
+        Some(wq) => rq.defer(wq),
+        None => Err(rq),
+    };
+    if let Err(rq) = queued {
+        fail(rq, "opening the read could not be queued");
+    }
+}
+
+/// Opens every page of encrypted read `rq` in place (see [`DiskCrypt::open_pages`]).
+fn open_pages(rq: &mut EcRequest, crypt: &DiskCrypt) -> core::result::Result<(), CryptError> {
+    let offset = rq.offset();
+    let (fan, pages) = rq
+        .data_and_filled_pages::<EC_SEGMENTS>()
+        .ok_or(CryptError::Failed("not whole pages"))?;
+    let mut sc = take_crypt(fan).ok_or(CryptError::Failed("no crypto state"))?;
+    let opened = crypt.open_pages(&mut sc.rc, &pages, offset);
+    put_crypt(fan, sc);
+    opened
+}
+
+/// Ends an encrypted read once opened; or issues it again: to every leg that has the
+/// group if a block did not verify (it is then rebuilt without one leg at a time), or as
+/// it was if it raced a write of its blocks.
+fn after_open(
+    mut rq: EcRequest,
+    issued: Option<Instant<Monotonic>>,
+    opened: core::result::Result<(), CryptError>,
+) {
+    let shared = &mut rq.data().shared;
+    match opened {
+        Ok(()) => succeed(rq, issued),
+        Err(CryptError::Forged { .. }) if !shared.verify => {
+            shared.verify = true;
+            rq.requeue();
+        }
+        Err(CryptError::Raced | CryptError::Busy) if shared.retries < MAX_RETRIES => {
+            shared.retries += 1;
+            shared.verify = false;
+            rq.requeue();
+        }
+        Err(CryptError::Forged { block }) => {
+            let hwq = rq.hw_queue();
+            if log_failure() {
+                pr_err!(
+                    "{}: queue {}: read at sector {} failed: block {} does not verify, nor \
+                     does any rebuild of it without one server's fragment\n",
+                    hwq.first.name(),
+                    hwq.first.index(),
+                    rq.sector(),
+                    block
+                );
+            }
+            fail(rq, "a block does not verify")
+        }
+        Err(CryptError::Failed(why)) => fail(rq, why),
+        Err(CryptError::Raced | CryptError::Busy) => fail(rq, "it raced writes of its blocks"),
+    }
+}
+
+/// Leg alterations logged so far (all disks): the first 20 and every 1000th after that.
+static ALTERED: AtomicU64 = AtomicU64::new(0);
+
+/// Rebuilds each block of encrypted read `rq` that does not verify from the fragments
+/// its legs read (every leg that has the group: the read was issued again so), leaving
+/// out one leg at a time ([`Layout::exclusions`]); the first that verifies is the block,
+/// and the leg left out altered its memory: it is counted, named in the log and its
+/// group marked dirty there, so that the resync writes its fragment again. A block that
+/// no candidate opens fails the read. Task context (the disk's crypto workqueue).
+fn verify_read(rq: &mut EcRequest, crypt: &DiskCrypt) -> core::result::Result<(), CryptError> {
+    let failed = |why| CryptError::Failed(why);
+    let layout = rq.hw_queue().layout;
+    let pq = rq.hw_queue().pq.clone();
+    let first = rq.offset() / BLOCK;
+    let group = Layout::group(first);
+    let (fan, pages) = rq
+        .data_and_filled_pages::<EC_SEGMENTS>()
+        .ok_or(failed("not whole pages"))?;
+    let arrived = LegMask::try_from(fan.ok()).map_err(|_| failed("no such leg"))?;
+    let mut sc = take_crypt(fan).ok_or(failed("no crypto state"))?;
+    let mut liars = [0 as LegMask; EC_SEGMENTS];
+    let start = Instant::now();
+    let mut result = Ok(());
+    'blocks: for (i, liar) in liars.iter_mut().enumerate().take(pages.len()) {
+        let block = first + i as u64;
+        let only = 1 << i;
+        let mut verified = false;
+        for leave_out in layout.exclusions(group, arrived) {
+            let decode = layout.decode(group, arrived & !leave_out);
+            if put_together(fan, &pages, &layout, group, decode, pq.as_deref(), only).is_err() {
+                result = Err(failed("putting a block together from its fragments failed"));
+                break 'blocks;
+            }
+            let Some(page) = pages.iter().nth(i) else {
+                result = Err(failed("no such page"));
+                break 'blocks;
+            };
+            match crypt.open_block(&mut sc.rc, &page, block, i) {
+                Ok(()) => {
+                    *liar = leave_out;
+                    verified = true;
+                    break;
+                }
+                Err(CryptError::Forged { .. }) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break 'blocks;
+                }
+            }
+        }
+        if !verified {
+            result = Err(CryptError::Forged { block });
+            break;
+        }
+    }
+    put_crypt(fan, sc);
+    match result {
+        Ok(()) => crypt.opened(pages.len(), start),
+        Err(e) => {
+            if let CryptError::Forged { .. } = e {
+                crypt.count_forged();
+            }
+            for page in pages.iter() {
+                let _ = page.zero();
+            }
+        }
+    }
+    let hwq = rq.hw_queue();
+    for (i, &liar) in liars.iter().enumerate().filter(|&(_, &l)| l != 0) {
+        let leg = liar.trailing_zeros() as usize;
+        if let Some(c) = hwq.leg_io.get(leg) {
+            c.altered.fetch_add(1, Ordering::Relaxed);
+        }
+        let n = ALTERED.fetch_add(1, Ordering::Relaxed);
+        if n < 20 || n % 1000 == 0 {
+            pr_warn!(
+                "{}: block {} failed verification; rebuilt without this leg: its server \
+                 altered its memory\n",
+                hwq.leg(leg).name(),
+                first + i as u64
+            );
+        }
+        Resync::mark(&hwq.resync, liar, group);
+    }
+    result
+}
+
+/// Puts the pages of `only` (a bit per page) of a read (group `group`) together from
+/// what its legs read into their areas, as `decode` says, rebuilding fragments from P and
+/// Q (`pq`) if it needs them. Task context if it does.
+fn put_together(
+    fan: &mut EcRequestData,
+    pages: &RqPages<'_, EC_SEGMENTS, Filled>,
+    layout: &Layout,
+    group: u64,
+    decode: Decode,
+    pq: Option<&Pq>,
+    only: u32,
+) -> Result {
+    gather(fan, pages, layout, group, decode, only)?;
+    let code = layout.code();
+    let k = code.k();
+    let lost = match decode {
+        Decode::PQ2Data { a, b } => Lost::TwoData(a, b),
+        Decode::PQData { a } => Lost::DataAndP(a),
+        _ => return Ok(()),
+    };
+    let (p_leg, q_leg) = (layout.leg_of(group, k), layout.leg_of(group, k + 1));
+    pq_recover(
+        fan,
+        pages,
+        code,
+        pq.ok_or(EINVAL)?,
+        (lost, p_leg, q_leg),
+        only,
+    )
 }
 
 /// Rebuilds data fragment `missing` of every page of read `rq` from P, which leg `p_leg`
@@ -586,20 +869,25 @@ fn rebuild_xor(rq: &mut EcRequest, missing: u8, p_leg: u8) -> Result {
         .part_mut(usize::from(p_leg))
         .and_then(|p| p.table())
         .ok_or(EINVAL)?;
-    xor_rebuild(table, &pages, code.k(), missing)
+    xor_rebuild(table, &pages, code.k(), missing, ALL_PAGES)
 }
 
-/// Rebuilds data fragment `missing` of every page of a read (of k data fragments) from P,
-/// in the area of `p_table`, and the page's other data fragments.
+/// Every page of a request, as the `only` of [`gather`] and its helpers.
+const ALL_PAGES: u32 = u32::MAX;
+
+/// Rebuilds data fragment `missing` of every page of `only` (a bit per page) of a read
+/// (of k data fragments) from P, in the area of `p_table`, and the page's other data
+/// fragments.
 fn xor_rebuild(
     p_table: &mut SgTable<EC_SEGMENTS>,
     pages: &RqPages<'_, EC_SEGMENTS, Filled>,
     k: u8,
     missing: u8,
+    only: u32,
 ) -> Result {
-    let f = (BLOCK / u64::from(k)) as usize;
+    let f = BLOCK.checked_div(u64::from(k)).ok_or(EINVAL)? as usize;
     let m = usize::from(missing) * f;
-    for (i, page) in pages.iter().enumerate() {
+    for (i, page) in pages.iter().enumerate().filter(|&(i, _)| is_in(only, i)) {
         let (area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
         page.combine(m, area.page(), off, f, Combine::Copy)?;
         for j in (0..usize::from(k)).filter(|&j| j != usize::from(missing)) {
@@ -638,16 +926,25 @@ impl LegSlots for PartsBack<'_, LegSlot, EcShared, MAX_LEGS> {
     }
 }
 
-/// Puts the pages of a late read (group `group`) together from what its legs read into
-/// their areas, as `decode` says: each data fragment that arrived is copied in (for
-/// replication, the copy read), and one missing is rebuilt from P. Fragments that need P
-/// and Q are left to [`rebuild_pq`].
+/// Whether page `i` is one of `only` (a bit per page).
+fn is_in(only: u32, i: usize) -> bool {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u32.checked_shl(i))
+        .is_some_and(|bit| only & bit != 0)
+}
+
+/// Puts the pages of `only` (a bit per page) of a late read (group `group`) together
+/// from what its legs read into their areas, as `decode` says: each data fragment that
+/// arrived is copied in (for replication, the copy read), and one missing is rebuilt
+/// from P. Fragments that need P and Q are left to [`pq_recover`].
 fn gather(
     slots: &mut impl LegSlots,
     pages: &RqPages<'_, EC_SEGMENTS, Filled>,
     layout: &Layout,
     group: u64,
     decode: Decode,
+    only: u32,
 ) -> Result {
     let code = layout.code();
     let (k, f) = (code.k(), code.fragment_bytes() as usize);
@@ -664,29 +961,29 @@ fn gather(
             Decode::Copy(j) => j,
             _ => 0,
         };
-        return copy_in(slots, pages, leg(j), 0, f);
+        return copy_in(slots, pages, leg(j), (0, f), only);
     }
     for j in (0..k).filter(|j| missing & (1 << j) == 0) {
-        copy_in(slots, pages, leg(j), usize::from(j) * f, f)?;
+        copy_in(slots, pages, leg(j), (usize::from(j) * f, f), only)?;
     }
     if let Decode::Xor { missing } = decode {
         let p = slots.slot(leg(k)).and_then(|s| s.table()).ok_or(EINVAL)?;
-        xor_rebuild(p, pages, k, missing)?;
+        xor_rebuild(p, pages, k, missing, only)?;
     }
     Ok(())
 }
 
-/// Copies the fragment (of `f` bytes) of every page that leg `leg` read into its area to
-/// bytes `dst..dst + f` of the page.
+/// Copies the fragment (of `f` bytes) of every page of `only` that leg `leg` read into its
+/// area to bytes `dst..dst + f` of the page.
 fn copy_in(
     slots: &mut impl LegSlots,
     pages: &RqPages<'_, EC_SEGMENTS, Filled>,
     leg: usize,
-    dst: usize,
-    f: usize,
+    (dst, f): (usize, usize),
+    only: u32,
 ) -> Result {
     let table = slots.slot(leg).and_then(|s| s.table()).ok_or(EINVAL)?;
-    for (i, page) in pages.iter().enumerate() {
+    for (i, page) in pages.iter().enumerate().filter(|&(i, _)| is_in(only, i)) {
         let (area, off) = area_of(table, i, f).ok_or(EINVAL)?;
         page.combine(dst, area.page(), off, f, Combine::Copy)?;
     }
@@ -698,15 +995,29 @@ fn copy_in(
 /// context (the disk's workqueue).
 fn rebuild_pq(rq: &mut EcRequest, lost: Lost, p_leg: u8, q_leg: u8) -> Result {
     let code = rq.hw_queue().layout.code();
-    let (k, f) = (usize::from(code.k()), code.fragment_bytes() as usize);
     let pq = rq.hw_queue().pq.clone().ok_or(EINVAL)?;
-    let mut scratch = pq.scratch.lock();
     let (fan, pages) = rq.data_and_filled_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
+    pq_recover(fan, &pages, code, &pq, (lost, p_leg, q_leg), ALL_PAGES)
+}
+
+/// Rebuilds the fragments `lost` of every page of `only` (a bit per page) of a read from
+/// P and Q, which legs `p_leg` and `q_leg` read into their areas, and the page's other
+/// data fragments. Task context.
+fn pq_recover(
+    fan: &mut EcRequestData,
+    pages: &RqPages<'_, EC_SEGMENTS, Filled>,
+    code: crate::config_parse::Code,
+    pq: &Pq,
+    (lost, p_leg, q_leg): (Lost, u8, u8),
+    only: u32,
+) -> Result {
+    let (k, f) = (usize::from(code.k()), code.fragment_bytes() as usize);
+    let mut scratch = pq.scratch.lock();
     let (p_slot, q_slot) = fan
         .pair_mut(usize::from(p_leg), usize::from(q_leg))
         .ok_or(EINVAL)?;
     let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
-    for (i, page) in pages.iter().enumerate() {
+    for (i, page) in pages.iter().enumerate().filter(|&(i, _)| is_in(only, i)) {
         let (p_area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
         let (q_area, _) = area_of(q_table, i, f).ok_or(EINVAL)?;
         pq.raid6.recover(
@@ -734,17 +1045,29 @@ fn rebuild_pq(rq: &mut EcRequest, lost: Lost, p_leg: u8, q_leg: u8) -> Result {
 /// parity legs: P, the XOR of the data fragments; with two parity fragments P and Q of the
 /// RAID-6 library. `EAGAIN` where the library cannot run (not task context).
 fn parity_write(hwq: &EcQueue, rq: &mut EcRequest, group: u64) -> Result {
+    let (fan, pages) = rq.data_and_sent_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
+    parity_of(hwq, fan, pages.iter(), group)
+}
+
+/// Computes the parity of the blocks of `pages` (a write of group `group`: the request's
+/// pages, or the ciphertext they were sealed into) into the areas of the parity legs of
+/// `fan`, as [`parity_write`] says.
+fn parity_of<S: IoSource>(
+    hwq: &EcQueue,
+    fan: &mut EcRequestData,
+    pages: impl Iterator<Item = S>,
+    group: u64,
+) -> Result {
     let layout = &hwq.layout;
     let code = layout.code();
     let (k, f) = (usize::from(code.k()), code.fragment_bytes() as usize);
     let p_leg = usize::from(layout.leg_of(group, code.k()));
-    let (fan, pages) = rq.data_and_sent_pages::<EC_SEGMENTS>().ok_or(EINVAL)?;
     if code.r() == 2 {
         let raid6: &Raid6 = &hwq.pq.as_ref().ok_or(EINVAL)?.raid6;
         let q_leg = usize::from(layout.leg_of(group, code.k() + 1));
         let (p_slot, q_slot) = fan.pair_mut(p_leg, q_leg).ok_or(EINVAL)?;
         let (p_table, q_table) = (p_slot.table().ok_or(EINVAL)?, q_slot.table().ok_or(EINVAL)?);
-        for (i, page) in pages.iter().enumerate() {
+        for (i, page) in pages.enumerate() {
             let (p_area, off) = area_of(p_table, i, f).ok_or(EINVAL)?;
             let (q_area, _) = area_of(q_table, i, f).ok_or(EINVAL)?;
             raid6.gen(k, f, &page, (&p_area, off), (&q_area, off))?;
@@ -752,13 +1075,79 @@ fn parity_write(hwq: &EcQueue, rq: &mut EcRequest, group: u64) -> Result {
         return Ok(());
     }
     let table = fan.part_mut(p_leg).and_then(|p| p.table()).ok_or(EINVAL)?;
-    for (i, page) in pages.iter().enumerate() {
+    for (i, page) in pages.enumerate() {
         let (area, off) = area_of(table, i, f).ok_or(EINVAL)?;
         let src = IoSource::page(&page);
         area.combine(off, src, 0, f, Combine::Copy)?;
         for j in 1..k {
             area.combine(off, src, j * f, f, Combine::Xor)?;
         }
+    }
+    Ok(())
+}
+
+/// What a parity computation that failed with `e` means for the request.
+fn parity_failed(e: Error) -> NotNow {
+    match e == EAGAIN {
+        true => NotNow::Busy,
+        false => NotNow::Fail("computing the parity failed"),
+    }
+}
+
+/// Seals the pages of write `rq` (group `group`) into its bounce pages, claiming its
+/// blocks (see [`DiskCrypt::seal_write`]), then cuts the ciphertext into fragments: each
+/// data fragment (for replication, each copy) into its leg's area, and the parity of the
+/// ciphertext into the parity legs' areas. Every leg then writes from its area.
+fn seal_write(
+    hwq: &EcQueue,
+    crypt: &DiskCrypt,
+    rq: &mut EcRequest,
+    group: u64,
+) -> core::result::Result<(), NotNow> {
+    let offset = rq.offset();
+    let (fan, pages) = rq
+        .data_and_sent_pages::<EC_SEGMENTS>()
+        .ok_or(NotNow::Fail("not whole pages"))?;
+    let mut sc = take_crypt(fan).ok_or(NotNow::Fail("no crypto state"))?;
+    let SlotCrypt { rc, bounce } = &mut *sc;
+    let done = match crypt.seal_write(rc, &pages, bounce.own_pages(), offset) {
+        Ok(n) => split_sealed(hwq, fan, bounce, n, group),
+        Err(CryptError::Busy) => Err(NotNow::Busy),
+        Err(CryptError::Failed(why)) => Err(NotNow::Fail(why)),
+        Err(CryptError::Forged { .. } | CryptError::Raced) => Err(NotNow::Fail("sealing failed")),
+    };
+    put_crypt(fan, sc);
+    done
+}
+
+/// Cuts the first `n` sealed blocks in `bounce` (a write of group `group`) into the legs'
+/// areas of `fan` (see [`seal_write`]).
+fn split_sealed(
+    hwq: &EcQueue,
+    fan: &mut EcRequestData,
+    bounce: &mut SgTable<CRYPT_PAGES>,
+    n: usize,
+    group: u64,
+) -> core::result::Result<(), NotNow> {
+    let layout = &hwq.layout;
+    let code = layout.code();
+    let f = code.fragment_bytes() as usize;
+    let (copies, each) = match code.is_replication() {
+        true => (code.legs(), 0),
+        false => (code.k(), f),
+    };
+    let cut = |()| NotNow::Fail("cutting the sealed blocks into fragments failed");
+    for j in 0..copies {
+        let leg = usize::from(layout.leg_of(group, j));
+        let table = fan.part_mut(leg).and_then(|p| p.table()).ok_or(cut(()))?;
+        for (i, page) in bounce.own_pages().take(n).enumerate() {
+            let (area, off) = area_of(table, i, f).ok_or(cut(()))?;
+            area.combine(off, page.page(), usize::from(j) * each, f, Combine::Copy)
+                .map_err(|_| cut(()))?;
+        }
+    }
+    if code.r() > 0 && !code.is_replication() {
+        parity_of(hwq, fan, bounce.own_pages().take(n), group).map_err(parity_failed)?;
     }
     Ok(())
 }
@@ -825,6 +1214,11 @@ fn describe(
     let layout = &hwq.layout;
     let code = layout.code();
     let (live, reconnecting) = legs_now(hwq);
+    let verify = rq.data().shared.verify;
+    // An encrypted read notes its blocks' seals, and waits for a write of them.
+    if let (Dir::Read, Some(c)) = (dir, &hwq.crypt) {
+        read_begin(&c.disk, rq)?;
+    }
     // Live legs whose fragment of the group is stale (a write skipped them) wait for
     // their rebuild: no read asks them, and writes skip them until then.
     let current = hwq.resync.current(live, group);
@@ -844,13 +1238,19 @@ fn describe(
         // With parity a write goes on without a leg that is reconnecting (or stale), and
         // marks the group dirty there (`finish`).
         Dir::Write => current,
+        // A block that did not verify is rebuilt from every leg that has the group.
+        Dir::Read if verify => layout
+            .read_plan(group, current, code.r())
+            .ok_or_else(short)?,
         Dir::Read => layout
             .read_plan(group, current, hwq.reads.extra)
             .ok_or_else(short)?,
     };
     // More legs than the block needs: every leg reads into its area, and the read ends
-    // with the first that decode.
-    let late = dir == Dir::Read && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas);
+    // with the first that decode. An encrypted read too: its fragments are put together
+    // again without one leg at a time if the block does not verify.
+    let late = dir == Dir::Read
+        && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas || hwq.crypt.is_some());
     let shared = &mut rq.data().shared;
     shared.late = late;
     *shared.back_at_end.get_mut() = 0;
@@ -860,12 +1260,14 @@ fn describe(
         Dir::Read if late => None,
         Dir::Read => rebuild_for(hwq, group, layout.decode(group, legs)).map_err(NotNow::Fail)?,
     };
-    if dir == Dir::Write && code.r() > 0 && !code.is_replication() {
-        match parity_write(hwq, rq, group) {
-            Ok(()) => {}
-            Err(e) if e == EAGAIN => return Err(NotNow::Busy),
-            Err(_) => return Err(NotNow::Fail("computing the parity failed")),
+    let sealed = dir == Dir::Write && hwq.crypt.is_some();
+    match &hwq.crypt {
+        _ if dir != Dir::Write => {}
+        Some(c) => seal_write(hwq, &c.disk, rq, group)?,
+        None if code.r() > 0 && !code.is_replication() => {
+            parity_write(hwq, rq, group).map_err(parity_failed)?
         }
+        None => {}
     }
     let f = code.fragment_bytes();
     let frag = u32::try_from(f).map_err(|_| NotNow::Fail("fragment"))?;
@@ -878,8 +1280,9 @@ fn describe(
         let j = layout.fragment_on(group, leg);
         // A late read's fragments land in the leg's area (`gather` copies them into the
         // pages); so do a read's parity fragments (the pages are rebuilt from them at the
-        // end), and a write's parity was computed there above.
-        let in_area = late || (!code.is_replication() && j >= code.k());
+        // end), and a write's parity was computed there above, as was every fragment of
+        // an encrypted write.
+        let in_area = late || sealed || (!code.is_replication() && j >= code.k());
         let entries = if in_area {
             let blocks = u64::from(rq.bytes()) / BLOCK;
             let bytes = (blocks * f) as usize;
@@ -897,6 +1300,20 @@ fn describe(
         *n = entries.ok_or(NotNow::Fail("more segments than the disk allows"))?;
     }
     Ok((PartMask::from(legs), nents))
+}
+
+/// Notes what encrypted read `rq` is about to fetch (see [`DiskCrypt::read_begin`]);
+/// `Busy` while a write holds one of its blocks.
+fn read_begin(crypt: &DiskCrypt, rq: &mut EcRequest) -> core::result::Result<(), NotNow> {
+    let (offset, bytes) = (rq.offset(), rq.bytes());
+    let rc = rq
+        .data()
+        .part_mut(0)
+        .and_then(|p| p.data.crypt.as_deref_mut())
+        .ok_or(NotNow::Fail("no crypto state"))?;
+    crypt
+        .read_begin(&mut rc.rc, offset, bytes)
+        .map_err(|_| NotNow::Busy)
 }
 
 /// Issues `rq` on every leg it needs.
@@ -953,9 +1370,24 @@ impl blk::Operations for super::EcDriver {
     /// leg holds parity in some group), or what a late read reads there.
     fn init_request(&self, data: &mut EcRequestData) -> Result {
         let code = self.layout.code();
+        if let Some(crypt) = &self.crypt {
+            // The bounce pages a write is sealed into, and the request's crypto state.
+            let mut bounce = SgTable::new();
+            bounce.reserve_own_pages(CRYPT_PAGES)?;
+            let sc = KBox::new(
+                SlotCrypt {
+                    rc: crypt.disk.request_state()?,
+                    bounce,
+                },
+                GFP_KERNEL,
+            )?;
+            data.part_mut(0).ok_or(EINVAL)?.data.crypt = Some(sc);
+        }
         // Areas hold parity, and what reads into areas read. Replication needs them only
-        // for late reads (its reads are whole pages).
+        // for late reads (its reads are whole pages). Every fragment of an encrypted disk
+        // is written from and read into them.
         let areas = match (code.is_replication(), code.r()) {
+            _ if self.crypt.is_some() => true,
             (true, _) => self.reads.extra > 0,
             (false, 0) => self.reads.areas,
             (false, _) => true,
@@ -1005,7 +1437,9 @@ impl blk::Operations for super::EcDriver {
                 (Status::Resource, rq)
             }
             NotNow::Fail(why) => {
+                write_failed(&mut rq);
                 rq.data().shared.retries = 0;
+                rq.data().shared.verify = false;
                 hwq.stats.error();
                 if log_failure() {
                     let q = &hwq.first;
@@ -1024,16 +1458,34 @@ impl blk::Operations for super::EcDriver {
         })
     }
 
-    /// Reads rebuilt from P and Q (see `finish`).
+    /// Reads rebuilt from P and Q (see `finish`), and encrypted reads opened (with
+    /// `crypt_workqueue`) or rebuilt without one leg at a time ([`verify_read`]).
     fn run_deferred(mut rq: EcRequest) {
         let issued = rq.data().shared.issued.take();
+        // The reference to the disk's crypto state is dropped before the request ends
+        // (as on a plain disk: the last one must not be this work's).
+        let crypt = rq.hw_queue().crypt.clone();
+        let opened = match crypt {
+            Some(c) if rq.data().shared.verify => Some(verify_read(&mut rq, &c.disk)),
+            _ => None,
+        };
+        if let Some(opened) = opened {
+            return after_open(rq, issued, opened);
+        }
+        let encrypted = rq.hw_queue().crypt.is_some();
         let rebuilt = match rq.data().shared.rebuild {
             Some(Rebuild::Pq { lost, p_leg, q_leg }) => rebuild_pq(&mut rq, lost, p_leg, q_leg),
+            _ if encrypted => Ok(()),
             _ => Err(EINVAL),
         };
-        match rebuilt {
-            Ok(()) => succeed(rq, issued),
-            Err(_) => fail(rq, "rebuilding fragments from P and Q failed"),
+        let opened = match (&rebuilt, rq.hw_queue().crypt.clone()) {
+            (Ok(()), Some(c)) if rq.op() == Op::Read => Some(open_pages(&mut rq, &c.disk)),
+            _ => None,
+        };
+        match (rebuilt, opened) {
+            (Ok(()), Some(opened)) => after_open(rq, issued, opened),
+            (Ok(()), None) => succeed(rq, issued),
+            (Err(_), _) => fail(rq, "rebuilding fragments from P and Q failed"),
         }
     }
 
