@@ -293,5 +293,12 @@ pub fn render(module_version: Option<&str>, targets: &[TargetInfo]) -> String {
         "The leg's groups rebuilt on it since the target was enabled.",
         |l| l.resynced,
     );
+    text.per_leg(
+        "rswap_target_leg_altered_blocks_total",
+        counter,
+        "The leg's blocks (encrypted target) that verified only once rebuilt without its \
+         fragment: its server altered its memory.",
+        |l| l.altered,
+    );
     text.out
 }

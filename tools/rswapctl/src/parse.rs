@@ -485,8 +485,9 @@ pub struct CodeLine {
 }
 
 /// A leg's line of the `stats` of a disk over several servers: `legN reads=.. writes=..
-/// errors=.. late=.. requeues=.. recoveries=.. inflight=.. dirty=.. resynced=..` (the last
-/// two from a module that rebuilds a leg that is back).
+/// errors=.. late=.. requeues=.. recoveries=.. inflight=.. dirty=.. resynced=.. altered=..`
+/// (`dirty` and `resynced` from a module that rebuilds a leg that is back, `altered` from
+/// one that encrypts such a disk).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegStats {
     /// N: the server's index in `servers`.
@@ -507,6 +508,9 @@ pub struct LegStats {
     pub dirty: Option<u64>,
     /// Its groups rebuilt on it since `enable`; `None` likewise.
     pub resynced: Option<u64>,
+    /// Blocks of an encrypted disk that verified only once rebuilt without its fragment:
+    /// its server altered its memory; `None` from a module that does not show them.
+    pub altered: Option<u64>,
 }
 
 /// A target's `stats` attribute (Documentation/configuration.md, "Counters").
@@ -600,6 +604,7 @@ fn leg_stats(leg: u32, line: &str) -> Result<LegStats, StatsError> {
         inflight: get("inflight")?,
         dirty: optional(&f, "dirty"),
         resynced: optional(&f, "resynced"),
+        altered: optional(&f, "altered"),
     })
 }
 
@@ -633,7 +638,7 @@ fn histogram(line: &str) -> Result<Histogram, StatsError> {
 /// `read_latency_us` and `write_latency_us` pair, or a module's older single
 /// `latency_us`), the encryption line (as [`parse_stats_encryption`]), the `code` and
 /// `legN` lines of a disk over several servers (their unknown `key=value` fields
-/// ignored, a missing known one an error but a leg's `dirty` and `resynced`, which an
+/// ignored, a missing known one an error but a leg's `dirty`, `resynced` and `altered`, which an
 /// older module does not print) and the `queueN` lines. Lines it does not know (the `queues A..B: not shown` of a full page, a newer
 /// module's) are skipped; a known line that does not parse is an error. A disabled
 /// target's `stats` is empty: all empty.
@@ -909,7 +914,7 @@ mod tests {
         leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0 \
         dirty=0 resynced=0\n\
         leg1 reads=0 writes=0 errors=7 late=0 requeues=1 recoveries=0 inflight=0 dirty=4 \
-        resynced=0\n\
+        resynced=0 altered=2\n\
         leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0 \
         dirty=0 resynced=0\n\
         leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0 \
@@ -946,7 +951,8 @@ mod tests {
                 recoveries: 0,
                 inflight: 0,
                 dirty: Some(4),
-                resynced: Some(0)
+                resynced: Some(0),
+                altered: Some(2)
             }
         );
         assert_eq!(
@@ -985,7 +991,8 @@ mod tests {
                 recoveries: 1,
                 inflight: 0,
                 dirty: None,
-                resynced: None
+                resynced: None,
+                altered: None
             }
         );
         // Each of the two on its own.

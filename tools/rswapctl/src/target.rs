@@ -423,6 +423,9 @@ pub struct LegInfo {
     /// null from a module that does not show them.
     pub dirty: Option<u64>,
     pub resynced: Option<u64>,
+    /// Blocks of an encrypted disk that verified only once rebuilt without its fragment
+    /// (its server altered its memory); null from a module that does not show them.
+    pub altered: Option<u64>,
 }
 
 impl LegInfo {
@@ -445,6 +448,7 @@ impl LegInfo {
             inflight: c.map(|c| c.inflight),
             dirty: c.and_then(|c| c.dirty),
             resynced: c.and_then(|c| c.resynced),
+            altered: c.and_then(|c| c.altered),
         }
     }
 }

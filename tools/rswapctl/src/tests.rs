@@ -2985,24 +2985,25 @@ const STATS_4_2: &str = "total reads=5120 writes=1536 read_bytes=20971520 write_
     encryption off\n\
     code 4+2 extra_reads=1 early_reads=5120 late_leg_reads=4980\n\
     leg0 reads=2570 writes=1536 errors=0 late=812 requeues=0 recoveries=0 inflight=0 dirty=0 \
-    resynced=0\n\
+    resynced=0 altered=0\n\
     leg1 reads=40 writes=12 errors=7 late=0 requeues=1 recoveries=0 inflight=0 dirty=5 \
-    resynced=0\n\
+    resynced=0 altered=3\n\
     leg2 reads=2570 writes=1536 errors=0 late=800 requeues=0 recoveries=0 inflight=0 dirty=0 \
-    resynced=0\n\
+    resynced=0 altered=0\n\
     leg3 reads=2570 writes=1536 errors=0 late=801 requeues=0 recoveries=0 inflight=0 dirty=0 \
-    resynced=0\n\
+    resynced=0 altered=0\n\
     leg4 reads=2570 writes=1536 errors=0 late=790 requeues=0 recoveries=2 inflight=0 dirty=0 \
-    resynced=8\n\
+    resynced=8 altered=0\n\
     queue0 reads=5120 writes=1536 read_bytes=20971520 write_bytes=6291456\n";
 
 /// `text` (`state` or `stats`) as a module older than the rebuild of a leg that is back
-/// prints it: without the `dirty=` and `resynced=` of its leg lines.
+/// prints it: without the `dirty=`, `resynced=` and `altered=` of its leg lines.
 fn without_resync(text: &str) -> String {
     text.lines()
         .map(|l| {
             let words = l.split(' ');
-            let kept = words.filter(|w| !w.starts_with("dirty=") && !w.starts_with("resynced="));
+            let new = ["dirty=", "resynced=", "altered="];
+            let kept = words.filter(|w| !new.iter().any(|n| w.starts_with(n)));
             kept.collect::<Vec<_>>().join(" ") + "\n"
         })
         .collect()
@@ -3038,7 +3039,7 @@ fn legs_in_list_and_status() {
             "leg": 1, "server": "192.0.2.3:7471", "state": "out", "queues_live": 0,
             "queues_total": 2, "region": 1478130930843524612u64, "epoch": 1,
             "reads": 40, "writes": 12, "errors": 7, "late": 0, "requeues": 1,
-            "recoveries": 0, "inflight": 0, "dirty": 5, "resynced": 0
+            "recoveries": 0, "inflight": 0, "dirty": 5, "resynced": 0, "altered": 3
         })
     );
     assert_eq!(
@@ -3054,8 +3055,8 @@ fn legs_in_list_and_status() {
         (&json!("connected"), &Value::Null)
     );
     assert_eq!(
-        (&legs[5]["dirty"], &legs[5]["resynced"]),
-        (&Value::Null, &Value::Null)
+        (&legs[5]["dirty"], &legs[5]["resynced"], &legs[5]["altered"]),
+        (&Value::Null, &Value::Null, &Value::Null)
     );
     assert_eq!(
         ec["stats"]["late_binding"],
@@ -3087,7 +3088,7 @@ fn legs_in_list_and_status() {
         "leg1: {\"leg\":1,\"server\":\"192.0.2.3:7471\",\"state\":\"out\",\"queues_live\":0,\
          \"queues_total\":2,\"region\":1478130930843524612,\"epoch\":1,\"reads\":40,\
          \"writes\":12,\"errors\":7,\"late\":0,\"requeues\":1,\"recoveries\":0,\"inflight\":0,\
-         \"dirty\":5,\"resynced\":0}"
+         \"dirty\":5,\"resynced\":0,\"altered\":3}"
     );
     assert!(lines[first + 5].starts_with("leg5: {\"leg\":5,"), "{out}");
     assert!(lines[first + 6].starts_with("attr."), "{out}");
@@ -3114,11 +3115,11 @@ fn legs_of_an_older_module_in_list() {
     }
     let out: Value = serde_json::from_str(&run(&fake, &["list", "--json"]).unwrap()).unwrap();
     let leg1 = &out[2]["legs"][1];
-    // The other counters as before; `dirty` and `resynced` there, null.
+    // The other counters as before; `dirty`, `resynced` and `altered` there, null.
     assert_eq!((&leg1["writes"], &leg1["errors"]), (&json!(12), &json!(7)));
     assert_eq!(
-        (&leg1["dirty"], &leg1["resynced"]),
-        (&Value::Null, &Value::Null)
+        (&leg1["dirty"], &leg1["resynced"], &leg1["altered"]),
+        (&Value::Null, &Value::Null, &Value::Null)
     );
     // No samples in their families.
     let text = run(&fake, &["metrics"]).unwrap();
@@ -3126,6 +3127,7 @@ fn legs_of_an_older_module_in_list() {
     assert!(text.contains("\n# TYPE rswap_target_leg_dirty_groups gauge\n"));
     assert!(samples(&text, "rswap_target_leg_dirty_groups{").is_empty());
     assert!(samples(&text, "rswap_target_leg_resynced_groups_total{").is_empty());
+    assert!(samples(&text, "rswap_target_leg_altered_blocks_total{").is_empty());
     assert_eq!(samples(&text, "rswap_target_leg_reads_total{").len(), 5);
 }
 
@@ -3151,6 +3153,7 @@ fn legs_in_metrics() {
         ("rswap_target_leg_late_reads_total", "counter", 0, 790),
         ("rswap_target_leg_dirty_groups", "gauge", 5, 0),
         ("rswap_target_leg_resynced_groups_total", "counter", 0, 8),
+        ("rswap_target_leg_altered_blocks_total", "counter", 3, 0),
     ] {
         let s = samples(&text, &format!("{family}{{"));
         assert_eq!(s.len(), 5, "{family}: {s:?}");
