@@ -622,6 +622,7 @@ swap_end() {
 	late=$(late_line)
 	swapoff $dev || why+="swapoff failed; "
 	stats=$(cat $T/stats)
+	metrics=$("$CTL" metrics 2>&1)
 	rmdir $CG 2>/dev/null
 	ec_disable || why+="disable failed; "
 	[ -z "$why" ] || why+="$(since_mark "$1" | grep -E 'rswap|Killed' | tail -4)"
@@ -671,10 +672,10 @@ ktap_test "ec 4+2 swap: a killed server replaced by an empty one under the swap 
 
 # Under the swap load (20 MiB in an 8 MiB cgroup, one verify pass) on an encrypted 4+2
 # disk, leg 2's server alters its memory: a loop flips a byte in 32 random fragments of
-# its region file every 0.1 s. Every block read
-# that does not verify is rebuilt without leg 2: the load ends with 0 bad pages, no
-# process killed and no failed I/O; leg 2 is named in the log and counted (altered=), no
-# other leg is, and no block failed verification for good.
+# its region file every 0.1 s. Every block read that does not verify is rebuilt without
+# leg 2: the load ends with 0 bad pages, no process killed and no failed I/O; leg 2 is
+# named in the log and counted (altered=, and rswap_target_leg_altered_blocks_total of
+# rswapctl metrics), no other leg is, and no block failed verification for good.
 t_swap_flip() {
 	local code=4+2 why= fpid altered others
 	[ -x "$LOAD" ] || { ktap_skip "no swapload binary at $LOAD"; return; }
@@ -698,6 +699,8 @@ PY
 	altered=$(sed -n 's/^leg2 .* altered=\([0-9]*\).*/\1/p' <<<"$stats")
 	others=$(grep '^leg[013-5] ' <<<"$stats" | grep -vc ' altered=0$')
 	[ "${altered:-0}" -gt 0 ] || why+="leg 2 not counted: $(grep '^leg2 ' <<<"$stats"); "
+	grep -qE "^rswap_target_leg_altered_blocks_total\{.*leg=\"2\"\} $altered\$" <<<"$metrics" \
+		|| why+="rswapctl metrics: $(grep '^rswap_target_leg_altered' <<<"$metrics" | tr '\n' ' '); "
 	[ "$others" = 0 ] || why+="other legs counted: $(grep '^leg' <<<"$stats" | tr '\n' ' '); "
 	grep -q '^encryption .* auth_failures=0 ' <<<"$stats" || why+="$(grep '^encryption' <<<"$stats"); "
 	dmesg | grep -qE "rswap[0-9]+ leg2: block [0-9]+ failed verification; rebuilt without this leg: its server altered its memory" \
