@@ -633,6 +633,12 @@ fn put_crypt(fan: &mut EcRequestData, crypt: KBox<SlotCrypt>) {
     }
 }
 
+/// The crypto state of `rq`, in leg 0's slot, where nothing else of the request is
+/// borrowed with it (else [`take_crypt`]); `None` on a disk that is not encrypted.
+fn crypt_state(fan: &mut EcRequestData) -> Option<&mut SlotCrypt> {
+    fan.part_mut(0).and_then(|p| p.data.crypt.as_deref_mut())
+}
+
 /// On an encrypted disk, a write that succeeded is on the legs' memory: its seals take
 /// effect (see [`DiskCrypt::commit`]).
 fn commit(rq: &mut EcRequest) {
@@ -641,9 +647,8 @@ fn commit(rq: &mut EcRequest) {
     let Some(crypt) = rq.hw_queue().crypt.clone() else {
         return;
     };
-    if let Some(mut sc) = take_crypt(rq.data()) {
+    if let Some(sc) = crypt_state(rq.data()) {
         crypt.disk.commit(&mut sc.rc, offset);
-        put_crypt(rq.data(), sc);
     }
 }
 
@@ -657,11 +662,7 @@ fn write_failed(rq: &mut EcRequest) {
         return;
     };
     let (offset, bytes) = (rq.offset(), rq.bytes());
-    let rc = rq
-        .data()
-        .part_mut(0)
-        .and_then(|p| p.data.crypt.as_deref_mut())
-        .map(|sc| &mut sc.rc);
+    let rc = crypt_state(rq.data()).map(|sc| &mut sc.rc);
     crypt.disk.write_failed(rc, offset, bytes);
 }
 
@@ -1306,13 +1307,9 @@ fn describe(
 /// `Busy` while a write holds one of its blocks.
 fn read_begin(crypt: &DiskCrypt, rq: &mut EcRequest) -> core::result::Result<(), NotNow> {
     let (offset, bytes) = (rq.offset(), rq.bytes());
-    let rc = rq
-        .data()
-        .part_mut(0)
-        .and_then(|p| p.data.crypt.as_deref_mut())
-        .ok_or(NotNow::Fail("no crypto state"))?;
+    let sc = crypt_state(rq.data()).ok_or(NotNow::Fail("no crypto state"))?;
     crypt
-        .read_begin(&mut rc.rc, offset, bytes)
+        .read_begin(&mut sc.rc, offset, bytes)
         .map_err(|_| NotNow::Busy)
 }
 
