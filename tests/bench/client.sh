@@ -253,7 +253,7 @@ cp "$RSWAP_OUT/swapload" "$SWAPLOAD" 2>/dev/null && chmod +x "$SWAPLOAD" \
 # round R (TAG R) it fills the test region and runs every fio job once
 # (<label>/fio-JOB-R.json); in TAG "swap" it runs the swap workload SWAP_RUNS times.
 session() { # ID TAG
-	local id=$1 tag=$2 label=${BK_LABEL[$1]} d j n msg
+	local id=$1 tag=$2 label=${BK_LABEL[$1]} d j n msg pk0 pk1 rq0 rq1
 	d=$R/$label
 	bk_begin "$id" "$tag" || return 0
 	remote_mem_record "$id" || BK_BAD[$id]+=" remote-mem"
@@ -271,9 +271,14 @@ session() { # ID TAG
 		for j in "${FIO_JOBS[@]}"; do
 			quick_skip "$id" "$j" && continue
 			step "$id.$tag.$j"
+			pk0=$(rdma_packets) rq0=$(bdev_requests "$BK_DEV")
 			fio_job "$BK_DEV" "$d/fio-$j-$tag.json" "$j" || {
 				BK_BAD[$id]+=" $j-$tag"; echo "bench client: fio $j (round $tag) on $label failed"
 				tail -3 "$d/fio-$j-$tag.json.log"; }
+			# What the job (its ramp included) carried: report.py's packets per request.
+			pk1=$(rdma_packets) rq1=$(bdev_requests "$BK_DEV")
+			[ -z "$pk0" ] || [ -z "$pk1" ] \
+				|| echo "packets=$((pk1 - pk0)) requests=$((rq1 - rq0))" > "$d/packets-$j-$tag.txt"
 		done
 	fi
 	bk_end "$id" "$tag"

@@ -62,6 +62,25 @@ cg_make() {
 	[ ! -f "$1/memory.swap.max" ] || echo max > "$1/memory.swap.max"
 }
 
+# ---- what the fabric carried ---------------------------------------------------------------
+# RDMA packets this guest's RDMA devices have sent and received so far (soft-RoCE's port
+# counters sent_pkts and rcvd_pkts, summed); nothing when no device counts them (soft-iWARP
+# has no such counters). Under soft-RoCE every packet costs CPU time on both guests, so the
+# packets a request takes explain much of a backend's rate.
+rdma_packets() {
+	local f s=0 found=
+	for f in /sys/class/infiniband/*/ports/*/hw_counters/sent_pkts \
+		/sys/class/infiniband/*/ports/*/hw_counters/rcvd_pkts; do
+		[ -r "$f" ] || continue
+		s=$((s + $(cat "$f"))) found=1
+	done
+	[ -z "$found" ] || echo "$s"
+}
+# Requests a block device has completed so far, reads and writes (its stat file).
+bdev_requests() { # DEV
+	awk '{ print $1 + $5 }' "/sys/block/$(basename "$(readlink -f "$1")")/stat"
+}
+
 # ---- the swap workload (tests/bench/swapload.c) ---------------------------------------------
 # swap_run needs SWAPLOAD (the binary), SWAP_MB (its working set), SWAP_LIMIT_MB and
 # SWAP_HIGH_KB (the cgroup's memory.max and memory.high) and SWAP_TIMEOUT (seconds).
@@ -71,21 +90,24 @@ SWAPLOAD=/tmp/swapload
 vmstat_get() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 # swap_ra: pages the swap cache read ahead (0 on a swap area with synchronous I/O).
 swap_run() { # DEV DIR RUN: one run of the workload; its records are DIR/*-RUN.*
-	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 ra0 ra1 oom
+	local dev=$1 d=$2 n=$3 cg=/sys/fs/cgroup/rswap-bench rc=0 t0 t1 in0 out0 in1 out1 ra0 ra1 oom pk0 pk1
 	swap_fresh "$dev" "$d/mkswap-$n.log" || return 1
 	cg_make "$cg" "${SWAP_LIMIT_MB}M" "${SWAP_HIGH_KB}K"
-	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout) ra0=$(vmstat_get swap_ra)
+	in0=$(vmstat_get pswpin) out0=$(vmstat_get pswpout) ra0=$(vmstat_get swap_ra) pk0=$(rdma_packets)
 	${SWAP_TRACE_START:-}
 	t0=$(date +%s.%N)
 	timeout "$SWAP_TIMEOUT" bash -c "echo \$\$ > $cg/cgroup.procs && exec $SWAPLOAD $SWAP_MB" \
 		> "$d/swapload-$n.json" 2> "$d/swapload-$n.err" || rc=$?
 	t1=$(date +%s.%N)
 	${SWAP_TRACE_STOP:-}
-	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout) ra1=$(vmstat_get swap_ra)
+	in1=$(vmstat_get pswpin) out1=$(vmstat_get pswpout) ra1=$(vmstat_get swap_ra) pk1=$(rdma_packets)
 	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.events")
-	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "swap_ra": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
+	# rdma_packets: null when this guest counts no packets.
+	printf '{"device": %s, "run": %s, "rc": %s, "wall_s": %s, "pswpin": %s, "pswpout": %s, "swap_ra": %s, "rdma_packets": %s, "oom_kill": %s, "mib": %s, "limit_mib": %s, "high_kib": %s, "swaps": %s}\n' \
 		"$(json_str "$dev")" "$n" "$rc" "$(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }")" \
-		$((in1 - in0)) $((out1 - out0)) $((${ra1:-0} - ${ra0:-0})) "${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
+		$((in1 - in0)) $((out1 - out0)) $((${ra1:-0} - ${ra0:-0})) \
+		"$([ -n "$pk0" ] && [ -n "$pk1" ] && echo $((pk1 - pk0)) || echo null)" \
+		"${oom:-0}" "$SWAP_MB" "$SWAP_LIMIT_MB" "$SWAP_HIGH_KB" \
 		"$(json_str "$(tail -n +2 /proc/swaps)")" > "$d/swap-$n.json"
 	timeout 300 swapoff "$dev" || echo "swapoff $dev failed or timed out"
 	rmdir "$cg" 2>/dev/null

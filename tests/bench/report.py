@@ -47,6 +47,8 @@ MAIN = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "nvme
 SWAP_ONLY = ["rswap-sync"]
 # Backends that run the fio jobs only, no swap workload (tests/bench/backends.sh FIO_ONLY).
 FIO_ONLY = ["rswap-uring", "rswap-poll"]
+# Backends that do not go over RDMA (no packets to count).
+LOCAL = ["local"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
 OPTIONAL = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "rswap-md1",
             "rswap-sync", "rswap-4+2", "rswap-2+1"]
@@ -61,6 +63,11 @@ REDUNDANT = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
 REDUNDANT_RATIOS = [("rswap-4+2", "rswap-md1"), ("rswap-2+1", "rswap-md1"), ("rswap-4+2", "rswap"),
                     ("rswap-2+1", "rswap")]
 MEM_ROW = "remote memory per GiB of swap (GiB)"
+# RDMA packets (soft-RoCE's, sent and received by the client) per request of the QD32
+# read job and per page the swap workload moved (pswpin + pswpout): under soft-RoCE each
+# packet costs CPU time on both guests, so these explain much of the rates.
+PACKETS_ROW = "4K rand read QD32x2, RDMA packets per request"
+SWAP_PACKETS_ROW = "swap workload, RDMA packets per page swapped"
 # The fio engine of a backend's jobs (fio_engine), when not libaio: rswap-uring is rswap
 # under io_uring, rswap-poll under io_uring with --hipri, its requests on poll queues.
 ENGINE = {"rswap-uring": "io_uring", "rswap-poll": "io_uring hipri"}
@@ -376,7 +383,19 @@ def fio_engine(opts):
     return engine
 
 
-FIO_FIGURES = ["iops", "bw_mib_s", "lat_mean_us", "lat_p99_us", "clat_mean_us"]
+FIO_FIGURES = ["iops", "bw_mib_s", "lat_mean_us", "lat_p99_us", "clat_mean_us", "packets_per_request"]
+
+
+def parse_packets(path):
+    """RDMA packets per request of one fio job (packets-JOB-N.txt: "packets=P requests=Q",
+    the client's soft-RoCE packets sent and received and the block device's completed
+    requests over the job, its ramp included; tests/bench/client.sh): P / Q, or None."""
+    try:
+        kv = dict(f.split("=", 1) for f in open(path).read().split() if "=" in f)
+        p, q = int(kv["packets"]), int(kv["requests"])
+    except (OSError, ValueError, KeyError):
+        return None
+    return p / q if q > 0 else None
 
 
 def load_fio(d, job):
@@ -388,6 +407,7 @@ def load_fio(d, job):
         f = parse_fio(path)
         if f is not None:
             f["repeat"] = n
+            f["packets_per_request"] = parse_packets(os.path.join(d, "packets-%s-%d.txt" % (job, n)))
             runs.append(f)
     if not runs:
         return None
@@ -551,6 +571,10 @@ def rows(res):
             ok = [r for r in sw.get("runs") or [] if r.get("rc") == 0]
             if k == "majflt":
                 return values([g(r, "swapload", "majflt") for r in ok])
+            if k == "packets_per_page":
+                return values([r["rdma_packets"] / (r["pswpin"] + r["pswpout"]) for r in ok
+                               if isinstance(r.get("rdma_packets"), int)
+                               and r.get("pswpin", 0) + r.get("pswpout", 0) > 0])
             return values([r.get(k) for r in ok])
         return f
     def mem(b):
@@ -573,11 +597,13 @@ def rows(res):
          raw(kops("write_" + deep), perf("ib_write_bw", "msg_per_s")), "higher", True),
         ("64K seq read QD16, MiB/s", fio("seqread", "bw_mib_s"),
          raw(kmib("read_" + deep), perf("ib_read_bw", "bw_avg_mib_s")), "higher", True),
+        (PACKETS_ROW, fio("rr_qd32", "packets_per_request"), raw(None, None), "", True),
         ("swap workload, wall time (s)", swap("wall_s"), raw(None, None), "lower", True),
         ("swap workload, major faults", swap("majflt"), raw(None, None), "", False),
         ("swap workload, pswpin (pages)", swap("pswpin"), raw(None, None), "", False),
         ("swap workload, pswpout (pages)", swap("pswpout"), raw(None, None), "", False),
         ("swap workload, swap_ra (pages read ahead)", swap("swap_ra"), raw(None, None), "", False),
+        (SWAP_PACKETS_ROW, swap("packets_per_page"), raw(None, None), "", True),
         (MEM_ROW, mem, raw(None, None), "lower", True),
     ]
 
@@ -825,7 +851,8 @@ def targets_table(res, out, targets, caption):
 
 # The redundant swap table's rows (of the main table's, and the remote memory).
 REDUNDANT_ROWS = [MEM_ROW, "4K rand read QD1, mean latency (us)", "4K rand write QD1, mean latency (us)",
-                  "4K rand read QD32x2, IOPS", "4K rand write QD32x2, IOPS", "swap workload, wall time (s)"]
+                  "4K rand read QD32x2, IOPS", PACKETS_ROW, "4K rand write QD32x2, IOPS",
+                  "swap workload, wall time (s)", SWAP_PACKETS_ROW]
 
 
 def redundant_table(res, table, out):
@@ -1041,6 +1068,8 @@ def check(res):
                 bad.append("%s: fio %s has no numbers" % (b, j))
             elif j.endswith("qd1") and not all(f.get("lat_p99_us") for f in runs):
                 bad.append("%s: fio %s has no p99" % (b, j))
+            elif b not in LOCAL and not all(f.get("packets_per_request") for f in runs):
+                bad.append("%s: fio %s has no RDMA packets per request (packets-JOB-N.txt)" % (b, j))
         # The fio jobs measured what the backend stands for: its engine, and for
         # rswap-poll requests on the poll queues.
         got, want = engines(e), ENGINE.get(b, "libaio")

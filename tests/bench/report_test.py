@@ -26,6 +26,9 @@ IOPS = {"rswap": [1000, 1200, 1100], "rswap-md1": [900, 900, 900], "rswap-4+2": 
         "rswap-2+1": [800, 800, 800]}
 WALL = {"rswap": [9.0, 10.0, 11.0], "rswap-md1": [10.0, 10.0, 10.0], "rswap-4+2": [11.0, 12.0, 13.0],
         "rswap-2+1": [14.0, 15.0, 16.0]}
+# RDMA packets per QD32 read request and, over the 30 pages of a swap run, per page.
+PACKETS = {"rswap": 5, "rswap-md1": 5, "rswap-4+2": 10, "rswap-2+1": 8}
+SWAP_PACKETS = {"rswap": 150, "rswap-md1": 240, "rswap-4+2": 300, "rswap-2+1": 270}
 
 
 def dump(obj, *path):
@@ -43,9 +46,9 @@ def fio(job, iops, t):
                                       "read": side if read else idle, "write": idle if read else side}]}
 
 
-def swap(wall):
+def swap(wall, packets):
     return {"device": "/dev/x", "rc": 0, "wall_s": wall, "pswpin": 10, "pswpout": 20, "swap_ra": 0,
-            "mib": 8, "limit_mib": 4}
+            "rdma_packets": packets, "mib": 8, "limit_mib": 4}
 
 
 class RedundantSwap(unittest.TestCase):
@@ -77,8 +80,10 @@ class RedundantSwap(unittest.TestCase):
                         if b + ":fio" not in q and b + ":" + j not in q:
                             dump(fio(j, IOPS[b][r - 1] if j == "rr_qd32" else 100, 1000 * r),
                                  bd, "fio-%s-%d.json" % (j, r))
+                            with open(os.path.join(bd, "packets-%s-%d.txt" % (j, r)), "w") as f:
+                                f.write("packets=%d requests=1000\n" % (PACKETS[b] * 1000))
                     if b + ":swap" not in q:
-                        dump(swap(WALL[b][r - 1]), bd, "swap-%d.json" % r)
+                        dump(swap(WALL[b][r - 1], SWAP_PACKETS[b]), bd, "swap-%d.json" % r)
                         dump({"majflt": 5, "bad_pages": 0}, bd, "swapload-%d.json" % r)
         dump({"date": "2026-11-28", "accelerator": "tcg"}, d, "host-env.json")
 
@@ -117,6 +122,11 @@ class RedundantSwap(unittest.TestCase):
                           "| 800 | 0.67x | 0.89x | 0.55x | 0.73x |", md)
             self.assertIn("| swap workload, wall time (s) | lower | 10.0 (9.00-11.0) | 10.0 | 12.0 "
                           "(11.0-13.0) | 15.0 (14.0-16.0) | 1.20x | 1.50x | 1.20x | 1.50x |", md)
+            # Packets per request and per page swapped, and their ratios.
+            self.assertIn("| 4K rand read QD32x2, RDMA packets per request |  | 5.00 | 5.00 | 10.0 | 8.00 "
+                          "| 2.00x | 1.60x | 2.00x | 1.60x |", md)
+            self.assertIn("| swap workload, RDMA packets per page swapped |  | 5.00 | 8.00 | 10.0 | 9.00 "
+                          "| 1.25x | 1.12x | 2.00x | 1.80x |", md)
             self.assertIn("- rswap-4+2: 6 servers allocated 36.0 MiB for 24.0 MiB of swap device: "
                           "1.50 GiB per GiB of swap.", md)
             # The three targets are under the redundant table, not the main one.
@@ -156,18 +166,20 @@ class RedundantSwap(unittest.TestCase):
                           "by --quick)", p.stdout)
 
     def test_check_finds_missing(self):
-        """--check fails on a missing remote memory figure, and on a fio job or swap
-        workload missing that --quick did not leave out."""
+        """--check fails on a missing remote memory figure or packet count, and on a fio
+        job or swap workload missing that --quick did not leave out."""
         with tempfile.TemporaryDirectory() as d:
             self.make(d, no_mem=("rswap-4+2",))
             os.remove(os.path.join(d, "rswap-md1", "fio-rr_qd1-2.json"))
             os.remove(os.path.join(d, "rswap-2+1", "swap-3.json"))
+            os.remove(os.path.join(d, "rswap", "packets-rr_qd32-2.txt"))
             p, res = self.report(d)
             self.assertEqual(p.returncode, 1)
             probs = "\n".join(res["problems"])
             self.assertIn("rswap-4+2: no remote memory figure", probs)
             self.assertIn("rswap-md1: fio rr_qd1: 2 of 3 repeats", probs)
             self.assertIn("rswap-2+1: the swap workload's 3 runs", probs)
+            self.assertIn("rswap: fio rr_qd32 has no RDMA packets per request", probs)
 
     def test_left_out(self):
         """A run without the redundant backends (RSWAP_BENCH_BACKENDS, or a harness before
