@@ -29,6 +29,7 @@ BACKENDS=(
 	"rswap_md:rswap-md1:md RAID1 (write-intent bitmap) over two rswap disks, each backed by its own rswap-server on the memory-server guest"
 	"rswap_ec42:rswap-4+2:/dev/rswap0 with code 4+2 over six rswap-servers on the memory-server guest (4 data and 2 parity fragments a page, extra_reads 1)"
 	"rswap_ec21:rswap-2+1:/dev/rswap0 with code 2+1 over three rswap-servers on the memory-server guest (2 data fragments and their XOR a page, extra_reads 1)"
+	"rswap_ec42_d0:rswap-4+2-d0:/dev/rswap0 as rswap-4+2 with extra_reads 0 (a read asks the four data fragments only, straight into the request's pages)"
 )
 # The swap backends only `make bench-apps` has (tests/bench/apps-client.sh), beside the
 # ones above it shares (rswap, rswap-enc, rswap-md1, nvme-rdma): the alternatives a user
@@ -43,21 +44,21 @@ APP_BACKENDS=(
 # Backends that run the swap workload only (no fill, no fio jobs).
 SWAP_ONLY=(rswap_sync)
 # Backends that run the fill and the fio jobs only (no swap workload).
-FIO_ONLY=(rswap_uring rswap_poll)
+FIO_ONLY=(rswap_uring rswap_poll rswap_ec42_d0)
 # Backends that may be "n/a" without failing the run (the driver under test, while it is
 # not built, and what is built on it); the baselines must always produce their numbers.
-OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md rswap_ec42 rswap_ec21
+OPTIONAL=(rswap rswap_uring rswap_poll rswap_sync rswap_enc rswap_enc_wq rswap_md rswap_ec42 rswap_ec21 rswap_ec42_d0
 	zswap_rswap)
 # What client.sh --quick (make check's smoke test, tests/host/60-bench-quick.sh) leaves
 # out, to keep make check's time: ID (the whole backend, n/a), ID:fio (its fill and fio
 # jobs), ID:swap (its swap workload), ID:JOB (fio job JOB) and ID:later (every round but
 # the first). rswap-4+2 keeps one fill and its QD32 read and rswap-md1 its swap workload,
-# with their remote memory (REMOTE_MEM); rswap-2+1 runs in full runs only. The variants of
+# with their remote memory (REMOTE_MEM); rswap-2+1 and rswap-4+2-d0 run in full runs only. The variants of
 # rswap's own set-up run their fio jobs once, the encrypted ones without their swap
 # workload (56-encrypt swaps on an encrypted disk), and rswap-sync (swap only, 40-swap's
 # sync_swapin test covers its path) not at all: their swap runs were most of the quick
 # bench's time.
-QUICK_SKIP=(rswap_ec21 rswap_md:fio rswap_ec42:swap rswap_ec42:later rswap_ec42:rr_qd1
+QUICK_SKIP=(rswap_ec21 rswap_ec42_d0 rswap_md:fio rswap_ec42:swap rswap_ec42:later rswap_ec42:rr_qd1
 	rswap_ec42:rw_qd1 rswap_ec42:rw_qd32 rswap_ec42:seqread
 	rswap_sync rswap_uring:later rswap_poll:later rswap_enc:swap rswap_enc:later
 	rswap_enc_wq:swap rswap_enc_wq:later)
@@ -88,8 +89,8 @@ remote_mem_record() { # ID
 # of size / k. Reports "not available" while rswap.ko or rswap-server is not built.
 RSWAP_CFG=/sys/kernel/config/rswap/bench
 # What the rswap family's setup varies: encrypt=1, sync_swapin=1 and poll_queues on the
-# target, its code, and rswap.ko's parameters.
-RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS= RSWAP_BK_CODE=
+# target, its code and extra_reads, and rswap.ko's parameters.
+RSWAP_BK_ENCRYPT=0 RSWAP_BK_SYNC=0 RSWAP_BK_POLLQ= RSWAP_BK_PARAMS= RSWAP_BK_CODE= RSWAP_BK_EXTRA=
 
 # The set-up pieces the rswap backends share (rswap and its variants, rswap-md1,
 # rswap-4+2, rswap-2+1); each sets BK_REASON and fails when it cannot do its part.
@@ -139,7 +140,8 @@ backend_rswap_setup() {
 	rswap_insmod $RSWAP_BK_PARAMS || return 1
 	mkdir -p "$RSWAP_CFG" || { BK_REASON="no rswap configfs directory $RSWAP_CFG"; return 1; }
 	if [ -n "$RSWAP_BK_CODE" ]; then
-		echo "$RSWAP_BK_CODE" > "$RSWAP_CFG/code" && echo "$list" > "$RSWAP_CFG/servers"
+		echo "$RSWAP_BK_CODE" > "$RSWAP_CFG/code" && echo "$list" > "$RSWAP_CFG/servers" \
+			&& { [ -z "$RSWAP_BK_EXTRA" ] || echo "$RSWAP_BK_EXTRA" > "$RSWAP_CFG/extra_reads"; }
 	else
 		echo "$PEER" > "$RSWAP_CFG/addr" && echo "$RSWAP_SERVER_PORT" > "$RSWAP_CFG/port"
 	fi && echo "${DEV_MB}M" > "$RSWAP_CFG/size" \
@@ -230,6 +232,12 @@ backend_rswap_ec42_setup() { RSWAP_BK_CODE=4+2 RSWAP_BK_PARAMS= backend_rswap_se
 backend_rswap_ec42_teardown() { backend_rswap_teardown; }
 backend_rswap_ec21_setup() { RSWAP_BK_CODE=2+1 RSWAP_BK_PARAMS= backend_rswap_setup; }
 backend_rswap_ec21_teardown() { backend_rswap_teardown; }
+# rswap-4+2-d0: rswap-4+2 with extra_reads=0, its fio jobs only: a read asks the four legs
+# of the data fragments and nothing more, what late binding (extra_reads 1) adds to it.
+backend_rswap_ec42_d0_setup() {
+	RSWAP_BK_CODE=4+2 RSWAP_BK_EXTRA=0 RSWAP_BK_PARAMS= backend_rswap_setup
+}
+backend_rswap_ec42_d0_teardown() { backend_rswap_teardown; }
 # ----------------------------------------------------------------------------------------
 
 # ---- rswap-md1: md RAID1 over two rswap disks --------------------------------------------

@@ -40,28 +40,30 @@ import sys
 
 # (New ones go last: a backend's colour in the plot is its place here.)
 BACKENDS = ["rswap", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local", "rswap-md1", "rswap-sync",
-            "rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1"]
+            "rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1", "rswap-4+2-d0"]
 # The main table's backend columns; the others have a table of their own.
 MAIN = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "nvme-rdma", "local"]
 # Backends that run the swap workload only (tests/bench/backends.sh SWAP_ONLY).
 SWAP_ONLY = ["rswap-sync"]
 # Backends that run the fio jobs only, no swap workload (tests/bench/backends.sh FIO_ONLY).
-FIO_ONLY = ["rswap-uring", "rswap-poll"]
+FIO_ONLY = ["rswap-uring", "rswap-poll", "rswap-4+2-d0"]
 # Backends that do not go over RDMA (no packets to count).
 LOCAL = ["local"]
 # Backends that may be n/a without failing --check (tests/bench/backends.sh OPTIONAL).
 OPTIONAL = ["rswap", "rswap-uring", "rswap-poll", "rswap-enc", "rswap-enc-wq", "rswap-md1",
-            "rswap-sync", "rswap-4+2", "rswap-2+1"]
+            "rswap-sync", "rswap-4+2", "rswap-2+1", "rswap-4+2-d0"]
 # The ids of backends whose label is not their id with "-" for "_" (RSWAP_BENCH_BACKENDS
 # takes either).
-IDS = {"rswap-md1": "rswap_md", "rswap-4+2": "rswap_ec42", "rswap-2+1": "rswap_ec21"}
+IDS = {"rswap-md1": "rswap_md", "rswap-4+2": "rswap_ec42", "rswap-2+1": "rswap_ec21",
+       "rswap-4+2-d0": "rswap_ec42_d0"}
 # Backends whose remote memory is measured (tests/bench/backends.sh REMOTE_MEM).
 REMOTE_MEM = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
 # The redundant swap table: swap over several servers (md RAID1 over two rswap disks, one
-# rswap disk over 4+2 and over 2+1 servers) and one rswap disk, with these ratios.
-REDUNDANT = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
+# rswap disk over 4+2 and over 2+1 servers, and 4+2 with extra_reads=0, fio only) and one
+# rswap disk, with these ratios.
+REDUNDANT = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1", "rswap-4+2-d0"]
 REDUNDANT_RATIOS = [("rswap-4+2", "rswap-md1"), ("rswap-2+1", "rswap-md1"), ("rswap-4+2", "rswap"),
-                    ("rswap-2+1", "rswap")]
+                    ("rswap-2+1", "rswap"), ("rswap-4+2-d0", "rswap")]
 MEM_ROW = "remote memory per GiB of swap (GiB)"
 # RDMA packets (soft-RoCE's, sent and received by the client) per request of the QD32
 # read job and per page the swap workload moved (pswpin + pswpout): under soft-RoCE each
@@ -75,7 +77,7 @@ ENGINE = {"rswap-uring": "io_uring", "rswap-poll": "io_uring hipri"}
 ENCRYPTED = ["rswap-enc", "rswap-enc-wq"]
 # Backends added after client.sh began to list its backends (env "backends"): a run
 # without that list did not have them.
-NEWER = ["rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1"]
+NEWER = ["rswap-uring", "rswap-poll", "rswap-4+2", "rswap-2+1", "rswap-4+2-d0"]
 FIO_JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 # The raw transport columns: the primary reference (samples/rdma_bench: kernel verbs, one RC
 # queue made like rswap's, against rswap-server) and perftest (user space, secondary).
@@ -867,7 +869,8 @@ def redundant_table(res, table, out):
     out.append("")
     out.append("Redundant swap: rswap's own redundancy, one disk over k + r servers (rswap-4+2: "
                "4 data and 2 parity fragments a page on six rswap-servers, any two may be "
-               "lost; rswap-2+1: 2 and their XOR on three, any one), against md RAID1 over "
+               "lost; rswap-2+1: 2 and their XOR on three, any one; rswap-4+2-d0: 4+2 with "
+               "extra_reads=0, its fio jobs only), against md RAID1 over "
                "two rswap disks (rswap-md1, any one) and one rswap disk, in the same run. "
                "Every server runs on the one memory-server guest, over the one link. Remote "
                "memory is what the backend's servers allocated over the size of its swap "
@@ -879,11 +882,12 @@ def redundant_table(res, table, out):
     by = {r["metric"]: r for r in table}
     for m in REDUNDANT_ROWS:
         r = by[m]
-        cells = [m, r["better"] or ""] + [fmt_cell(r, b) for b in cols]
+        cells = [m, r["better"] or ""] + [
+            "-" if b in FIO_ONLY and (swap_row(m) or m == MEM_ROW) else fmt_cell(r, b) for b in cols]
         cells += [fmt_ratio(r["ratios"].get(ratio_key(a, b))) for a, b in ratios]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    for b in cols:
+    for b in (b for b in cols if b in REMOTE_MEM):
         m = g(res["backends"][b], "remote_memory")
         if m:
             out.append("- %s: %d server%s allocated %s MiB for %s MiB of swap device: %s GiB per "
@@ -968,7 +972,7 @@ def plot(res, table, path):
     keys = [k for k in every if selected(res, k)]
     names = [NAMES.get(k, k) for k in keys]
     colors = ["#444444", "#aaaaaa", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#2ca02c",
-              "#9467bd", "#17becf", "#e377c2", "#8c564b", "#7f7f00", "#00007f"]
+              "#9467bd", "#17becf", "#e377c2", "#8c564b", "#7f7f00", "#00007f", "#7f0000"]
     by = {r["metric"]: r for r in table}
     panels = [
         ("QD1 mean latency (us, lower is better)",

@@ -14,8 +14,10 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BACKENDS = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1"]
-IDS = ["rswap", "rswap_md", "rswap_ec42", "rswap_ec21"]
+BACKENDS = ["rswap", "rswap-md1", "rswap-4+2", "rswap-2+1", "rswap-4+2-d0"]
+IDS = ["rswap", "rswap_md", "rswap_ec42", "rswap_ec21", "rswap_ec42_d0"]
+# rswap-4+2-d0 runs its fio jobs only: no swap workload, no remote memory of its own.
+FIO_ONLY = ["rswap-4+2-d0"]
 JOBS = ["rr_qd1", "rw_qd1", "rr_qd32", "rw_qd32", "seqread"]
 MIB = 2**20
 # Per backend: (servers, allocated MiB, swap device MiB), the QD32 read IOPS of its rounds,
@@ -23,11 +25,11 @@ MIB = 2**20
 REMOTE = {"rswap": (1, 24, 24), "rswap-md1": (2, 80, 40), "rswap-4+2": (6, 36, 24),
           "rswap-2+1": (3, 36, 24)}
 IOPS = {"rswap": [1000, 1200, 1100], "rswap-md1": [900, 900, 900], "rswap-4+2": [500, 700, 600],
-        "rswap-2+1": [800, 800, 800]}
+        "rswap-2+1": [800, 800, 800], "rswap-4+2-d0": [770, 770, 770]}
 WALL = {"rswap": [9.0, 10.0, 11.0], "rswap-md1": [10.0, 10.0, 10.0], "rswap-4+2": [11.0, 12.0, 13.0],
         "rswap-2+1": [14.0, 15.0, 16.0]}
 # RDMA packets per QD32 read request and, over the 30 pages of a swap run, per page.
-PACKETS = {"rswap": 5, "rswap-md1": 5, "rswap-4+2": 10, "rswap-2+1": 8}
+PACKETS = {"rswap": 5, "rswap-md1": 5, "rswap-4+2": 10, "rswap-2+1": 8, "rswap-4+2-d0": 8}
 SWAP_PACKETS = {"rswap": 150, "rswap-md1": 240, "rswap-4+2": 300, "rswap-2+1": 270}
 
 
@@ -68,7 +70,7 @@ class RedundantSwap(unittest.TestCase):
                 os.makedirs(bd)
                 if s == "n/a" or b in q:
                     continue
-                if b not in no_mem:
+                if b not in no_mem and b not in FIO_ONLY:
                     n, alloc, dev = REMOTE[b]
                     with open(os.path.join(bd, "remote-mem.txt"), "w") as f:
                         f.write("servers=%d allocated_bytes=%d device_bytes=%d\n"
@@ -82,7 +84,7 @@ class RedundantSwap(unittest.TestCase):
                                  bd, "fio-%s-%d.json" % (j, r))
                             with open(os.path.join(bd, "packets-%s-%d.txt" % (j, r)), "w") as f:
                                 f.write("packets=%d requests=1000\n" % (PACKETS[b] * 1000))
-                    if b + ":swap" not in q:
+                    if b + ":swap" not in q and b not in FIO_ONLY:
                         dump(swap(WALL[b][r - 1], SWAP_PACKETS[b]), bd, "swap-%d.json" % r)
                         dump({"majflt": 5, "bad_pages": 0}, bd, "swapload-%d.json" % r)
         dump({"date": "2026-11-28", "accelerator": "tcg"}, d, "host-env.json")
@@ -99,7 +101,8 @@ class RedundantSwap(unittest.TestCase):
             self.make(d)
             p, res = self.report(d)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            per = {b: res["backends"][b]["remote_memory"]["per_gib_swap"] for b in BACKENDS}
+            per = {b: res["backends"][b]["remote_memory"]["per_gib_swap"] for b in BACKENDS
+                   if b not in FIO_ONLY}
             self.assertEqual(per, {"rswap": 1.0, "rswap-md1": 2.0, "rswap-4+2": 1.5, "rswap-2+1": 1.5})
             t = {x["key"]: x for x in res["targets"]}
             # Wall time: medians 12 / 10; remote memory 1.5 / 2; QD32 read IOPS 600 / 1100.
@@ -112,21 +115,23 @@ class RedundantSwap(unittest.TestCase):
             self.assertEqual([t["ec42_qd32_read_iops_vs_rswap"][k] for k in ("ratio_min", "ratio_max")],
                              [500 / 1200, 700 / 1000])
             md = p.stdout
-            head = "| metric | better | rswap | rswap-md1 | rswap-4+2 | rswap-2+1 | " \
-                   "rswap-4+2/rswap-md1 | rswap-2+1/rswap-md1 | rswap-4+2/rswap | rswap-2+1/rswap |"
+            head = "| metric | better | rswap | rswap-md1 | rswap-4+2 | rswap-2+1 | rswap-4+2-d0 | " \
+                   "rswap-4+2/rswap-md1 | rswap-2+1/rswap-md1 | rswap-4+2/rswap | rswap-2+1/rswap | " \
+                   "rswap-4+2-d0/rswap |"
             self.assertIn("Redundant swap: ", md)
             self.assertIn(head, md)
-            self.assertIn("| remote memory per GiB of swap (GiB) | lower | 1.00 | 2.00 | 1.50 | 1.50 | "
-                          "0.75x | 0.75x | 1.50x | 1.50x |", md)
+            self.assertIn("| remote memory per GiB of swap (GiB) | lower | 1.00 | 2.00 | 1.50 | 1.50 | - | "
+                          "0.75x | 0.75x | 1.50x | 1.50x | n/a |", md)
             self.assertIn("| 4K rand read QD32x2, IOPS | higher | 1100 (1000-1200) | 900 | 600 (500-700) "
-                          "| 800 | 0.67x | 0.89x | 0.55x | 0.73x |", md)
+                          "| 800 | 770 | 0.67x | 0.89x | 0.55x | 0.73x | 0.70x |", md)
             self.assertIn("| swap workload, wall time (s) | lower | 10.0 (9.00-11.0) | 10.0 | 12.0 "
-                          "(11.0-13.0) | 15.0 (14.0-16.0) | 1.20x | 1.50x | 1.20x | 1.50x |", md)
+                          "(11.0-13.0) | 15.0 (14.0-16.0) | - | 1.20x | 1.50x | 1.20x | 1.50x | n/a |", md)
             # Packets per request and per page swapped, and their ratios.
             self.assertIn("| 4K rand read QD32x2, RDMA packets per request |  | 5.00 | 5.00 | 10.0 | 8.00 "
-                          "| 2.00x | 1.60x | 2.00x | 1.60x |", md)
+                          "| 8.00 | 2.00x | 1.60x | 2.00x | 1.60x | 1.60x |", md)
             self.assertIn("| swap workload, RDMA packets per page swapped |  | 5.00 | 8.00 | 10.0 | 9.00 "
-                          "| 1.25x | 1.12x | 2.00x | 1.80x |", md)
+                          "| - | 1.25x | 1.12x | 2.00x | 1.80x | n/a |", md)
+            self.assertNotIn("rswap-4+2-d0: no remote memory figure", md)
             self.assertIn("- rswap-4+2: 6 servers allocated 36.0 MiB for 24.0 MiB of swap device: "
                           "1.50 GiB per GiB of swap.", md)
             # The three targets are under the redundant table, not the main one.
