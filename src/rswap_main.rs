@@ -70,6 +70,12 @@ module! {
                           device that loses them would (rswap then completes them itself \
                           when their queue pair is destroyed)",
         },
+        fault_fail_posts: u32 {
+            default: 0,
+            description: "For tests: fail this many RDMA READ or WRITE posts with ENOTCONN, \
+                          as a device does on a queue pair it put in the error state when \
+                          the server disconnected",
+        },
         fault_fail_reconnect_allocs: u32 {
             default: 0,
             description: "For tests: fail this many allocating steps of queue recoveries \
@@ -97,6 +103,8 @@ impl kernel::InPlaceModule for RswapModule {
         blk::DiskIndex::init();
         #[cfg(rswap_fault_injection)]
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
+        #[cfg(rswap_fault_injection)]
+        ib::qp::fail_posts(module_parameters::fault_fail_posts.value());
         #[cfg(rswap_fault_injection)]
         transport::fault::fail_reconnect_allocs(
             module_parameters::fault_fail_reconnect_allocs.value(),

@@ -25,6 +25,27 @@ use super::{
     rdma_device::RdmaDevice,
 };
 
+/// RDMA READ and WRITE posts still to fail, for tests (see [`fail_posts`]).
+#[cfg(rswap_fault_injection)]
+static FAIL_POSTS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Makes the next `n` RDMA READ or WRITE posts (of any QP) fail with `ENOTCONN` before they
+/// reach the device, as posts do on a QP the device put in the error state when the peer
+/// disconnected (soft-iWARP refuses those). For the test of that path (the
+/// `fault_fail_posts` module parameter of a module built with fault injection).
+#[cfg(rswap_fault_injection)]
+pub(crate) fn fail_posts(n: u32) {
+    FAIL_POSTS.store(n, Ordering::Relaxed);
+}
+
+/// Whether to fail this post (see [`fail_posts`]).
+#[cfg(rswap_fault_injection)]
+fn fail_post() -> bool {
+    FAIL_POSTS
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+        .is_ok()
+}
+
 /// The shape of a QP.
 pub(crate) struct QpCaps {
     /// Send work requests (RDMA READ/WRITE) in flight at once.
@@ -388,6 +409,10 @@ impl Qp {
         remote_addr: u64,
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
+        #[cfg(rswap_fault_injection)]
+        if fail_post() {
+            return Err((ENOTCONN, owner));
+        }
         let posting = Posting::new(owner, self.cq.outstanding());
         let (sges, len) = {
             let sges = posting.sges();
