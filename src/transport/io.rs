@@ -344,10 +344,17 @@ fn post<R: IoOwner>(
             IoCounters::count(&counters.completed);
             io.slot().unmap(conn.rdma_device().device());
             if e == ENOMEM || e == EBUSY {
-                Err((Refusal::Busy, io))
-            } else {
-                Err((Refusal::Fail("posting the work request failed"), io))
+                return Err((Refusal::Busy, io));
             }
+            // The QP would not take it: the device has put it in the error state, as when
+            // the server disconnected after the check above (soft-iWARP refuses posts
+            // then). As for a connection lost: recover and issue it again, or fail.
+            Err(
+                match Queue::fail(queue, c"posting the work request failed", 0) {
+                    Verdict::Retry => (Refusal::Wait, io),
+                    Verdict::Fail => (Refusal::Fail("posting the work request failed"), io),
+                },
+            )
         }
     }
 }

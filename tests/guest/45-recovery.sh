@@ -394,6 +394,37 @@ t_lost_completions() {
 }
 ktap_test "recovery: a device that loses flushed completions (rswap.ko fault_lose_flushes=16): the server closes every connection under fio verify; rswap completes the lost work requests itself when their QP goes, fio ends with 0 errors, disable and rmmod work" t_lost_completions
 
+# A post the QP refuses: once the server's disconnect has put a QP in the error state,
+# soft-iWARP refuses the posts that raced it. rswap.ko's fault_fail_posts=4 fails the
+# first four RDMA READ/WRITE posts with ENOTCONN; each is a lost connection: the queue
+# recovers and the request is issued again on the new one, so fio verify ends with 0
+# errors (before, the request failed with EIO).
+t_post_refused() {
+	local n0 refused
+	n0=$(dmesg | grep -c 'posting the work request failed: reconnecting')
+	if rswap_load fault_fail_posts=4 && start_server && mkdir $T && enable_with 60000 0x450a; then
+		fio_verify_start refused
+		wait_exit $fpid 300; frc=$?
+		errs=$(fio_errors refused)
+		refused=$(( $(dmesg | grep -c 'posting the work request failed: reconnecting') - n0 ))
+		st=$(cat $T/state)
+		d_rc=1; echo 0 > $T/enable && d_rc=0
+		rmdir $T
+		m_rc=1; rmmod rswap && m_rc=0
+		if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $refused -ge 1 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
+			ktap_pass
+			ktap_diag "refused posts that started a recovery: $refused; state was: $st"
+		else
+			ktap_fail "fio exit $frc errors $errs, recoveries from a refused post $refused, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-refused.log"); $(dmesg | grep rswap | tail -4)"
+		fi
+	else
+		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
+		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
+	fi
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+}
+ktap_test "recovery: RDMA posts the QP refuses (rswap.ko fault_fail_posts=4, as soft-iWARP after a disconnect) start a recovery and are issued again; fio verify ends with 0 errors, disable and rmmod work" t_post_refused
+
 # Allocations fail while the queues reconnect under a swap load: rswap.ko's
 # fault_fail_reconnect_allocs=8 fails the next 8 allocating steps of recoveries (the
 # cm_id, the QP, the RECV buffer, the link, in turn) with ENOMEM, as when even the memory
