@@ -162,6 +162,17 @@ pub(crate) enum Refusal {
     Fail(&'static str),
 }
 
+impl Refusal {
+    /// What a queue that failed says of an I/O it did not take, as its `verdict` goes:
+    /// wait for its recovery, or fail for `why`.
+    fn after(verdict: Verdict, why: &'static str) -> Self {
+        match verdict {
+            Verdict::Retry => Self::Wait,
+            Verdict::Fail => Self::Fail(why),
+        }
+    }
+}
+
 /// What owns an I/O: the device's request, which gives itself up to the transport while
 /// its work request is posted (as a pointer to its [`IoSlot`]) and is completed once.
 pub(crate) trait IoOwner: IntoRaw<Target = Self::Slot> + Send {
@@ -290,9 +301,8 @@ impl Queue {
     ) -> core::result::Result<(), (Refusal, R)> {
         match Queue::with_conn(this, io, |link, conn, io| post(this, link, conn, io, desc)) {
             Ok(result) => result,
-            Err((Verdict::Retry, io)) => Err((Refusal::Wait, io)),
-            // Dead: device removed, recovery failed or off, disabled.
-            Err((Verdict::Fail, io)) => Err((Refusal::Fail("the queue is dead"), io)),
+            // Recovering, or dead: device removed, recovery failed or off, disabled.
+            Err((verdict, io)) => Err((Refusal::after(verdict, "the queue is dead"), io)),
         }
     }
 }
@@ -313,10 +323,8 @@ fn post<R: IoOwner>(
     } = desc;
     if !conn.is_established() {
         // The server disconnected: recover (issue it again later) or fail.
-        return Err(match Queue::fail(queue, c"connection lost", 0) {
-            Verdict::Retry => (Refusal::Wait, io),
-            Verdict::Fail => (Refusal::Fail("the queue is dead"), io),
-        });
+        let verdict = Queue::fail(queue, c"connection lost", 0);
+        return Err((Refusal::after(verdict, "the queue is dead"), io));
     }
     let Ok(remote_addr) = link.region().remote_addr(offset, u64::from(bytes)) else {
         return Err((Refusal::Fail("outside the remote region"), io));
@@ -349,12 +357,11 @@ fn post<R: IoOwner>(
             // The QP would not take it: the device has put it in the error state, as when
             // the server disconnected after the check above (soft-iWARP refuses posts
             // then). As for a connection lost: recover and issue it again, or fail.
-            Err(
-                match Queue::fail(queue, c"posting the work request failed", 0) {
-                    Verdict::Retry => (Refusal::Wait, io),
-                    Verdict::Fail => (Refusal::Fail("posting the work request failed"), io),
-                },
-            )
+            let verdict = Queue::fail(queue, c"posting the work request failed", 0);
+            Err((
+                Refusal::after(verdict, "posting the work request failed"),
+                io,
+            ))
         }
     }
 }
