@@ -397,25 +397,28 @@ ktap_test "recovery: a device that loses flushed completions (rswap.ko fault_los
 # A post the QP refuses: once the server's disconnect has put a QP in the error state,
 # soft-iWARP refuses the posts that raced it. rswap.ko's fault_fail_posts=4 fails the
 # first four RDMA READ/WRITE posts with ENOTCONN; each is a lost connection: the queue
-# recovers and the request is issued again on the new one, so fio verify ends with 0
-# errors (before, the request failed with EIO).
+# recovers and the request is issued again on the new one: fio verify ends with 0 errors
+# and the log has no I/O error since the test's mark (the first posts refused are the
+# partition scan's at enable; before, they failed with EIO).
 t_post_refused() {
-	local n0 refused
-	n0=$(dmesg | grep -c 'posting the work request failed: reconnecting')
+	local since refused ioerr
+	dmesg_mark "45-recovery: refused"
 	if rswap_load fault_fail_posts=4 && start_server && mkdir $T && enable_with 60000 0x450a; then
 		fio_verify_start refused
 		wait_exit $fpid 300; frc=$?
 		errs=$(fio_errors refused)
-		refused=$(( $(dmesg | grep -c 'posting the work request failed: reconnecting') - n0 ))
+		since=$(dmesg | sed -n '/rswap-test-mark: 45-recovery: refused/,$p')
+		refused=$(printf '%s\n' "$since" | grep -c 'posting the work request failed: reconnecting')
+		ioerr=$(printf '%s\n' "$since" | grep -c 'I/O error, dev rswap0')
 		st=$(cat $T/state)
 		d_rc=1; echo 0 > $T/enable && d_rc=0
 		rmdir $T
 		m_rc=1; rmmod rswap && m_rc=0
-		if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $refused -ge 1 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
+		if [ $frc = 0 ] && [ "$errs" = 0 ] && [ $refused -ge 1 ] && [ $ioerr = 0 ] && [ $d_rc = 0 ] && [ $m_rc = 0 ]; then
 			ktap_pass
-			ktap_diag "refused posts that started a recovery: $refused; state was: $st"
+			ktap_diag "refused posts that started a recovery: $refused; I/O errors in the log: 0; state was: $st"
 		else
-			ktap_fail "fio exit $frc errors $errs, recoveries from a refused post $refused, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-refused.log"); $(dmesg | grep rswap | tail -4)"
+			ktap_fail "fio exit $frc errors $errs, recoveries from a refused post $refused, I/O error lines $ioerr, disable=$d_rc rmmod=$m_rc, state $st; $(tail -3 "$OUT/fio-refused.log"); $(dmesg | grep rswap | tail -4)"
 		fi
 	else
 		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
