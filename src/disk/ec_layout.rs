@@ -210,29 +210,42 @@ impl Layout {
     }
 }
 
-/// The candidates of [`Layout::exclusions`]: legs to leave out of a decode, one set at a
-/// time.
+/// The candidates of [`Layout::exclusions`]: sets of legs to leave out of a decode, in
+/// the order they are tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Exclusions {
-    /// The legs that may be left out, one at a time, lowest first; bit 16 stands for
-    /// "none left out", tried first.
-    left: u32,
+    layout: Layout,
+    group: u64,
+    arrived: LegMask,
+    /// How many legs the sets taken now leave out: none first, then one, up to r.
+    size: u32,
+    /// The next set of that size to look at: sets of one size go lowest first.
+    from: u32,
 }
 
 impl Iterator for Exclusions {
     type Item = LegMask;
 
     fn next(&mut self) -> Option<LegMask> {
-        if self.left == 0 {
-            return None;
+        let sets = 1u32 << self.layout.code.legs();
+        while self.size <= u32::from(self.layout.code.r()) {
+            while self.from < sets {
+                let set = self.from;
+                self.from += 1;
+                if set.count_ones() != self.size {
+                    continue;
+                }
+                match LegMask::try_from(set) {
+                    Ok(out) if self.layout.worth_leaving_out(self.group, self.arrived, out) => {
+                        return Some(out)
+                    }
+                    _ => {}
+                }
+            }
+            self.size += 1;
+            self.from = 0;
         }
-        let bit = if self.left & (1 << 16) != 0 {
-            1 << 16
-        } else {
-            1 << self.left.trailing_zeros()
-        };
-        self.left &= !bit;
-        Some(LegMask::try_from(bit & 0xffff).unwrap_or(0))
+        None
     }
 }
 
@@ -256,19 +269,34 @@ impl Layout {
 
     /// What a block of group `group` whose fragments from the legs of `arrived` put
     /// together do not verify is tried with, in order: first no leg left out (0), then
-    /// each leg that decode used, one at a time (lowest first), wherever the others still
-    /// decode without it. The first that verifies is the block; the leg it leaves out is
-    /// the one whose fragment was wrong. A leg the decode did not use is not tried: the
-    /// same fragments would be put together again.
+    /// each leg, then each two legs, up to r, lowest first; a set where the others still
+    /// decode, and whose every leg the decode without the set's other legs uses. The first
+    /// that verifies is the block; the legs it leaves out are those whose fragments were
+    /// wrong. A set with a leg that decode would not use is not tried: leaving that leg
+    /// out puts the same fragments together again as the set without it.
     pub(crate) fn exclusions(&self, group: u64, arrived: LegMask) -> Exclusions {
-        let used = self.used(group, self.decode(group, arrived));
-        let singles = (0..self.code.legs())
-            .filter(|&l| used & (1 << l) != 0)
-            .filter(|&l| self.decode(group, arrived & !(1 << l)) != Decode::Impossible)
-            .fold(0u32, |m, l| m | 1 << l);
         Exclusions {
-            left: 1 << 16 | singles,
+            layout: *self,
+            group,
+            arrived,
+            size: 0,
+            from: 0,
         }
+    }
+
+    /// Whether leaving the legs of `out` out of a block of group `group` whose fragments
+    /// arrived from `arrived` is one of its [`Layout::exclusions`].
+    fn worth_leaving_out(&self, group: u64, arrived: LegMask, out: LegMask) -> bool {
+        if out == 0 {
+            return true;
+        }
+        if out & !arrived != 0 || self.decode(group, arrived & !out) == Decode::Impossible {
+            return false;
+        }
+        (0..self.code.legs())
+            .map(|l| 1 << l)
+            .filter(|&leg| out & leg != 0)
+            .all(|leg| self.used(group, self.decode(group, arrived & !(out & !leg))) & leg != 0)
     }
 }
 
@@ -459,37 +487,60 @@ mod tests {
         });
     }
 
-    /// The candidates for a block that does not verify: none left out first, then each
-    /// leg the decode used, once, lowest first; each candidate decodes without the leg it
-    /// leaves out. With every leg back and parity (r > 0), a single wrong fragment on any
-    /// leg the decode read is left out by one candidate, whose decode does not use it;
-    /// without parity there is nothing to try.
+    /// The candidates for a block that does not verify: none left out first, then sets of
+    /// one leg, two ..., up to r, lowest first; without each the others decode, and each
+    /// leg of a set is one the decode without the set's other legs uses. Whatever legs
+    /// lie, up to r of them and with the others enough to decode, the first candidate
+    /// whose decode uses none of them leaves out liars only: the legs named are the ones
+    /// that lied.
     #[test]
     fn exclusion_candidates() {
+        let bits = |m: LegMask| (0..16).map(|l| 1 << l).filter(move |&b| m & b != 0);
         every_mask(|c, l, g, arrived| {
-            let d = l.decode(g, arrived);
             let cands: std::vec::Vec<LegMask> = l.exclusions(g, arrived).collect();
             assert_eq!(cands.first(), Some(&0), "{c} {arrived:b}");
-            let mut last = None;
+            let mut last = (0, 0);
             for &e in cands.iter().skip(1) {
-                assert_eq!(e.count_ones(), 1, "{c} {arrived:b}");
-                assert_ne!(e & l.used(g, d), 0, "{c} {arrived:b}: {e:b} unused");
+                assert!(e.count_ones() <= u32::from(c.r()), "{c} {arrived:b}: {e:b}");
+                assert_eq!(e & !arrived, 0, "{c} {arrived:b}: {e:b} did not arrive");
+                assert!(last < (e.count_ones(), e), "{c} {arrived:b}: not in order");
+                last = (e.count_ones(), e);
                 let without = l.decode(g, arrived & !e);
                 assert_ne!(without, Decode::Impossible, "{c} {arrived:b} -{e:b}");
                 assert_eq!(l.used(g, without) & e, 0);
-                assert!(last < Some(e), "{c} {arrived:b}: not in order");
-                last = Some(e);
+                for leg in bits(e) {
+                    let others = l.decode(g, arrived & !(e & !leg));
+                    assert_ne!(l.used(g, others) & leg, 0, "{c} {arrived:b} -{e:b}");
+                }
             }
-            if arrived == l.all_legs() && d != Decode::Impossible {
-                let tried = cands.iter().fold(0, |m, e| m | e);
-                let want = if c.r() == 0 { 0 } else { l.used(g, d) };
-                assert_eq!(tried, want, "{c} group {g}");
+            if l.decode(g, arrived) == Decode::Impossible {
+                return;
+            }
+            for liars in 1..(1 as LegMask) << c.legs() {
+                let d = l.decode(g, arrived & !liars);
+                if liars & !arrived != 0
+                    || liars.count_ones() > u32::from(c.r())
+                    || d == Decode::Impossible
+                {
+                    continue;
+                }
+                let first = cands
+                    .iter()
+                    .find(|&&e| l.used(g, l.decode(g, arrived & !e)) & liars == 0);
+                let e = first.unwrap_or_else(|| panic!("{c} {arrived:b}: no way around {liars:b}"));
+                assert_eq!(e & !liars, 0, "{c} {arrived:b}: {e:b} names honest legs");
             }
         });
-        // 4+2, group 0, every leg back: data legs 0..3 used; each left out in turn.
+        // 4+2, group 0, every leg back: data legs 0..3 used; each left out in turn, then
+        // two at a time (6 sets, decoded from P and Q), then each with P (leg 4: 4 sets,
+        // decoded from Q). Not a data leg with Q, nor P with Q: without the data leg the
+        // decode uses P, not Q; with every data leg it uses neither.
         let l = Layout::new(code(4, 2), 1 << 30);
         let cands: std::vec::Vec<LegMask> = l.exclusions(0, 0b111111).collect();
-        assert_eq!(cands, [0, 0b1, 0b10, 0b100, 0b1000]);
+        assert_eq!(&cands[..5], [0, 0b1, 0b10, 0b100, 0b1000]);
+        assert_eq!(cands.len(), 5 + 6 + 4);
+        assert!(cands.contains(&0b110) && cands.contains(&0b010010));
+        assert!(!cands.contains(&0b100001) && !cands.contains(&0b110000));
         assert_eq!(l.decode(0, 0b111101), Decode::Xor { missing: 1 });
         // Striping: nothing to rebuild from.
         let s = Layout::new(code(4, 0), 1 << 30);

@@ -128,7 +128,7 @@ pub(crate) struct EcShared {
     /// For a late read that ended early: the legs back when it did.
     back_at_end: AtomicU16,
     /// An encrypted read whose block did not verify, issued again to every leg that has
-    /// the group, to be rebuilt without one leg at a time ([`verify_read`]).
+    /// the group, to be rebuilt without up to r legs' fragments ([`verify_read`]).
     verify: bool,
     /// Times this request was issued again because a leg's queue failed.
     retries: u8,
@@ -668,7 +668,7 @@ fn write_failed(rq: &mut EcRequest) {
 
 /// An encrypted read whose fragments are in its pages: opened here (in its completion),
 /// or in the disk's crypto workqueue if it opens reads there or the read is rebuilt
-/// without one leg at a time ([`verify_read`]).
+/// without up to r legs' fragments ([`verify_read`]).
 fn open_read(mut rq: EcRequest, issued: Option<Instant<Monotonic>>) {
     let (in_wq, opened) = match rq.hw_queue().crypt.clone() {
         None => (false, Err(CryptError::Failed("no crypto state"))),
@@ -705,8 +705,8 @@ fn open_pages(rq: &mut EcRequest, crypt: &DiskCrypt) -> core::result::Result<(),
 }
 
 /// Ends an encrypted read once opened; or issues it again: to every leg that has the
-/// group if a block did not verify (it is then rebuilt without one leg at a time), or as
-/// it was if it raced a write of its blocks.
+/// group if a block did not verify (it is then rebuilt without up to r legs' fragments),
+/// or as it was if it raced a write of its blocks.
 fn after_open(
     mut rq: EcRequest,
     issued: Option<Instant<Monotonic>>,
@@ -729,11 +729,12 @@ fn after_open(
             if log_failure() {
                 pr_err!(
                     "{}: queue {}: read at sector {} failed: block {} does not verify, nor \
-                     does any rebuild of it without one server's fragment\n",
+                     does any rebuild of it without the fragments of up to {} servers\n",
                     hwq.first.name(),
                     hwq.first.index(),
                     rq.sector(),
-                    block
+                    block,
+                    hwq.layout.code().r()
                 );
             }
             fail(rq, "a block does not verify")
@@ -748,10 +749,11 @@ static ALTERED: AtomicU64 = AtomicU64::new(0);
 
 /// Rebuilds each block of encrypted read `rq` that does not verify from the fragments
 /// its legs read (every leg that has the group: the read was issued again so), leaving
-/// out one leg at a time ([`Layout::exclusions`]); the first that verifies is the block,
-/// and the leg left out altered its memory: it is counted, named in the log and its
-/// group marked dirty there, so that the resync writes its fragment again. A block that
-/// no candidate opens fails the read. Task context (the disk's crypto workqueue).
+/// out one leg at a time, then two, up to r ([`Layout::exclusions`]); the first that
+/// verifies is the block, and the legs left out altered their memory: each is counted,
+/// named in the log and its group marked dirty there, so that the resync writes its
+/// fragment again. A block that no candidate opens fails the read. Task context (the
+/// disk's crypto workqueue).
 fn verify_read(rq: &mut EcRequest, crypt: &DiskCrypt) -> core::result::Result<(), CryptError> {
     let failed = |why| CryptError::Failed(why);
     let layout = rq.hw_queue().layout;
@@ -811,21 +813,22 @@ fn verify_read(rq: &mut EcRequest, crypt: &DiskCrypt) -> core::result::Result<()
         }
     }
     let hwq = rq.hw_queue();
-    for (i, &liar) in liars.iter().enumerate().filter(|&(_, &l)| l != 0) {
-        let leg = liar.trailing_zeros() as usize;
-        if let Some(c) = hwq.leg_io.get(leg) {
-            c.altered.fetch_add(1, Ordering::Relaxed);
+    for (i, &liars) in liars.iter().enumerate().filter(|&(_, &l)| l != 0) {
+        for leg in (0..hwq.legs.len()).filter(|&l| liars & (1 << l) != 0) {
+            if let Some(c) = hwq.leg_io.get(leg) {
+                c.altered.fetch_add(1, Ordering::Relaxed);
+            }
+            let n = ALTERED.fetch_add(1, Ordering::Relaxed);
+            if n < 20 || n % 1000 == 0 {
+                pr_warn!(
+                    "{}: block {} failed verification; rebuilt without this leg: its server \
+                     altered its memory\n",
+                    hwq.leg(leg).name(),
+                    first + i as u64
+                );
+            }
         }
-        let n = ALTERED.fetch_add(1, Ordering::Relaxed);
-        if n < 20 || n % 1000 == 0 {
-            pr_warn!(
-                "{}: block {} failed verification; rebuilt without this leg: its server \
-                 altered its memory\n",
-                hwq.leg(leg).name(),
-                first + i as u64
-            );
-        }
-        Resync::mark(&hwq.resync, liar, group);
+        Resync::mark(&hwq.resync, liars, group);
     }
     result
 }
@@ -1249,7 +1252,7 @@ fn describe(
     };
     // More legs than the block needs: every leg reads into its area, and the read ends
     // with the first that decode. An encrypted read too: its fragments are put together
-    // again without one leg at a time if the block does not verify.
+    // again without up to r legs' fragments if the block does not verify.
     let late = dir == Dir::Read
         && (legs.count_ones() > u32::from(code.k()) || hwq.reads.areas || hwq.crypt.is_some());
     let shared = &mut rq.data().shared;
@@ -1456,7 +1459,7 @@ impl blk::Operations for super::EcDriver {
     }
 
     /// Reads rebuilt from P and Q (see `finish`), and encrypted reads opened (with
-    /// `crypt_workqueue`) or rebuilt without one leg at a time ([`verify_read`]).
+    /// `crypt_workqueue`) or rebuilt without up to r legs' fragments ([`verify_read`]).
     fn run_deferred(mut rq: EcRequest) {
         let issued = rq.data().shared.issued.take();
         // The reference to the disk's crypto state is dropped before the request ends
