@@ -285,35 +285,50 @@ t_enc_pq4() {
 }
 ktap_test "ec 4+2 with encrypt=1: fio verify, no plaintext in any server's region, blocks sealed and opened, none failed verification" t_enc_pq4
 
-# Two servers of an encrypted 4+2 disk alter a fragment of every block written (one
-# byte each): each block read alone reads back right (rebuilt without one leg, where the
-# other lied in a fragment the rebuild does not use) or fails with EIO, counted as a
-# block that does not verify; never wrong bytes.
-t_enc_two_liars() {
-	local code=4+2 why= b ok=0 eio=0 wrong=0 blocks=32
+# Servers of an encrypted 4+2 disk alter a fragment of every block written (one byte
+# each): legs 1 and 2 in all 32 blocks, leg 3 too in the last 16. Each block read alone:
+# with two liars it reads back right (rebuilt without both legs' fragments) and both legs
+# are counted; with three no rebuild verifies, the read fails with EIO, counted as a
+# block that does not verify. Never wrong bytes.
+t_enc_liars() {
+	local code=4+2 why= b blocks=32 half=16 wrong=0 ok2=0 eio2=0 ok3=0 eio3=0 l n
 	ENCRYPT=1 ec_enable $code 4 || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T 2>/dev/null; return; }
 	dev=/dev/$(cat $T/device)
 	head -c $((blocks * 4096)) /dev/urandom > "$OUT/liars"
 	dd if="$OUT/liars" of=$dev bs=32k oflag=direct status=none || why+="write failed; "
-	flip_fragments "$(leg_region 1)" 0 $blocks && flip_fragments "$(leg_region 2)" 0 $blocks || why+="flipping failed; "
+	{ flip_fragments "$(leg_region 1)" 0 $blocks && flip_fragments "$(leg_region 2)" 0 $blocks \
+		&& flip_fragments "$(leg_region 3)" $half $half; } || why+="flipping failed; "
 	for ((b = 0; b < blocks; b++)); do
 		if dd if=$dev of="$OUT/liars-back" bs=4k skip=$b count=1 iflag=direct status=none 2>/dev/null; then
-			if dd if="$OUT/liars" bs=4k skip=$b count=1 status=none | cmp -s - "$OUT/liars-back"; then
-				ok=$((ok + 1))
-			else
+			if ! dd if="$OUT/liars" bs=4k skip=$b count=1 status=none | cmp -s - "$OUT/liars-back"; then
 				wrong=$((wrong + 1))
+			elif [ $b -lt $half ]; then
+				ok2=$((ok2 + 1))
+			else
+				ok3=$((ok3 + 1))
 			fi
+		elif [ $b -lt $half ]; then
+			eio2=$((eio2 + 1))
 		else
-			eio=$((eio + 1))
+			eio3=$((eio3 + 1))
 		fi
 	done
 	[ $wrong = 0 ] || why+="$wrong blocks read back wrong; "
-	[ $eio -gt 0 ] && [ $ok -gt 0 ] || why+="$ok blocks read, $eio failed: expected some of each; "
-	[ "$(enc_field auth_failures)" = $eio ] || why+="auth_failures $(enc_field auth_failures), $eio reads failed; "
+	[ $ok2 = $half ] || why+="two liars: $ok2 of $half blocks read back right, $eio2 EIO; "
+	[ $eio3 -gt 0 ] || why+="three liars: no EIO ($ok3 blocks read back right); "
+	[ "$(enc_field auth_failures)" = $((eio2 + eio3)) ] || why+="auth_failures $(enc_field auth_failures), $((eio2 + eio3)) reads failed; "
+	local counted=
+	for l in 0 1 2 3 4 5; do
+		n=$(leg_field $l altered) counted+="leg$l altered=$n "
+		case $l in
+		1 | 2) [ "${n:-0}" -gt 0 ] || why+="leg $l not counted; " ;;
+		*) [ "${n:-x}" = 0 ] || why+="leg $l counted (altered=$n); " ;;
+		esac
+	done
 	ec_disable || why+="disable failed; "
-	verdict "$code encrypted, legs 1 and 2 altered every block: $ok blocks read back right, $eio EIO, 0 wrong"
+	verdict "$code encrypted: legs 1 and 2 altered $half blocks: $ok2 read back right, $eio2 EIO; legs 1, 2 and 3 altered $half: $ok3 right, $eio3 EIO; 0 wrong; $counted"
 }
-ktap_test "ec 4+2 with encrypt=1, two servers altering a fragment of every block: each read returns the block or EIO (counted), never wrong bytes" t_enc_two_liars
+ktap_test "ec 4+2 with encrypt=1, servers altering a fragment of every block: two of them cost no failed read (both legs counted); three give EIO (counted), never wrong bytes" t_enc_liars
 
 # The same disk with rswap.ko crypt_workqueue=1 (reads opened in a workqueue, not in the
 # completion), one server altering a fragment of every block: every block reads back
