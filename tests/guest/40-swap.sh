@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# /dev/rswap0 as swap: a cgroup limited to 24 MiB runs a program that writes a checksummed
-# pattern to 72 MiB and verifies every page twice; pages must really go out to the
+# /dev/rswap0 as swap: a cgroup limited to 16 MiB runs a program that writes a checksummed
+# pattern to 48 MiB and verifies every page twice; pages must really go out to the
 # remote memory and come back intact. rmmod, disable and rmdir of the target are refused
 # while swapped on (under the load); swapoff brings everything back. Then the same with
 # synchronous swap-in (sync_swapin=1, 16 MiB in an 8 MiB cgroup): the
@@ -21,8 +21,8 @@ CG=/sys/fs/cgroup/rswap-swaptest
 OUT=$RSWAP_OUT/40-swap
 # Three times the cgroup's limit: two thirds of the working set is out on the disk at
 # any time.
-WORK_MB=${RSWAP_SWAP_WORK_MB:-72}
-LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-24}
+WORK_MB=${RSWAP_SWAP_WORK_MB:-48}
+LIMIT_MB=${RSWAP_SWAP_LIMIT_MB:-16}
 # The synchronous swap-in run: a second target, 16 MiB in an 8 MiB cgroup. Every page it
 # swaps in is one read waited for (no readahead), so its time goes with the pages and
 # with what else runs on the host: 36 MiB in 12 took 38 s on a quiet host and 271 s with

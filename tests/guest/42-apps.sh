@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The quick subset of `make bench-apps` (Documentation/benchmarks.md): one application,
-# appqsort (a quicksort of 12 MiB of random keys, output checked), all-local and then on
+# appqsort (a quicksort of 6 MiB of random keys, output checked), all-local and then on
 # /dev/rswap0 at 100% and 50% of the peak memory it had all-local, each run in a cgroup
 # with that memory.max, measured by the benchmark's own code (tests/bench/apps.sh app_run,
 # the rswap set-up of tests/bench/backends.sh; the memory server runs in this guest). It
@@ -12,7 +12,7 @@
 
 OUT=$RSWAP_OUT/42-apps
 APPS_BIN=$RSWAP_OUT
-QSORT_MIB=${RSWAP_APPS_QSORT_MIB:-12}
+QSORT_MIB=${RSWAP_APPS_QSORT_MIB:-6}
 APPS_TIMEOUT=300
 PEER=$RSWAP_GUEST_IP
 # The control channel of the two-guest benchmark, here: run the memory server's step in

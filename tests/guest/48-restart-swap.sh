@@ -17,8 +17,8 @@ T=$CFG/restart
 CG=/sys/fs/cgroup/rswap-restart
 OUT=$RSWAP_OUT/48-restart-swap
 SD=/tmp/rswap-48-state
-WORK_MB=64
-LIMIT_MB=24
+WORK_MB=48
+LIMIT_MB=16
 mkdir -p "$OUT"
 
 SPID= MOUNTED=

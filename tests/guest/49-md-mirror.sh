@@ -19,7 +19,7 @@ TA=$CFG/mirror-a TB=$CFG/mirror-b
 CG=/sys/fs/cgroup/rswap-mirror
 OUT=$RSWAP_OUT/49-md-mirror
 SDA=/tmp/rswap-49-a SDB=/tmp/rswap-49-b
-REGION_MB=112 SWAP_MB=80 TAIL_MB=8 WORK_MB=64 LIMIT_MB=24
+REGION_MB=112 SWAP_MB=80 TAIL_MB=8 WORK_MB=48 LIMIT_MB=16
 RECOVERY_MS=3000 KEEPALIVE_MS=1000
 mkdir -p "$OUT"
 
