@@ -24,7 +24,7 @@ rm -rf "$out"; mkdir -p "$out"
 gcc -O2 -Wall -o "$out/swapload" "$RSWAP_TOP/tests/bench/swapload.c"
 rc=0
 RSWAP_RDMA=siw RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run.sh" --kernel debug --out "$out" \
-	--timeout 3000 tests/guest/run-all.sh "${suites[@]}" || rc=$?
+	--timeout 7200 tests/guest/run-all.sh "${suites[@]}" || rc=$?
 console=$out/console.log
 [ -f "$console" ] || : > "$console"
 
