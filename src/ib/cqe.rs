@@ -442,7 +442,7 @@ impl<'a, T: CqeOwner> Posting<'a, T> {
 
 /// Flushed completions still to drop, for tests (see [`lose_flushes`]).
 #[cfg(rswap_fault_injection)]
-static LOSE_FLUSHES: AtomicU32 = AtomicU32::new(0);
+static LOSE_FLUSHES: crate::kernel_ext::Countdown = crate::kernel_ext::Countdown::new();
 
 /// Makes the next `n` flushed completions (of any QP) be dropped on arrival, as by a device
 /// that loses them: their entries stay listed, and are completed when their QP goes. For
@@ -450,16 +450,13 @@ static LOSE_FLUSHES: AtomicU32 = AtomicU32::new(0);
 /// with fault injection).
 #[cfg(rswap_fault_injection)]
 pub(crate) fn lose_flushes(n: u32) {
-    LOSE_FLUSHES.store(n, Ordering::Relaxed);
+    LOSE_FLUSHES.set(n);
 }
 
 /// Whether to drop this completion (see [`lose_flushes`]).
 #[cfg(rswap_fault_injection)]
 fn lose(wc: &bindings::ib_wc) -> bool {
-    wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
-        && LOSE_FLUSHES
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok()
+    wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR && LOSE_FLUSHES.take()
 }
 
 /// Without fault injection no completion is dropped.

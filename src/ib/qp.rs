@@ -27,7 +27,7 @@ use super::{
 
 /// RDMA READ and WRITE posts still to fail, for tests (see [`fail_posts`]).
 #[cfg(rswap_fault_injection)]
-static FAIL_POSTS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+static FAIL_POSTS: crate::kernel_ext::Countdown = crate::kernel_ext::Countdown::new();
 
 /// Makes the next `n` RDMA READ or WRITE posts (of any QP) fail with `ENOTCONN` before they
 /// reach the device, as posts do on a QP the device put in the error state when the peer
@@ -35,15 +35,7 @@ static FAIL_POSTS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32
 /// `fault_fail_posts` module parameter of a module built with fault injection).
 #[cfg(rswap_fault_injection)]
 pub(crate) fn fail_posts(n: u32) {
-    FAIL_POSTS.store(n, Ordering::Relaxed);
-}
-
-/// Whether to fail this post (see [`fail_posts`]).
-#[cfg(rswap_fault_injection)]
-fn fail_post() -> bool {
-    FAIL_POSTS
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-        .is_ok()
+    FAIL_POSTS.set(n);
 }
 
 /// The shape of a QP.
@@ -410,7 +402,7 @@ impl Qp {
         rkey: u32,
     ) -> core::result::Result<(), (Error, T)> {
         #[cfg(rswap_fault_injection)]
-        if fail_post() {
+        if FAIL_POSTS.take() {
             return Err((ENOTCONN, owner));
         }
         let posting = Posting::new(owner, self.cq.outstanding());

@@ -6,6 +6,8 @@
 mod aead;
 mod alloc_scope;
 mod configfs;
+#[cfg(rswap_fault_injection)]
+mod countdown;
 mod hmac;
 mod inet;
 mod io_page;
@@ -21,6 +23,8 @@ pub(crate) use aead::{AesGcm, OpenError, PageCipher, Tag as AeadTag};
 pub(crate) use alloc_scope::current_uses_reserves;
 pub(crate) use alloc_scope::{NoIoScope, ReserveScope};
 pub(crate) use configfs::{DependableSubsystem, ItemDependency};
+#[cfg(rswap_fault_injection)]
+pub(crate) use countdown::Countdown;
 pub(crate) use hmac::HmacSha256;
 pub(crate) use inet::{BadAddr, SockAddr};
 pub(crate) use io_page::{Combine, IoSink, IoSource};

@@ -29,10 +29,11 @@ pub(crate) enum AllocStep {
 #[cfg(rswap_fault_injection)]
 mod inject {
     use super::AllocStep;
+    use crate::kernel_ext::Countdown;
     use core::sync::atomic::{AtomicU32, Ordering};
 
     /// Injected failures still to come.
-    static BUDGET: AtomicU32 = AtomicU32::new(0);
+    static BUDGET: Countdown = Countdown::new();
     /// Injected failures so far: which step the next one hits.
     static DONE: AtomicU32 = AtomicU32::new(0);
     /// How many steps [`AllocStep`] has.
@@ -40,7 +41,7 @@ mod inject {
 
     /// Makes the next `n` allocating steps of recoveries fail.
     pub(crate) fn fail_reconnect_allocs(n: u32) {
-        BUDGET.store(n, Ordering::Relaxed);
+        BUDGET.set(n);
     }
 
     /// Whether `step` of the current connection attempt is to fail: the first step the
@@ -49,9 +50,7 @@ mod inject {
     pub(super) fn fails(step: AllocStep) -> bool {
         crate::kernel_ext::current_uses_reserves()
             && step as u32 >= DONE.load(Ordering::Relaxed) % STEPS
-            && BUDGET
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
+            && BUDGET.take()
             && {
                 DONE.fetch_add(1, Ordering::Relaxed);
                 true
