@@ -6,6 +6,7 @@
 # areas for it) and fences each WRITE with a READ, so those paths carry every suite's data.
 # Debian's stock kernel does not build siw: on it this suite is skipped; `make check
 # KERNEL=debug` runs it. Prints KTAP for scripts/check.sh, each line named "siw: SUITE: ...".
+# RSWAP_SIW_SUITES="tests/guest/57-ec.sh" runs only those suites over soft-iWARP.
 #   tests/host/40-siw.sh [--out DIR]
 . "$(dirname "$0")/../../scripts/common.sh"
 . "$RSWAP_TOP/tests/lib/host.sh"
@@ -13,6 +14,7 @@ out=$RSWAP_TOP/results/siw
 [ "${1:-}" != --out ] || out=$2
 suites=(tests/guest/10-module.sh tests/guest/30-datapath.sh tests/guest/33-poll.sh
 	tests/guest/40-swap.sh tests/guest/45-recovery.sh tests/guest/57-ec.sh)
+[ -z "${RSWAP_SIW_SUITES:-}" ] || read -ra suites <<<"$RSWAP_SIW_SUITES"
 
 if [ "${KERNEL:-stock}" != debug ]; then
 	echo "1..1"
