@@ -53,17 +53,19 @@ setup() {
 	rdma_up >/dev/null || ktap_skip_rest "$RDMA_DEV unavailable"
 	dmesg_mark "57-ec"
 	for i in 0 1 2 3 4 5; do
-		mkdir -p $SD$i && mount -t tmpfs -o size=$((SWAP_SIZE_MB + 16))M,mode=0700 rswap-57 $SD$i && MOUNTS="$MOUNTS $SD$i"
+		mkdir -p $SD$i && mount -t tmpfs -o size=$((SWAP_SIZE_MB + 32))M,mode=0700 rswap-57 $SD$i && MOUNTS="$MOUNTS $SD$i"
 		start_server $i || ktap_skip_rest "rswap-server does not start"
 	done
 	grep -q '^rswap ' /proc/modules || rswap_load || ktap_skip_rest "insmod failed"
 }
 
 # start_server I: server I on its port and state directory (PIDS[I]), keeping a region
-# $GRACE seconds (default 0) after its client's last queue (or its own restart).
+# $GRACE seconds (default 10) after its client's last queue (or its own restart): a queue
+# that reconnects (a keep-alive probe late on a loaded debug guest) finds its region. The
+# pool holds a swap disk's region and the regions of the last tests in their grace.
 start_server() {
-	server_start "$OUT/server$1.log" --listen "$IP:${PORTS[$1]}" --size $((SWAP_SIZE_MB + 8))M \
-		--state-dir $SD$1 --grace "${GRACE:-0}" --insecure >/dev/null && PIDS[$1]=$SPID
+	server_start "$OUT/server$1.log" --listen "$IP:${PORTS[$1]}" --size $((SWAP_SIZE_MB + 24))M \
+		--state-dir $SD$1 --grace "${GRACE:-10}" --insecure >/dev/null && PIDS[$1]=$SPID
 }
 
 # servers N: the first N servers as a `servers` list.
@@ -74,16 +76,16 @@ servers() {
 }
 
 # ec_enable CODE [MB]: a target of code CODE (K+R) and MB (default SIZE_MB) over the first
-# K+R servers, with a client id of its own (a server keeps no region after a disconnect:
-# --grace 0), extra_reads $EXTRA if set (the default, 1, otherwise), recovery_ms
-# $RECOVERY_MS (default 2000) and encrypt=1 if $ENCRYPT is set.
+# K+R servers, with a client id of its own (no region of an earlier test), extra_reads
+# $EXTRA if set (the default, 1, otherwise), recovery_ms $RECOVERY_MS (default 2000),
+# keepalive_ms 3000 and encrypt=1 if $ENCRYPT is set.
 CLIENT=$((0x5700))
 ec_enable() {
 	local k=${1%+*} r=${1#*+}
 	rmdir $T 2>/dev/null
 	CLIENT=$((CLIENT + 1))
 	mkdir $T && echo ${2:-$SIZE_MB}M > $T/size && echo 2 > $T/queues && echo $CLIENT > $T/client_id \
-		&& echo "${RECOVERY_MS:-2000}" > $T/recovery_ms && echo 1000 > $T/keepalive_ms \
+		&& echo "${RECOVERY_MS:-2000}" > $T/recovery_ms && echo 3000 > $T/keepalive_ms \
 		&& echo "$1" > $T/code && servers $((k + r)) > $T/servers \
 		&& { [ -z "${EXTRA:-}" ] || echo "$EXTRA" > $T/extra_reads; } \
 		&& { [ -z "${ENCRYPT:-}" ] || echo 1 > $T/encrypt; } && echo 1 > $T/enable
