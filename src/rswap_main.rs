@@ -81,6 +81,11 @@ module! {
             description: "For tests: fail this many allocating steps of queue recoveries \
                           with ENOMEM, each step in turn, as when the memory reserves are gone",
         },
+        fault_max_sge: u32 {
+            default: 0,
+            description: "For tests: take every RDMA device to carry at most this many \
+                          SGEs in a send work request, as soft-iWARP's 6 (0: what it says)",
+        },
     },
 }
 
@@ -105,6 +110,8 @@ impl kernel::InPlaceModule for RswapModule {
         ib::cqe::lose_flushes(module_parameters::fault_lose_flushes.value());
         #[cfg(rswap_fault_injection)]
         ib::qp::fail_posts(module_parameters::fault_fail_posts.value());
+        #[cfg(rswap_fault_injection)]
+        ib::cap_send_sge(module_parameters::fault_max_sge.value());
         #[cfg(rswap_fault_injection)]
         transport::fault::fail_reconnect_allocs(
             module_parameters::fault_fail_reconnect_allocs.value(),

@@ -6,6 +6,19 @@ use kernel::{prelude::*, str::CStr, types::Opaque};
 
 use super::bindings;
 
+/// The most send SGEs any device is taken to have, for tests (see [`cap_send_sge`]).
+#[cfg(rswap_fault_injection)]
+static SEND_SGE_CAP: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Takes every device to carry at most `n` SGEs in a send work request (0: what each
+/// says), as a device with few does (soft-iWARP: 6), so that what must fit them is tested
+/// on any device. For the `fault_max_sge` module parameter of a module built with fault
+/// injection.
+#[cfg(rswap_fault_injection)]
+pub(crate) fn cap_send_sge(n: u32) {
+    SEND_SGE_CAP.store(n, core::sync::atomic::Ordering::Relaxed);
+}
+
 /// An RDMA device (`struct ib_device`).
 ///
 /// Only borrowed: the IB core owns devices, and hands a client a device from its `add`
@@ -53,7 +66,13 @@ impl Device {
     /// The most SGEs one send work request may carry.
     pub(crate) fn max_send_sge(&self) -> u32 {
         // SAFETY: as in `max_cqe`.
-        unsafe { (*self.as_raw()).attrs.max_send_sge }.max(1)
+        let sge = unsafe { (*self.as_raw()).attrs.max_send_sge }.max(1);
+        #[cfg(rswap_fault_injection)]
+        let sge = match SEND_SGE_CAP.load(core::sync::atomic::Ordering::Relaxed) {
+            0 => sge,
+            cap => sge.min(cap),
+        };
+        sge
     }
 
     /// Whether the device speaks iWARP (an RNIC): RDMA over TCP, where a work request's

@@ -27,6 +27,8 @@ pub(crate) mod qp;
 mod rdma_device;
 
 pub(crate) use client::{ClientCell, ClientDriver, Devices, Registration};
+#[cfg(rswap_fault_injection)]
+pub(crate) use device::cap_send_sge;
 pub(crate) use device::Device;
 pub(crate) use qp::Qp;
 pub(crate) use rdma_device::{DeviceUser, RdmaDevice};
