@@ -332,6 +332,11 @@ fn post<R: IoOwner>(
     let Some(qp) = conn.qp() else {
         return Err((Refusal::Fail("the connection has no QP"), io));
     };
+    // The caller's to keep to (the disk's segment limit): a device may refuse more, or
+    // take them; the queue must not be torn down for it either way.
+    if nents > link.max_sge() as usize {
+        return Err((Refusal::Fail("more segments than the queue takes"), io));
+    }
     match io.slot().map(qp.pd(), nents, dir.dma()) {
         Ok(()) => {}
         // Out of mapping resources: retry later. Anything else will not improve.
