@@ -36,6 +36,14 @@ impl Code {
         BLOCK / u64::from(self.k())
     }
 
+    /// Blocks of a group whose fragments one leg's work request of at most `max_pages`
+    /// pages (one at least) carries, packed one after the other in whole pages: the
+    /// group's ([`GROUP_BLOCKS`]) or fewer.
+    pub(crate) fn blocks_per_request(self, max_pages: u32) -> u64 {
+        let per_page = BLOCK / self.fragment_bytes();
+        (u64::from(max_pages.max(1)) * per_page).min(GROUP_BLOCKS)
+    }
+
     /// Whether every fragment is a copy of the block (k = 1).
     pub(crate) fn is_replication(self) -> bool {
         self.k() == 1
@@ -323,6 +331,31 @@ mod tests {
             assert_eq!(c.fragment_bytes() % 512, 0, "{c}");
             assert!(usize::from(c.legs()) <= MAX_LEGS);
         }
+    }
+
+    #[test]
+    fn blocks_per_request_fit_their_pages() {
+        for c in codes() {
+            for pages in 0..=10u32 {
+                let n = c.blocks_per_request(pages);
+                assert!((1..=GROUP_BLOCKS).contains(&n), "{c} {pages}: {n}");
+                let used = (n * c.fragment_bytes()).div_ceil(BLOCK);
+                // As many as fit, all of the group where it fits (a queue takes one page
+                // at least).
+                assert!(
+                    used <= u64::from(pages.max(1)),
+                    "{c} {pages}: {n} blocks, {used} pages"
+                );
+                assert!(
+                    n == GROUP_BLOCKS
+                        || (n + 1) * c.fragment_bytes() > u64::from(pages.max(1)) * BLOCK
+                );
+            }
+        }
+        // A mirror's group on soft-iWARP's 6 SGEs: two work requests, of 6 and 2 blocks.
+        assert_eq!(code(1, 1).blocks_per_request(6), 6);
+        assert_eq!(code(4, 2).blocks_per_request(6), 8);
+        assert_eq!(code(2, 1).blocks_per_request(3), 6);
     }
 
     #[test]

@@ -213,7 +213,14 @@ impl EcDriver {
             // page-contiguous range (iWARP), fragments are read into the areas.
             areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
         };
-        let resync = Resync::new(&legs, layout, &out, pq.as_ref(), settings.rebuild_mbps)?;
+        let resync = Resync::new(
+            &legs,
+            layout,
+            &out,
+            pq.as_ref(),
+            settings.rebuild_mbps,
+            max_segments(&legs),
+        )?;
         let crypt = match crypt {
             None => None,
             Some(disk) => Some(Arc::new(
@@ -344,10 +351,7 @@ impl EcDriver {
     /// The most pages one request may have: a group, or fewer if a leg's queues take
     /// fewer SGEs in a work request.
     pub(super) fn max_segments(&self) -> u32 {
-        self.legs
-            .iter()
-            .map(|l| l.session.max_sge())
-            .fold(EC_SEGMENTS as u32, u32::min)
+        max_segments(&self.legs)
     }
 
     /// Takes the settings that may change while enabled: the rebuild's rate.
@@ -509,4 +513,12 @@ impl EcDriver {
     pub(super) fn stats(&self) -> impl Iterator<Item = stats::Snapshot> + '_ {
         self.queues.iter().map(EcQueue::snapshot)
     }
+}
+
+/// The most pages one work request to any of `legs` may carry: a group's, or fewer where
+/// a leg's queues take fewer SGEs (soft-iWARP: 6).
+fn max_segments(legs: &[Leg]) -> u32 {
+    legs.iter()
+        .map(|l| l.session.max_sge())
+        .fold(EC_SEGMENTS as u32, u32::min)
 }

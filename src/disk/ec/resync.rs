@@ -117,6 +117,9 @@ pub(super) struct Resync {
     pq: Option<Arc<Pq>>,
     /// MiB/s the rebuild writes at most (`rebuild_mbps`).
     rate: AtomicU32,
+    /// Blocks of a group one work request moves: all of them, or as many as the legs'
+    /// queues take pages in one (a mirror's group is 8 pages a leg; soft-iWARP takes 6).
+    run_blocks: usize,
     #[pin]
     bufs: Mutex<Buffers>,
     /// Set by [`Resync::stop`]: the work is not queued again.
@@ -133,16 +136,18 @@ impl_has_work! {
 
 impl Resync {
     /// The resynchronisation of `legs`, of a disk of `layout` with `pq` for two parity
-    /// fragments, writing at most `mbps` MiB/s. Its buffers are allocated now (nothing
-    /// is allocated once it runs). Sleeps.
+    /// fragments, writing at most `mbps` MiB/s in work requests of at most `max_pages`
+    /// pages. Its buffers are allocated now (nothing is allocated once it runs). Sleeps.
     pub(super) fn new(
         legs: &[Leg],
         layout: Layout,
         out: &Arc<LegsOut>,
         pq: Option<&Arc<Pq>>,
         mbps: u32,
+        max_pages: u32,
     ) -> Result<Arc<Self>> {
         let code = layout.code();
+        let run_blocks = code.blocks_per_request(max_pages) as usize;
         // A code without parity never skips a leg: nothing to map.
         let groups = if code.r() > 0 { layout.groups() } else { 0 };
         let pages = (GROUP_PAGES * code.fragment_bytes() as usize).div_ceil(BLOCK as usize);
@@ -187,6 +192,7 @@ impl Resync {
                 out: out.clone(),
                 pq: pq.cloned(),
                 rate: AtomicU32::new(mbps.max(1)),
+                run_blocks,
                 bufs <- new_mutex!(Buffers { io, blocks, p }, "rswap::disk::ec::Resync::bufs"),
                 stopped <- new_spinlock_irq!(false, "rswap::disk::ec::Resync::stopped"),
                 wq,
@@ -430,15 +436,11 @@ impl Resync {
         self.group_blocks(g) * self.layout.code().fragment_bytes()
     }
 
-    /// Rebuilds leg `l`'s fragment of every block of group `g` from the other legs.
+    /// Rebuilds leg `l`'s fragment of every block of group `g` from the other legs, a
+    /// run of [`Resync::run_blocks`] blocks at a time.
     fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
         let layout = &self.layout;
-        let code = layout.code();
-        let f = code.fragment_bytes() as usize;
-        let first = g * GROUP_BLOCKS;
-        let blocks = self.group_blocks(g) as usize;
-        let offset = layout.remote_offset(first);
-        let bytes = u32::try_from(blocks * f).map_err(|_| EINVAL)?;
+        let f = layout.code().fragment_bytes() as usize;
         // The legs that may serve the group: in the disk, back, and current there.
         let others = self
             .legs
@@ -449,26 +451,34 @@ impl Resync {
             })
             .fold(0, |mask: LegMask, (m, _)| mask | 1 << m);
         let plan = layout.read_plan(g, others, 0).ok_or(EIO)?;
-        for (m, leg) in self.legs.iter().enumerate() {
-            if plan & (1 << m) != 0 {
-                let queue = leg.queues.first().ok_or(EINVAL)?;
+        let decode = layout.decode(g, plan);
+        let fragment = layout.fragment_on(g, l as u8);
+        let queue = |m: usize| {
+            self.legs
+                .get(m)
+                .and_then(|leg| leg.queues.first())
+                .ok_or(EINVAL)
+        };
+        let (blocks, mut done) = (self.group_blocks(g) as usize, 0);
+        while done < blocks {
+            let run = (blocks - done).min(self.run_blocks);
+            let offset = layout.remote_offset(g * GROUP_BLOCKS + done as u64);
+            let bytes = u32::try_from(run * f).map_err(|_| EINVAL)?;
+            for m in (0..self.legs.len()).filter(|m| plan & (1 << m) != 0) {
                 bufs.io
                     .get_mut(m)
                     .ok_or(EINVAL)?
-                    .run(queue, Dir::Read, offset, bytes)?;
+                    .run(queue(m)?, Dir::Read, offset, bytes)?;
             }
+            self.put_together(bufs, g, decode, run)?;
+            self.fragment_of(bufs, l, fragment, run)?;
+            bufs.io
+                .get_mut(l)
+                .ok_or(EINVAL)?
+                .run(queue(l)?, Dir::Write, offset, bytes)?;
+            done += run;
         }
-        self.put_together(bufs, g, layout.decode(g, plan), blocks)?;
-        self.fragment_of(bufs, l, layout.fragment_on(g, l as u8), blocks)?;
-        let queue = self
-            .legs
-            .get(l)
-            .and_then(|leg| leg.queues.first())
-            .ok_or(EINVAL)?;
-        bufs.io
-            .get_mut(l)
-            .ok_or(EINVAL)?
-            .run(queue, Dir::Write, offset, bytes)
+        Ok(())
     }
 
     /// Puts the first `blocks` blocks of group `g` together in `bufs.blocks` from the
