@@ -204,7 +204,9 @@ legs = st["legs"]
 assert [l["leg"] for l in legs] == list(range(len(servers))), legs
 for l, server in zip(legs, servers):
     assert (l["server"], l["state"], l["queues_live"]) == (server, "connected", 2), l
-    assert l["writes"] > 0 and l["errors"] == 0, l
+    # A leg's I/O fails only when a reconnect flushes it (and the disk issues it again):
+    # on a loaded debug guest a late keep-alive probe can start one.
+    assert l["writes"] > 0 and (l["errors"] == 0 or l["recoveries"] > 0), l
 assert st["stats"]["late_binding"]["code"] == code, st["stats"]["late_binding"]
 print(" ".join(f'{l["leg"]}:{l["server"]}:{l["state"]}:w={l["writes"]}:r={l["reads"]}:late={l["late"]}' for l in legs))
 PY
