@@ -76,6 +76,15 @@ start_clean() {
 	start_server $1
 }
 
+# reload [PARAM...]: rswap.ko unloaded and loaded again with PARAMs (none: its defaults).
+# If that fails: loaded with its defaults if it is not loaded (for the tests that follow),
+# and 1.
+reload() {
+	{ rmmod rswap && rswap_load "$@"; } && return 0
+	grep -q '^rswap ' /proc/modules || rswap_load
+	return 1
+}
+
 # servers N: the first N servers as a `servers` list.
 servers() {
 	local i list=
@@ -349,8 +358,7 @@ ktap_test "ec 4+2 with encrypt=1, servers altering a fragment of every block: tw
 # loaded again without the parameter afterwards, for the tests that follow.
 t_enc_workqueue() {
 	local code=4+2 why= blocks=32 altered others leg1
-	if ! { rmmod rswap && rswap_load crypt_workqueue=1; }; then
-		grep -q '^rswap ' /proc/modules || rswap_load
+	if ! reload crypt_workqueue=1; then
 		ktap_fail "reloading rswap.ko with crypt_workqueue=1 failed"; return
 	fi
 	ENCRYPT=1 ec_enable $code 4 || why+="enable: $(cat $T/last_error 2>&1); "
@@ -372,7 +380,7 @@ t_enc_workqueue() {
 	else
 		rmdir $T 2>/dev/null
 	fi
-	{ rmmod rswap && rswap_load; } || why+="reloading rswap.ko without crypt_workqueue failed; "
+	reload || why+="reloading rswap.ko without crypt_workqueue failed; "
 	verdict "$code encrypted, crypt_workqueue=1, leg 1 altered every block: $blocks blocks read back right; $leg1"
 }
 ktap_test "ec 4+2 with encrypt=1 and crypt_workqueue=1, one server altering a fragment of every block: every block reads back right, that leg counted" t_enc_workqueue
@@ -522,12 +530,11 @@ ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on
 # rebuild must go in runs that fit (it was refused, and the leg left dirty, before). The
 # module is loaded again without the parameter afterwards.
 t_resync_rate() {
-	if ! { rmmod rswap && rswap_load fault_max_sge=6; }; then
-		grep -q '^rswap ' /proc/modules || rswap_load
+	if ! reload fault_max_sge=6; then
 		ktap_fail "reloading rswap.ko with fault_max_sge=6 failed"; return
 	fi
 	SEGMENTS=6 resync_test 1+2 64 1
-	rmmod rswap && rswap_load || ktap_diag "reloading rswap.ko without fault_max_sge failed"
+	reload || ktap_diag "reloading rswap.ko without fault_max_sge failed"
 }
 ktap_test "ec 1+2 on queues of 6 SGEs (rswap.ko fault_max_sge=6, as soft-iWARP): the rebuild of a restarted server goes in work requests that fit, keeps to rebuild_mbps, set to 1 MiB/s while enabled; every block then reads back from it alone" t_resync_rate
 
