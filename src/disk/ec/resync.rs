@@ -9,6 +9,9 @@
 //! its region the one it had: a server restarted with its state), a work item rebuilds
 //! the dirty groups only: it reads each from the other legs (any k, as a read would),
 //! puts its blocks together, computes the leg's fragment (data, P or Q) and writes it.
+//! A group that fewer than k other legs hold current (more of them stale or away in it
+//! than the code survives) is left dirty and the leg's other groups are rebuilt; a pass
+//! runs again when a leg comes back or a pass rebuilt anything.
 //!
 //! A write that races the rebuild of its group must not be overwritten by it. The resync
 //! names the group it rebuilds (`busy`) before clearing its bit, and a write or read
@@ -343,8 +346,9 @@ impl Resync {
         })
     }
 
-    /// One pass over the legs that are back: rebuilds their dirty groups. Whether it
-    /// rebuilt any (a group dirtied meanwhile may be left for another pass).
+    /// One pass over the legs that are back: rebuilds their dirty groups, but those too
+    /// few other legs hold current. Whether it rebuilt any (a group dirtied meanwhile, or
+    /// one that another leg's rebuild made current, may be left for another pass).
     fn pass(&self, bufs: &mut Buffers) -> bool {
         let mut any = false;
         for (l, leg) in self.legs.iter().enumerate() {
@@ -372,20 +376,30 @@ impl Resync {
             }
             let (mut group, mut done) = (Some(first), 0u64);
             let (start, mut written) = (Instant::now(), 0u64);
+            // Groups that too few other legs hold current now: (how many, the first).
+            let mut short = (0u64, 0u64);
             while let Some(g) = group {
                 if self.is_stopped() {
                     return false;
                 }
+                // Not to be had now (more legs stale or away in it than the code
+                // survives): left dirty, the leg's other groups are rebuilt. A leg that
+                // comes back starts another pass.
+                let Some(plan) = self.plan(l, g) else {
+                    short = (short.0 + 1, if short.0 == 0 { g } else { short.1 });
+                    group = leg.dirty.next(g + 1);
+                    continue;
+                };
                 leg.busy.store(g, Ordering::SeqCst);
                 leg.dirty.clear(g);
-                let mut rebuilt = self.rebuild(bufs, l, g);
+                let mut rebuilt = self.rebuild(bufs, l, g, plan);
                 // A queue full of the disk's own I/O: it drains soon.
                 for _ in 0..BUSY_TRIES {
                     if rebuilt != Err(EBUSY) {
                         break;
                     }
                     fsleep(Delta::from_millis(BUSY_WAIT_MS));
-                    rebuilt = self.rebuild(bufs, l, g);
+                    rebuilt = self.rebuild(bufs, l, g, plan);
                 }
                 if rebuilt.is_err() {
                     leg.dirty.mark(g);
@@ -407,6 +421,15 @@ impl Resync {
                 written += self.group_bytes(g);
                 self.pace(start, written);
                 group = leg.dirty.next(g + 1);
+            }
+            if let (Some(name), (n @ 1.., g)) = (name, short) {
+                pr_warn!(
+                    "{}: {} groups cannot be rebuilt now, from group {}: too few other legs hold them current; {} groups left dirty\n",
+                    name,
+                    n,
+                    g,
+                    leg.dirty.count()
+                );
             }
             if done > 0 {
                 leg.resynced.fetch_add(done, Ordering::Relaxed);
@@ -436,12 +459,9 @@ impl Resync {
         self.group_blocks(g) * self.layout.code().fragment_bytes()
     }
 
-    /// Rebuilds leg `l`'s fragment of every block of group `g` from the other legs, a
-    /// run of [`Resync::run_blocks`] blocks at a time.
-    fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
-        let layout = &self.layout;
-        let f = layout.code().fragment_bytes() as usize;
-        // The legs that may serve the group: in the disk, back, and current there.
+    /// The legs to read group `g` from to rebuild it on leg `l`: k of those in the disk,
+    /// back and current there; `None` if fewer are.
+    fn plan(&self, l: usize, g: u64) -> Option<LegMask> {
         let others = self
             .legs
             .iter()
@@ -450,7 +470,14 @@ impl Resync {
                 m != l && self.out.mask() & (1 << m) == 0 && leg.is_back() && leg.is_current(g)
             })
             .fold(0, |mask: LegMask, (m, _)| mask | 1 << m);
-        let plan = layout.read_plan(g, others, 0).ok_or(EIO)?;
+        self.layout.read_plan(g, others, 0)
+    }
+
+    /// Rebuilds leg `l`'s fragment of every block of group `g` from the legs of `plan`
+    /// (see [`Resync::plan`]), a run of [`Resync::run_blocks`] blocks at a time.
+    fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64, plan: LegMask) -> Result {
+        let layout = &self.layout;
+        let f = layout.code().fragment_bytes() as usize;
         let decode = layout.decode(g, plan);
         let fragment = layout.fragment_on(g, l as u8);
         let queue = |m: usize| {
