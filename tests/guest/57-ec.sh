@@ -524,6 +524,60 @@ resync_test() {
 t_resync() { resync_test 4+2 32; }
 ktap_test "ec 4+2: a server SIGKILLed and restarted with its state: writes go on without it, then only the 32 groups written meanwhile are rebuilt on it; with two others killed every block reads back through it" t_resync
 
+# A group that too few other legs hold current cannot be rebuilt; the leg's other groups
+# can, and are. Over 4+2: group 2 written while legs 1 and 2 are away (stale on both),
+# groups 4 to 7 while leg 1 alone is; with leg 3 away too, legs 2 and 1 come back: leg 1
+# rebuilds groups 4 to 7 and leaves group 2, which only legs 0, 4 and 5 hold current
+# (its rebuild stopped at group 2, for good, before); leg 3 back, both rebuild group 2.
+# Then with legs 0 and 4 killed every block reads back through legs 1, 2 and 3.
+t_resync_short() {
+	local code=4+2 why= l d st
+	RECOVERY_MS=60000 ec_enable $code || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T; return; }
+	dev=/dev/$(cat $T/device)
+	head -c $((64 * 4096)) /dev/urandom > "$OUT/short-want"
+	head -c $((32 * 4096)) /dev/urandom > "$OUT/short-h"
+	head -c $((8 * 4096)) /dev/urandom > "$OUT/short-g"
+	dd if="$OUT/short-want" of=$dev bs=64k oflag=direct status=none || why+="write failed; "
+	kill -KILL "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
+	dd if="$OUT/short-h" of=$dev bs=4k seek=32 oflag=direct status=none || why+="write without leg 1 failed; "
+	kill -KILL "${PIDS[2]}"; wait "${PIDS[2]}" 2>/dev/null
+	dd if="$OUT/short-g" of=$dev bs=4k seek=16 oflag=direct status=none || why+="write without legs 1 and 2 failed; "
+	dd if="$OUT/short-h" of="$OUT/short-want" bs=4k seek=32 conv=notrunc status=none
+	dd if="$OUT/short-g" of="$OUT/short-want" bs=4k seek=16 conv=notrunc status=none
+	[ "$(leg_field 1 dirty)/$(leg_field 2 dirty)" = 5/1 ] \
+		|| why+="dirty groups of legs 1 and 2 $(leg_field 1 dirty)/$(leg_field 2 dirty), not 5/1; "
+	kill -KILL "${PIDS[3]}"; wait "${PIDS[3]}" 2>/dev/null
+	GRACE=60 start_server 2 || why+="server 2 does not restart; "
+	GRACE=60 start_server 1 || why+="server 1 does not restart; "
+	for _ in $(seq 300); do
+		[ "$(leg_field 1 resynced)" = 4 ] && break
+		sleep 0.1
+	done
+	[ "$(leg_field 1 resynced)/$(leg_field 1 dirty)/$(leg_field 2 dirty)" = 4/1/1 ] \
+		|| why+="with leg 3 away, leg 1 rebuilt $(leg_field 1 resynced) groups, not 4 (left dirty on legs 1 and 2: $(leg_field 1 dirty)/$(leg_field 2 dirty), not 1/1): $(grep '^leg[123] ' $T/stats | tr '\n' ' '); "
+	dmesg | grep -q "leg1: 1 groups cannot be rebuilt now, from group 2" \
+		|| why+="no 'cannot be rebuilt now' line of leg 1; "
+	GRACE=60 start_server 3 || why+="server 3 does not restart; "
+	for _ in $(seq 300); do
+		[ "$(leg_field 1 dirty)/$(leg_field 2 dirty)" = 0/0 ] && break
+		sleep 0.1
+	done
+	for l in 1 2; do
+		d=$(leg_field $l dirty)
+		[ "$d" = 0 ] || why+="leg $l has $d dirty groups with leg 3 back; "
+	done
+	kill -KILL "${PIDS[0]}" "${PIDS[4]}"; wait "${PIDS[0]}" "${PIDS[4]}" 2>/dev/null
+	dd if=$dev of="$OUT/short-back" bs=4k count=64 iflag=direct status=none || why+="read without legs 0 and 4 failed; "
+	cmp -s "$OUT/short-back" "$OUT/short-want" || why+="blocks read through legs 1, 2 and 3 differ: $(cmp "$OUT/short-back" "$OUT/short-want" | head -1); "
+	no_failed_io
+	st=$(grep '^leg[123] ' $T/stats | tr '\n' ' ')
+	ec_disable || why+="disable failed; "
+	kill -KILL "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}"; wait "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}" 2>/dev/null
+	for i in 0 1 2 3 4; do start_clean $i || why+="server $i does not restart; "; done
+	verdict "$code, group 2 stale on legs 1 and 2 with leg 3 away: leg 1 rebuilt groups 4 to 7 and left it; leg 3 back, it was rebuilt on both; $st"
+}
+ktap_test "ec 4+2: a group that too few other servers hold current is left dirty and the leg's other groups are rebuilt; rebuilt once a server is back; then every block reads back through the rebuilt legs" t_resync_short
+
 # 64 groups of 32 KiB at 1 MiB/s: 2 s at least, twice what the rebuild takes unpaced. A
 # group of a mirror is 8 pages on each leg; with rswap.ko's fault_max_sge=6 every device
 # takes 6 SGEs a work request, as soft-iWARP does, and the disk 6 segments a request: the
