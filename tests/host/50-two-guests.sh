@@ -12,7 +12,8 @@ gcc -O2 -o "$out/swapload" "$RSWAP_TOP/tests/bench/swapload.c"
 mkdir -p "$out/client"; cp "$out/swapload" "$out/client/swapload"
 rc=0
 # The server guest ends on its own once it has seen the client's last region freed, a
-# keep-alive plus a grace period (20 s) after the client guest powered off.
+# keep-alive plus a grace period (3 s; 20 s on the debug kernel) after the client guest
+# powered off.
 RSWAP_QUIET=1 bash "$RSWAP_TOP/qemu/run-pair.sh" --out "$out" --timeout 1500 --grace 120 \
 	--kernel "${KERNEL:-stock}" tests/pair/server.sh tests/pair/client.sh || rc=$?
 cat "$out/client/console.log" 2>/dev/null

@@ -334,11 +334,12 @@ else
 fi
 
 # Last, as this script exits: a target left enabled when this guest powers off (the server
-# guest checks that its keep-alive notices, tests/pair/server.sh).
+# guest checks that its keep-alive notices, tests/pair/server.sh; its server of its own,
+# at port 7475, notices sooner than the main one).
 ghost_target() {
 	rswap_load
 	mkdir $CFG/ghost
-	echo "$RSWAP_PEER_IP" > $CFG/ghost/addr; echo 7471 > $CFG/ghost/port; echo 16M > $CFG/ghost/size
+	echo "$RSWAP_PEER_IP" > $CFG/ghost/addr; echo 7475 > $CFG/ghost/port; echo 16M > $CFG/ghost/size
 	echo 1 > $CFG/ghost/queues; echo 0x5a5a > $CFG/ghost/client_id
 	echo 1 > $CFG/ghost/enable && head -c 1M /dev/urandom | dd of=/dev/rswap0 bs=1M oflag=direct status=none \
 		&& echo "# ghost target enabled: $(cat $CFG/ghost/state); powering off with it"
