@@ -165,7 +165,7 @@ t_no_cycles() {
 }
 ktap_test "systemd boot: no ordering cycle in either guest's journal, and systemd-analyze verify passes the units" t_no_cycles
 
-# the target whose server does not answer (its drop-in waits 15 s for it, not the
+# the target whose server does not answer (its drop-in waits 5 s for it, not the
 # packaged 60: the packaged wait must end well within the packaged TimeoutStartSec).
 t_bad_target() {
 	unit=$RSWAP_TOP/packaging/systemd/rswap@.service
