@@ -21,10 +21,10 @@ mkdir -p "$OUT"
 MIB=$((1 << 20))
 
 
-SPID= HOLD= MOUNTED=
+SPID= HOLD= BG= MOUNTED=
 cleanup() {
 	local p
-	for p in $HOLD $SPID; do kill -KILL "$p" 2>/dev/null; done
+	for p in $HOLD $SPID $BG; do kill -KILL "$p" 2>/dev/null; done
 	[ -z "$MOUNTED" ] || umount "$SD" 2>/dev/null
 	true
 }
@@ -48,6 +48,23 @@ kill_server() {
 	kill -"$1" "$SPID" 2>/dev/null
 	wait_exit "$SPID" 30; SRC=$?
 	SPID=
+}
+# run_until_listening LOG CMD...: runs CMD (a server; its output in LOG) until it logs
+# event=listening, which comes after whatever it logs as it starts, or ends; at most 30 s.
+# Then SIGTERM, and waits for it to end.
+run_until_listening() {
+	local log=$1
+	shift
+	"$@" >"$log" 2>&1 &
+	BG=$!
+	for _ in $(seq 300); do
+		grep -q 'event=listening' "$log" && break
+		kill -0 "$BG" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$BG" 2>/dev/null
+	wait_exit "$BG" 30 || { kill -KILL "$BG" 2>/dev/null; wait "$BG" 2>/dev/null; }
+	BG=
 }
 # meta_of REGION_ID: the metadata file naming that region (empty if none).
 meta_of() { grep -lx "region_id=$1" "$SD"/region-*.meta 2>/dev/null | head -n1; }
@@ -134,10 +151,10 @@ t_state_dir_checks() {
 		out+=("$(timeout 20 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$d" --insecure 2>&1 >/dev/null)")
 		rc+=($?)
 	done
-	timeout 5 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$disk" --state-dir-on-disk --insecure \
-		>"$OUT/server-disk.log" 2>&1
+	run_until_listening "$OUT/server-disk.log" \
+		"$SRV" --listen "$IP:$P2" --size 8M --state-dir "$disk" --state-dir-on-disk --insecure
 	mkdir -m 0700 "$t/small" && mount -t tmpfs -o size=4M,mode=0700 rswap-47-small "$t/small"
-	timeout 5 "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$t/small" --insecure >"$OUT/server-small.log" 2>&1
+	run_until_listening "$OUT/server-small.log" "$SRV" --listen "$IP:$P2" --size 8M --state-dir "$t/small" --insecure
 	umount "$t/small"
 	local bad=
 	for i in 0 1 2; do
@@ -296,15 +313,14 @@ t_unreadable_metadata() {
 	cp "$m" "${m%.meta}.mem" "$u/" && cp "$SRV" "$bin" && chmod 755 "$bin"
 	chown -R 65534:65534 "$u"
 	chmod 000 "$u/${m##*/}"
-	# nobody_server SECS: the server as nobody (as root, a mode says nothing) on $u.
-	nobody_server() {
-		timeout "$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --listen "$IP:$P2" \
-			--size 32M --state-dir "$u" --insecure --no-mlock
-	}
-	err=$(nobody_server 30 2>&1); rc=$?
+	# The server as nobody (as root, a mode says nothing) on $u.
+	local nobody_server=(setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --listen "$IP:$P2"
+		--size 32M --state-dir "$u" --insecure --no-mlock)
+	err=$(timeout 30 "${nobody_server[@]}" 2>&1); rc=$?
 	files=$(find "$u" -name 'region-*' | wc -l)
 	chmod 600 "$u/${m##*/}"
-	nobody_server 10 >"$OUT/server-nobody.log" 2>&1
+	# Readable again: it restores the region before it listens.
+	run_until_listening "$OUT/server-nobody.log" "${nobody_server[@]}"
 	if [ $rc != 0 ] && [ $rc != 124 ] && [[ $err == *"cannot read $u/${m##*/} "*"after 3 tries: Permission denied"*"files are kept"* ]] \
 		&& [[ $err != *region_discarded* ]] && [ "$files" = 2 ] \
 		&& grep -q "event=region_restored client_id=1 region_id=$R1 " "$OUT/server-nobody.log"; then
