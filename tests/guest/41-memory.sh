@@ -33,9 +33,11 @@ SECRET2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CG=/sys/fs/cgroup/rswap-memory
 OUT=$RSWAP_OUT/41-memory
 PROCS=4 PROC_MB=48 LIMIT_MB=64
-# The load's length, and how long after it the figures must be back (SETTLE_S).
-LOAD_S=25 SETTLE_S=10 SAMPLE_S=10
-[[ $(uname -r) != *-rswap-debug ]] || LOAD_S=300 SETTLE_S=60 SAMPLE_S=30
+# The load's length, and how long after it the figures must be back (SETTLE_S). The
+# teardown's figures, only recorded, are taken TEARDOWN_S after the queues and after the
+# servers are gone.
+LOAD_S=25 SETTLE_S=10 SAMPLE_S=10 TEARDOWN_S=1
+[[ $(uname -r) != *-rswap-debug ]] || LOAD_S=300 SETTLE_S=60 SAMPLE_S=30 TEARDOWN_S=5
 # The margins the figures must come back within, SETTLE_S after the load.
 SLAB_MARGIN_KB=$((16 << 10)) SKB_MARGIN=2048
 # The load stops early when unreclaimable slab passes this share of the guest's memory
@@ -244,9 +246,9 @@ t_teardown() {
 	echo 0 > $T/enable || ok=0
 	echo 0 > $T2/enable || ok=0
 	rmdir $T $T2 || ok=0
-	sleep 5; shrink; sample disabled
+	sleep $TEARDOWN_S; shrink; sample disabled
 	kill "$SPID" "$SPID2"; wait "$SPID" "$SPID2" 2>/dev/null; SPID= SPID2=
-	sleep 5; shrink; sample no-server
+	sleep $TEARDOWN_S; shrink; sample no-server
 	rmmod rswap || ok=0
 	shrink; sample rmmod
 	for l in swapoff disabled no-server rmmod; do
