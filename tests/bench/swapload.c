@@ -14,6 +14,12 @@
  * again with its next generation's pattern, so that pages keep going out to swap dirty
  * and coming back in. The verify passes then expect each page's last generation.
  *
+ * SIGUSR1 ends the rewrite phase early (REWRITE_S stays its cap): the batch of 256 pages
+ * in hand is finished, then the verify passes run as usual. A SIGUSR1 that arrives during
+ * the write phase ends the rewrite phase as soon as it starts (no page is rewritten); one
+ * that arrives during or after the verify passes changes nothing. The handler is installed
+ * before anything else, so that the signal never kills the process.
+ *
  * Each page holds 511 pseudo-random 64-bit words derived from (seed, page index) and, in
  * its last word, a checksum of the other 511 words mixed with the page index; a page that
  * comes back with stale, shifted or another page's content fails the check.
@@ -28,6 +34,7 @@
  * and the number of bad pages.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +45,15 @@
 #include <unistd.h>
 
 #define WORDS_PER_PAGE(ps) ((ps) / sizeof(uint64_t))
+
+/* Set by SIGUSR1: the rewrite phase ends (or does not start). */
+static volatile sig_atomic_t stop;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static double now(void)
 {
@@ -102,6 +118,16 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	char *mem;
 	uint64_t stride;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGUSR1, &sa, NULL)) {
+		fprintf(stderr, "swapload: sigaction: %s\n", strerror(errno));
+		return 2;
+	}
 
 	if (argc < 2 || (mib = strtoul(argv[1], NULL, 0)) == 0) {
 		fprintf(stderr, "usage: %s MIB [SEED]\n", argv[0]);
@@ -126,9 +152,9 @@ int main(int argc, char **argv)
 		fill_page((uint64_t *)(mem + i * ps), words, seed, i);
 	t_write = now();
 
-	/* The rewrite phase: pseudo-random pages, checked then written again. */
+	/* The rewrite phase: pseudo-random pages, checked then written again, until SIGUSR1. */
 	rnd = mix(seed ^ 0x7e3a11);
-	while (rewrite_s > 0 && now() - t_write < rewrite_s) {
+	while (rewrite_s > 0 && !stop && now() - t_write < rewrite_s) {
 		for (i = 0; i < 256; i++) {
 			uint64_t pg;
 
