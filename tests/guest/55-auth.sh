@@ -50,8 +50,9 @@ WORK_MB=48
 LIMIT_MB=20
 # The reload server (t_reload_*): its port, allow-list and log; its kernel target $R is
 # client $RID, swapping a swapload run of RWORK_MB in a cgroup of RLIMIT_MB whose rewrite
-# phase lasts RLOAD_S seconds, about three times what the reloads took from the load's
-# start on 2026-11-27 (15 s on the stock kernel, 34 s on the debug kernel).
+# phase the test ends (SIGUSR1) once the reloads are done; RLOAD_S seconds is its cap,
+# about three times what the reloads took from the load's start on 2026-11-27 (15 s on
+# the stock kernel, 34 s on the debug kernel).
 RPORT=$((PORT + 2))
 RA=/tmp/rswap-55-reload
 RLOG=$OUT/server-reload.log
@@ -94,6 +95,12 @@ client() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$PORT" "$@
 rclient() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$RPORT" "$@"; }
 # hup REGEX: SIGHUP to the reload server; waits (20 s) for REGEX in its log.
 hup() { kill -HUP "$RSPID"; wait_log "$RLOG" "$1" 20; }
+# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
+# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
+# the signal would kill.
+stop_rewrite() {
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "$LOAD" | cut -c1-15)" ] && kill -USR1 "$1"
+}
 
 # Safe defaults.
 t_safe_defaults() {
@@ -436,7 +443,8 @@ ktap_test "auth: the log lines of a flood of unauthenticated connects are rate-l
 # is refused, then added and connects; a broken file is refused with FILE:LINE and the
 # list in use stays; its secret is rotated (the old one refused, the new one admitted);
 # it is removed while it holds its region: its queue is closed, its region freed after
-# the grace, its hellos refused. The swapping target is never disturbed: no queue of it
+# the grace, its hellos refused. The load's rewrite phase lasts until all of that is done
+# (SIGUSR1 ends it then). The swapping target is never disturbed: no queue of it
 # closed, no recovery, 0 bad pages, no process killed. Leaves the server ($RSPID) and
 # the target (swapped off) to the next test.
 t_reload_under_swap() {
@@ -513,8 +521,13 @@ t_reload_under_swap() {
 	# All of that while the target swapped.
 	out2=$(vm pswpout)
 	steps_s=$(( $(date +%s) - start ))
-	kill -0 "$LPID" 2>/dev/null || bad+="swapload ended before the reloads did (${steps_s}s; its rewrite phase is ${RLOAD_S}s); "
 	[ $((out2 - out1)) -ge 1000 ] || bad+="only $((out2 - out1)) pages out during the reloads; "
+	# The reloads done: the load's rewrite phase ends, its verify pass follows.
+	if ! kill -0 "$LPID" 2>/dev/null; then
+		bad+="swapload ended before the reloads did (${steps_s}s; its rewrite phase is ${RLOAD_S}s at most); "
+	elif ! stop_rewrite "$LPID"; then
+		bad+="process $LPID is $(cat "/proc/$LPID/comm" 2>/dev/null), not swapload: not signalled; "
+	fi
 	wait_exit "$LPID" 300; lrc=$?
 	[ $lrc != 124 ] || kill -KILL "$LPID" 2>/dev/null
 	rmdir $CG 2>/dev/null
