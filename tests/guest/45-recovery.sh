@@ -433,9 +433,16 @@ ktap_test "recovery: RDMA posts the QP refuses (rswap.ko fault_fail_posts=4, as 
 # cm_id, the QP, the RECV buffer, the link, in turn) with ENOMEM, as when even the memory
 # reserves are gone. Each failed attempt must end at once, not wait out a timeout, and be
 # tried again; once the failures are spent both queues reconnect and every page of the
-# swap load comes back intact.
+# swap load comes back intact. The load's rewrite phase goes on for 3 s after both queues
+# are back, then the test ends it (SIGUSR1; 20 s is its cap) and its verify pass follows.
 SWAPLOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
 NOMEM_CG=/sys/fs/cgroup/rswap-nomem
+# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
+# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
+# the signal would kill.
+stop_rewrite() {
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "$SWAPLOAD" | cut -c1-15)" ] && kill -USR1 "$1"
+}
 t_nomem_swap() {
 	[ -x "$SWAPLOAD" ] || { ktap_skip "no swapload binary at $SWAPLOAD"; return; }
 	if ! { rswap_load fault_fail_reconnect_allocs=8 && start_server && mkdir $T && enable_with 60000 0x4508 \
@@ -452,6 +459,15 @@ t_nomem_swap() {
 	out=$(wait_swapping $lpid "$base")
 	dmesg_mark "45-recovery: nomem"
 	kill -USR1 "$SPID"
+	# Both queues back (or the load over, or 60 s), 3 s more of the load on the new
+	# connections, then the end of its rewrite phase.
+	for _ in $(seq 600); do
+		[[ $(cat $T/state) == connected* ]] && [ "$(recoveries)" -ge $((r0 + 2)) ] && break
+		kill -0 $lpid 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 3
+	stop_rewrite $lpid
 	wait_exit $lpid 600; lrc=$?
 	since=$(dmesg | sed -n '/rswap-test-mark: 45-recovery: nomem/,$p')
 	# The errno by name, or by number on a kernel without CONFIG_SYMBOLIC_ERRNAME (debug).
