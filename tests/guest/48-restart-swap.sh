@@ -69,7 +69,9 @@ t_server_killed() {
 	epoch0=$(state_field $T epoch)
 	rec0=$(state_field $T recoveries)
 	out0=$(vm pswpout)
-	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+	# One verify pass: the kill comes during the write phase, and the pass checks every
+	# page after it (those swapped out come back from the restarted server).
+	SWAPLOAD_PASSES=1 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 11" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
 	LPID=$!
 	# Kill the server once the workload really swaps (pages went out), so that swap-ins and
 	# swap-outs are in flight or about to be.
