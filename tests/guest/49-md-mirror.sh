@@ -100,7 +100,9 @@ t_server_a_dies() {
 	echo $((LIMIT_MB << 20)) > $CG/memory.max
 	echo max > $CG/memory.swap.max 2>/dev/null
 	out0=$(vm pswpout)
-	sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 13" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
+	# One verify pass: the kill comes during the write phase, and the pass checks every
+	# page after it (those swapped out come back from B alone).
+	SWAPLOAD_PASSES=1 sh -c "echo \$\$ > $CG/cgroup.procs && exec $LOAD $WORK_MB 13" >"$OUT/swapload.json" 2>"$OUT/swapload.err" &
 	LPID=$!
 	swapping=$(wait_swapping $LPID $out0)
 	kill -KILL $SA; killed=$(date +%s%N); wait $SA 2>/dev/null; SA=
