@@ -46,8 +46,10 @@ KSECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 KUP=keyup
 KUPID=0x5507
 KUPSECRET=$(head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n')
-WORK_MB=48
-LIMIT_MB=20
+# The owner's swap load in t_flood: WORK_MB in a cgroup of LIMIT_MB, both verify passes
+# (its region and the main server are sized from WORK_MB too).
+WORK_MB=32
+LIMIT_MB=12
 # The reload server (t_reload_*): its port, allow-list and log; its kernel target $R is
 # client $RID, swapping a swapload run of RWORK_MB in a cgroup of RLIMIT_MB whose rewrite
 # phase the test ends (SIGUSR1) once the reloads are done; RLOAD_S seconds is its cap,
