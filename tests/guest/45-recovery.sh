@@ -17,6 +17,9 @@ T=$CFG/rec
 OUT=$RSWAP_OUT/45-recovery
 mkdir -p "$OUT"
 SIZE_MB=64
+# What each of fio_verify_start's two jobs writes and verifies, from the start of its half
+# of the disk.
+FIO_MB=16
 DEV=/dev/rswap0
 
 start_server() { server_start "$OUT/server.log" --listen "$IP:$PORT" --size 256M --grace 120 --insecure; }
@@ -32,11 +35,12 @@ wait_closed() {
 	return 1
 }
 # fio_verify_start NAME: fio writes with crc32c verification in the background, 4k..128k at
-# iodepth 32, one job on each half of the disk, into $OUT/fio-NAME.{json,log}; sets fpid.
-# Returns once fio has writes in flight (or after 10 s: fio may finish in a few seconds).
+# iodepth 32, one job on each half of the disk (FIO_MB of it), into
+# $OUT/fio-NAME.{json,log}; sets fpid. Returns once fio has writes in flight (or after
+# 10 s: fio may finish in a few seconds).
 fio_verify_start() {
 	fio --name="$1" --filename=$DEV --direct=1 --ioengine=libaio --rw=randwrite \
-		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=$((SIZE_MB / 2))M --offset_increment=$((SIZE_MB / 2))M \
+		--bsrange=4k-128k --iodepth=32 --numjobs=2 --size=${FIO_MB}M --offset_increment=$((SIZE_MB / 2))M \
 		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --group_reporting \
 		--output-format=json --output="$OUT/fio-$1.json" >"$OUT/fio-$1.log" 2>&1 &
 	fpid=$!
@@ -186,6 +190,7 @@ t_cpu_hotplug() {
 		off_rc=1; timeout 120 sh -c "echo 0 > $CPU1" && off_rc=0
 		sleep 1
 		on_rc=1; timeout 120 sh -c "echo 1 > $CPU1" && on_rc=0
+		fio_then=ended; kill -0 $fpid 2>/dev/null && fio_then=running
 		wait_exit $fpid 300; frc=$?
 		errs=$(fio_errors hotplug)
 		# Both queues serve I/O again: a read from each CPU (blk-mq maps CPU N to queue N).
@@ -197,7 +202,7 @@ t_cpu_hotplug() {
 		if [ $off_rc = 0 ] && [ $on_rc = 0 ] && [ $frc = 0 ] && [ "$errs" = 0 ] && [ $rd_rc = 0 ] \
 			&& [[ $st == "connected queues=2/2 "* ]] && [ "$r1" -gt "$r0" ]; then
 			ktap_pass
-			ktap_diag "recoveries $r0 -> $r1; state: $st"
+			ktap_diag "recoveries $r0 -> $r1; fio $fio_then when CPU 1 was back; state: $st"
 		else
 			ktap_fail "offline rc $off_rc online rc $on_rc fio exit $frc errors $errs read rc $rd_rc recoveries $r0 -> $r1 state $st; $(tail -3 "$OUT/fio-hotplug.log"); $(dmesg | grep rswap | tail -4)"
 		fi
