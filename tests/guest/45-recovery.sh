@@ -123,12 +123,16 @@ t_idle() {
 }
 ktap_test "recovery: the server closes every connection while idle; the queues reconnect at once, with no I/O, to the same region and the data reads back" t_idle
 
-# The same with a server whose grace period (5 s) is shorter than the idle time after
-# its maintenance (12 s): the region survives only because the queues reconnect at once.
+# The same with a server whose grace period (3 s; 5 s on the debug kernel) is shorter than
+# the idle time after its maintenance (7 s; 12 s): the region survives only because the
+# queues reconnect at once (t_idle's did 50 ms after the close on the stock kernel,
+# 2026-11-28).
+GRACE_S=3 IDLE_S=7
+[[ $(uname -r) != *-rswap-debug ]] || GRACE_S=5 IDLE_S=12
 t_idle_grace() {
 	G=$CFG/grace
 	GLOG=$OUT/server-grace.log
-	"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace 5 --insecure >"$GLOG" 2>&1 &
+	"$SRV" --listen "$IP:$((PORT + 1))" --size 64M --grace $GRACE_S --insecure >"$GLOG" 2>&1 &
 	GPID=$!
 	for _ in $(seq 100); do grep -q listening "$GLOG" && break; sleep 0.1; done
 	mkdir $G
@@ -138,11 +142,11 @@ t_idle_grace() {
 		head -c 4M /dev/urandom > /tmp/grace4
 		dd if=/tmp/grace4 of=$GDEV bs=1M oflag=direct status=none
 		kill -USR1 "$GPID"
-		sleep 12
+		sleep $IDLE_S
 		if dd if=$GDEV of=/tmp/grace4b bs=1M count=4 iflag=direct status=none && cmp -s /tmp/grace4 /tmp/grace4b \
 			&& ! grep -q region_freed "$GLOG"; then
 			ktap_pass
-			ktap_diag "12 s after the maintenance: $(cat $G/state)"
+			ktap_diag "$IDLE_S s after the maintenance: $(cat $G/state)"
 		else
 			ktap_fail "state $(cat $G/state); $(grep -E 'region_freed|queue_' "$GLOG" | tail -4); $(dmesg | grep rswap | tail -4)"
 		fi
@@ -153,7 +157,7 @@ t_idle_grace() {
 	rmdir $G
 	kill "$GPID"; wait "$GPID" 2>/dev/null
 }
-ktap_test "recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace 5 s, 12 s idle)" t_idle_grace
+ktap_test "recovery: an idle disk keeps its memory when the server drops its connections for longer than its grace period (grace $GRACE_S s, $IDLE_S s idle)" t_idle_grace
 
 # Under load: fio writes with verification on both queues while the server drops every
 # connection. The flushed requests are requeued and issued again after the reconnect.
