@@ -123,46 +123,14 @@ leg_region() {
 }
 
 # placed K R BLOCKS FILE: FILE, written at the start of the disk, is where the placement
-# rule puts it in the legs' region files: prints the fragments that are not.
+# rule puts it in the legs' region files: prints the fragments that are not, and fails if
+# any is not. Data fragments and whole blocks (replication) are compared with FILE's bytes
+# and P with the XOR of the block's data fragments; Q (RAID-6) is checked by reads that
+# need it (ec_lose). One python3 pass over the files (tests/lib/ec_placement.py).
 placed() {
-	local k=$1 n=$(($1 + $2)) blocks=$3 file=$4 f=$((4096 / $1)) b j leg bad=0
-	for ((b = 0; b < blocks; b++)); do
-		for ((j = 0; j < n; j++)); do
-			leg=$(((j + b / 8) % n))
-			# P is checked here; Q (RAID-6) by reads that need it (ec_lose).
-			if [ "$k" -gt 1 ] && [ $j -gt "$k" ]; then continue; fi
-			if [ "$k" -gt 1 ] && [ $j = "$k" ]; then
-				parity_ok $k $b "$(leg_region $leg)" "$file" || { bad=$((bad + 1)); echo "block $b parity (leg $leg)"; }
-				continue
-			fi
-			# Replication: every fragment is the whole block; striping: bytes j*f of it.
-			if [ "$k" = 1 ]; then want="$b"; else want=$((b * k + j)); fi
-			dd if="$(leg_region $leg)" bs=$f skip=$b count=1 status=none > /tmp/57-got
-			dd if="$file" bs=$f skip=$want count=1 status=none > /tmp/57-want
-			cmp -s /tmp/57-got /tmp/57-want || { bad=$((bad + 1)); echo "block $b fragment $j (leg $leg)"; }
-		done
-	done
-	return $bad
-}
-
-# parity_ok K B REGION FILE: P of block B in REGION (bytes B*f of it) is the XOR of the
-# block's k data fragments in FILE, compared 8 bytes at a time.
-parity_ok() {
-	local k=$1 b=$2 f=$((4096 / $1)) j c x cols files=()
-	words() { od -An -v -td8 -w8 | tr -d ' '; }
-	for ((j = 0; j < k; j++)); do
-		dd if="$4" bs=$f skip=$((b * k + j)) count=1 status=none | words > /tmp/57-frag$j
-		files+=(/tmp/57-frag$j)
-	done
-	dd if="$3" bs=$f skip=$b count=1 status=none | words > /tmp/57-p
-	[ -s /tmp/57-p ] || return 1
-	# (The guest has no /dev/fd, so no process substitution.)
-	paste -d' ' "${files[@]}" /tmp/57-p > /tmp/57-words
-	while read -r -a cols; do
-		x=0
-		for ((c = 0; c < k; c++)); do x=$((x ^ cols[c])); done
-		[ "$x" = "${cols[k]}" ] || return 1
-	done < /tmp/57-words
+	local i regions=()
+	for ((i = 0; i < $1 + $2; i++)); do regions+=("$(leg_region $i)"); done
+	python3 "$RSWAP_TOP/tests/lib/ec_placement.py" "$1" "$2" "$3" "$4" "${regions[@]}"
 }
 
 # fio_verify NAME ARGS...: fio random writes of 4 to 64 KiB on $dev, then reads them all
