@@ -136,6 +136,9 @@ host_checks() {
 	n="host: bench-apps report: slowdowns, targets, --check of outputs and runs (apps_report_test.py)"
 	if o=$(python3 "$RSWAP_TOP/tests/bench/apps_report_test.py" 2>&1); then result ok "$n"
 	else result fail "$n" "$(tail -30 <<<"$o")"; fi
+	n="host: 57-ec's placement and parity check on region files it lays out (ec_placement_test.py)"
+	if o=$(python3 "$RSWAP_TOP/tests/lib/ec_placement_test.py" 2>&1); then result ok "$n"
+	else result fail "$n" "$(tail -30 <<<"$o")"; fi
 
 	# The KTAP library every suite uses (tests/lib/ktap.sh) against its own small suites.
 	o=$(bash "$RSWAP_TOP/tests/lib/ktap-selftest.sh" 2>&1) && r=0 || r=$?
