@@ -446,12 +446,6 @@ ktap_test "recovery: RDMA posts the QP refuses (rswap.ko fault_fail_posts=4, as 
 # are back, then the test ends it (SIGUSR1; 20 s is its cap) and its verify pass follows.
 SWAPLOAD=${RSWAP_SWAPLOAD:-$RSWAP_OUT/swapload}
 NOMEM_CG=/sys/fs/cgroup/rswap-nomem
-# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
-# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
-# the signal would kill.
-stop_rewrite() {
-	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "$SWAPLOAD" | cut -c1-15)" ] && kill -USR1 "$1"
-}
 t_nomem_swap() {
 	[ -x "$SWAPLOAD" ] || { ktap_skip "no swapload binary at $SWAPLOAD"; return; }
 	if ! { rswap_load fault_fail_reconnect_allocs=8 && start_server && mkdir $T && enable_with 60000 0x4508 \

@@ -97,12 +97,6 @@ client() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$PORT" "$@
 rclient() { TESTCLIENT_LIMIT=120 TESTCLIENT_TIMEOUT=30 testclient "$IP:$RPORT" "$@"; }
 # hup REGEX: SIGHUP to the reload server; waits (20 s) for REGEX in its log.
 hup() { kill -HUP "$RSPID"; wait_log "$RLOG" "$1" 20; }
-# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
-# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
-# the signal would kill.
-stop_rewrite() {
-	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "$LOAD" | cut -c1-15)" ] && kill -USR1 "$1"
-}
 
 # Safe defaults.
 t_safe_defaults() {

@@ -711,13 +711,6 @@ swap_start() {
 	swapping=$(wait_swapping $lpid "$out0")
 }
 
-# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
-# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
-# the signal would kill.
-stop_rewrite() {
-	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "$LOAD" | cut -c1-15)" ] && kill -USR1 "$1"
-}
-
 # end_rewrite: ends the rewrite phase of the swap load ($lpid) if it still runs (its verify
 # passes follow); adds to $why if $lpid is not swapload.
 end_rewrite() {

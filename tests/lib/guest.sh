@@ -172,6 +172,14 @@ wait_swapping() {
 	echo $(( $(vm pswpout) - $2 ))
 }
 
+# stop_rewrite PID: ends the rewrite phase of swapload process PID (SIGUSR1), once sure
+# that PID is swapload itself (`sh -c '... exec'` keeps its PID) and not a shell, which
+# the signal would kill. Fails if it is not.
+stop_rewrite() {
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$(basename "${RSWAP_SWAPLOAD:-swapload}" | cut -c1-15)" ] \
+		&& kill -USR1 "$1"
+}
+
 # uevents_start FILE: records rswap's uevents (a `change` of /dev/rswapN with RSWAP_EVENT)
 # into FILE as they come, one line each ("DEVNAME=.. RSWAP_TARGET=.. RSWAP_QUEUE=..
 # RSWAP_EVENT=.. RSWAP_STATE=.."), until uevents_stop; returns once it listens.
