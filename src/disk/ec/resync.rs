@@ -376,8 +376,8 @@ impl Resync {
             }
             let (mut group, mut done) = (Some(first), 0u64);
             let (start, mut written) = (Instant::now(), 0u64);
-            // Groups that too few other legs hold current now: (how many, the first).
-            let mut short = (0u64, 0u64);
+            // Groups that too few other legs hold current now: how many, the first.
+            let (mut short, mut first_short) = (0u64, None);
             while let Some(g) = group {
                 if self.is_stopped() {
                     return false;
@@ -385,21 +385,22 @@ impl Resync {
                 // Not to be had now (more legs stale or away in it than the code
                 // survives): left dirty, the leg's other groups are rebuilt. A leg that
                 // comes back starts another pass.
-                let Some(plan) = self.plan(l, g) else {
-                    short = (short.0 + 1, if short.0 == 0 { g } else { short.1 });
+                if self.plan(l, g).is_none() {
+                    short += 1;
+                    first_short.get_or_insert(g);
                     group = leg.dirty.next(g + 1);
                     continue;
-                };
+                }
                 leg.busy.store(g, Ordering::SeqCst);
                 leg.dirty.clear(g);
-                let mut rebuilt = self.rebuild(bufs, l, g, plan);
+                let mut rebuilt = self.rebuild(bufs, l, g);
                 // A queue full of the disk's own I/O: it drains soon.
                 for _ in 0..BUSY_TRIES {
                     if rebuilt != Err(EBUSY) {
                         break;
                     }
                     fsleep(Delta::from_millis(BUSY_WAIT_MS));
-                    rebuilt = self.rebuild(bufs, l, g, plan);
+                    rebuilt = self.rebuild(bufs, l, g);
                 }
                 if rebuilt.is_err() {
                     leg.dirty.mark(g);
@@ -422,11 +423,11 @@ impl Resync {
                 self.pace(start, written);
                 group = leg.dirty.next(g + 1);
             }
-            if let (Some(name), (n @ 1.., g)) = (name, short) {
+            if let (Some(name), Some(g)) = (name, first_short) {
                 pr_warn!(
                     "{}: {} groups cannot be rebuilt now, from group {}: too few other legs hold them current; {} groups left dirty\n",
                     name,
-                    n,
+                    short,
                     g,
                     leg.dirty.count()
                 );
@@ -473,11 +474,13 @@ impl Resync {
         self.layout.read_plan(g, others, 0)
     }
 
-    /// Rebuilds leg `l`'s fragment of every block of group `g` from the legs of `plan`
-    /// (see [`Resync::plan`]), a run of [`Resync::run_blocks`] blocks at a time.
-    fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64, plan: LegMask) -> Result {
+    /// Rebuilds leg `l`'s fragment of every block of group `g` from the legs
+    /// [`Resync::plan`] names now (each try asks again: legs come and go), a run of
+    /// [`Resync::run_blocks`] blocks at a time.
+    fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
         let layout = &self.layout;
         let f = layout.code().fragment_bytes() as usize;
+        let plan = self.plan(l, g).ok_or(EIO)?;
         let decode = layout.decode(g, plan);
         let fragment = layout.fragment_on(g, l as u8);
         let queue = |m: usize| {
