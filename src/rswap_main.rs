@@ -86,6 +86,11 @@ module! {
             description: "For tests: take every RDMA device to carry at most this many \
                           SGEs in a send work request, as soft-iWARP's 6 (0: what it says)",
         },
+        fault_busy_waited_ios: u32 {
+            default: 0,
+            description: "For tests: refuse this many of a rebuild's RDMA READs and WRITEs \
+                          as busy, as a queue full of the disk's own I/O does",
+        },
     },
 }
 
@@ -116,6 +121,8 @@ impl kernel::InPlaceModule for RswapModule {
         transport::fault::fail_reconnect_allocs(
             module_parameters::fault_fail_reconnect_allocs.value(),
         );
+        #[cfg(rswap_fault_injection)]
+        transport::fault::busy_waited_ios(module_parameters::fault_busy_waited_ios.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
             configfs <- configfs::subsystem(settings::ModuleContext {

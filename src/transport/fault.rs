@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Allocation failures injected into reconnects, for tests: a module built with fault
-//! injection (`make RSWAP_FAULT_INJECTION=y`) takes `fault_fail_reconnect_allocs=N`, and
-//! the next N allocating steps of queue recoveries fail with `ENOMEM`, as they would when
-//! even the memory reserves are gone. Without fault injection nothing fails here.
+//! Failures injected into the transport, for tests: a module built with fault injection
+//! (`make RSWAP_FAULT_INJECTION=y`) takes `fault_fail_reconnect_allocs=N`, and the next N
+//! allocating steps of queue recoveries fail with `ENOMEM`, as they would when even the
+//! memory reserves are gone; and `fault_busy_waited_ios=N`, and the next N waited I/Os (a
+//! rebuild's) are refused as busy, as on a queue full of the disk's own I/O. Without fault
+//! injection nothing fails here.
 //!
 //! Only allocations made in a recovery (the current task in a
 //! [`ReserveScope`](crate::kernel_ext::ReserveScope)) are failed, never those of `enable`;
@@ -39,9 +41,22 @@ mod inject {
     /// How many steps [`AllocStep`] has.
     const STEPS: u32 = AllocStep::Link as u32 + 1;
 
+    /// Waited I/Os still to refuse as busy.
+    static BUSY_WAITED: Countdown = Countdown::new();
+
     /// Makes the next `n` allocating steps of recoveries fail.
     pub(crate) fn fail_reconnect_allocs(n: u32) {
         BUDGET.set(n);
+    }
+
+    /// Makes the next `n` waited I/Os come back busy without being posted.
+    pub(crate) fn busy_waited_ios(n: u32) {
+        BUSY_WAITED.set(n);
+    }
+
+    /// Whether this waited I/O is to come back busy.
+    pub(super) fn waited_busy() -> bool {
+        BUSY_WAITED.take()
     }
 
     /// Whether `step` of the current connection attempt is to fail: the first step the
@@ -59,7 +74,7 @@ mod inject {
 }
 
 #[cfg(rswap_fault_injection)]
-pub(crate) use inject::fail_reconnect_allocs;
+pub(crate) use inject::{busy_waited_ios, fail_reconnect_allocs};
 
 /// `Err(ENOMEM)` if a test asked for `step` of this connection attempt to fail (see the
 /// module's documentation); `Ok` otherwise, and always without fault injection.
@@ -71,5 +86,16 @@ pub(crate) fn alloc(step: AllocStep) -> Result {
     }
     #[cfg(not(rswap_fault_injection))]
     let _ = step;
+    Ok(())
+}
+
+/// `Err(EBUSY)` if a test asked for this waited I/O to be refused as busy (see the
+/// module's documentation); `Ok` otherwise, and always without fault injection.
+#[inline]
+pub(crate) fn waited_io() -> Result {
+    #[cfg(rswap_fault_injection)]
+    if inject::waited_busy() {
+        return Err(EBUSY);
+    }
     Ok(())
 }

@@ -133,6 +133,7 @@ impl<const N: usize> WaitedIo<N> {
     /// again soon), `EAGAIN` if it is recovering, `EIO` if it is dead or the I/O failed.
     /// Sleeps.
     pub(crate) fn run(&mut self, queue: &Arc<Queue>, dir: Dir, offset: u64, bytes: u32) -> Result {
+        super::fault::waited_io()?;
         let nents = self.table()?.use_own_bytes(bytes as usize);
         if nents == 0 {
             return Err(EINVAL);
