@@ -11,7 +11,10 @@
 //! puts its blocks together, computes the leg's fragment (data, P or Q) and writes it.
 //! A group that fewer than k other legs hold current (more of them stale or away in it
 //! than the code survives) is left dirty and the leg's other groups are rebuilt; a pass
-//! runs again when a leg comes back or a pass rebuilt anything.
+//! runs again when a leg comes back or a pass rebuilt anything. A group whose rebuild
+//! failed (its queues busy for over a second, or an I/O that failed) is left dirty too,
+//! and the work runs again after [`RETRY_MS`], doubled while it keeps failing: nothing
+//! else might start it (a write to a group dirty already does not).
 //!
 //! A write that races the rebuild of its group must not be overwritten by it. The resync
 //! names the group it rebuilds (`busy`) before clearing its bit, and a write or read
@@ -33,8 +36,10 @@ use kernel::{
     new_mutex, new_spinlock_irq, new_work,
     prelude::*,
     sync::{Arc, Mutex, SpinLockIrq},
-    time::{delay::fsleep, Delta, Instant, Monotonic},
-    workqueue::{impl_has_work, Work, WorkItem},
+    time::{delay::fsleep, msecs_to_jiffies, Delta, Instant, Monotonic},
+    workqueue::{
+        impl_has_delayed_work, impl_has_work, new_delayed_work, DelayedWork, Work, WorkItem,
+    },
 };
 
 use super::{
@@ -44,7 +49,9 @@ use super::{
 };
 use crate::{
     disk::ec_layout::{Decode, Layout, LegMask, BLOCK, GROUP_BLOCKS},
-    kernel_ext::{Combine, Fragment, IoSink, Lost, NoIoScope, ReclaimWorkqueue, SgTable},
+    kernel_ext::{
+        flush_delayed_work, Combine, Fragment, IoSink, Lost, NoIoScope, ReclaimWorkqueue, SgTable,
+    },
     transport::{
         io::Dir,
         queue::{Queue, State},
@@ -65,6 +72,19 @@ const BUSY_WAIT_MS: i64 = 10;
 
 /// The longest the rebuild sleeps at once to keep to its rate.
 const PACE_MAX_MS: u64 = 100;
+
+/// How long after a pass in which a rebuild failed the work runs again, at first; each
+/// such pass after it doubles the wait, up to [`RETRY_MAX_MS`]; one without resets it.
+const RETRY_MS: u32 = 1000;
+const RETRY_MAX_MS: u32 = 32_000;
+
+/// What a pass did.
+struct Passed {
+    /// It rebuilt a group.
+    rebuilt: bool,
+    /// A rebuild failed, and left its group dirty.
+    failed: bool,
+}
 
 /// One leg's resynchronisation.
 struct LegResync {
@@ -128,13 +148,22 @@ pub(super) struct Resync {
     /// Set by [`Resync::stop`]: the work is not queued again.
     #[pin]
     stopped: SpinLockIrq<bool>,
+    /// How long the next retry waits, in ms.
+    retry_ms: AtomicU32,
     wq: Arc<ReclaimWorkqueue>,
     #[pin]
     work: Work<Resync>,
+    /// Starts the work again after a pass in which a rebuild failed.
+    #[pin]
+    retry: DelayedWork<Resync, 1>,
 }
 
 impl_has_work! {
     impl HasWork<Self> for Resync { self.work }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 1> for Resync { self.retry }
 }
 
 impl Resync {
@@ -198,8 +227,10 @@ impl Resync {
                 run_blocks,
                 bufs <- new_mutex!(Buffers { io, blocks, p }, "rswap::disk::ec::Resync::bufs"),
                 stopped <- new_spinlock_irq!(false, "rswap::disk::ec::Resync::stopped"),
+                retry_ms: AtomicU32::new(RETRY_MS),
                 wq,
                 work <- new_work!("rswap::disk::ec::Resync::work"),
+                retry <- new_delayed_work!("rswap::disk::ec::Resync::retry"),
             }),
             GFP_KERNEL,
         )
@@ -233,7 +264,24 @@ impl Resync {
         let stopped = this.stopped.lock();
         if !*stopped {
             // Already queued: it will see this too.
-            let _ = this.wq.enqueue(this.clone());
+            let _ = this.wq.enqueue::<_, 0>(this.clone());
+        }
+    }
+
+    /// Starts the work again in [`Resync::retry_ms`] ms, and doubles that for the next
+    /// time, unless a retry is waiting already (it comes first). Any context.
+    fn retry_later(this: &Arc<Self>) {
+        let ms = this.retry_ms.load(Ordering::Relaxed);
+        let stopped = this.stopped.lock();
+        if *stopped {
+            return;
+        }
+        let queued = this
+            .wq
+            .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
+        if queued.is_ok() {
+            this.retry_ms
+                .store(ms.saturating_mul(2).min(RETRY_MAX_MS), Ordering::Relaxed);
         }
     }
 
@@ -258,6 +306,9 @@ impl Resync {
     /// Stops the work for good and waits until it is not running. Sleeps.
     pub(super) fn stop(&self) {
         *self.stopped.lock() = true;
+        // A retry waiting for its delay runs now and queues nothing (it sees `stopped`);
+        // the work queues no retry from now on.
+        flush_delayed_work(&self.retry);
         self.wq.flush();
     }
 
@@ -348,9 +399,13 @@ impl Resync {
 
     /// One pass over the legs that are back: rebuilds their dirty groups, but those too
     /// few other legs hold current. Whether it rebuilt any (a group dirtied meanwhile, or
-    /// one that another leg's rebuild made current, may be left for another pass).
-    fn pass(&self, bufs: &mut Buffers) -> bool {
-        let mut any = false;
+    /// one that another leg's rebuild made current, may be left for another pass), and
+    /// whether a rebuild failed.
+    fn pass(&self, bufs: &mut Buffers) -> Passed {
+        let mut passed = Passed {
+            rebuilt: false,
+            failed: false,
+        };
         for (l, leg) in self.legs.iter().enumerate() {
             if self.out.mask() & (1 << l) != 0 || !leg.is_back() {
                 continue;
@@ -380,7 +435,7 @@ impl Resync {
             let (mut short, mut first_short) = (0u64, None);
             while let Some(g) = group {
                 if self.is_stopped() {
-                    return false;
+                    return passed;
                 }
                 // Not to be had now (more legs stale or away in it than the code
                 // survives): left dirty, the leg's other groups are rebuilt. A leg that
@@ -409,13 +464,16 @@ impl Resync {
                 if let Err(e) = rebuilt {
                     if let Some(name) = name {
                         pr_warn!(
-                            "{}: rebuilding group {} failed ({:?}); {} groups left dirty\n",
+                            "{}: rebuilding group {} failed ({:?}); {} groups left dirty, \
+                             trying again in {} ms\n",
                             name,
                             g,
                             e,
-                            leg.dirty.count()
+                            leg.dirty.count(),
+                            self.retry_ms.load(Ordering::Relaxed)
                         );
                     }
+                    passed.failed = true;
                     break;
                 }
                 done += 1;
@@ -434,7 +492,7 @@ impl Resync {
             }
             if done > 0 {
                 leg.resynced.fetch_add(done, Ordering::Relaxed);
-                any = true;
+                passed.rebuilt = true;
             }
             if leg.dirty.count() == 0 && leg.syncing.swap(false, Ordering::Relaxed) {
                 if let Some(name) = name {
@@ -446,7 +504,7 @@ impl Resync {
                 }
             }
         }
-        any
+        passed
     }
 
     /// Blocks of group `g` (the last group of the disk may be partial).
@@ -642,7 +700,29 @@ impl WorkItem for Resync {
         // Swap I/O may be what reclaim waits on: allocate nothing that starts I/O.
         let _noio = NoIoScope::enter();
         let mut bufs = this.bufs.lock();
-        while !this.is_stopped() && this.pass(&mut bufs) {}
+        let mut failed = false;
+        while !this.is_stopped() {
+            let passed = this.pass(&mut bufs);
+            failed = passed.failed;
+            if !passed.rebuilt {
+                break;
+            }
+        }
+        drop(bufs);
+        if failed {
+            Resync::retry_later(&this);
+        } else {
+            this.retry_ms.store(RETRY_MS, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The retry after a pass in which a rebuild failed: the work again.
+impl WorkItem<1> for Resync {
+    type Pointer = Arc<Resync>;
+
+    fn run(this: Arc<Resync>) {
+        Resync::kick(&this);
     }
 }
 
