@@ -441,7 +441,8 @@ verdict() {
 # while it was away, and those alone, rebuilt on it (at MBPS MiB/s, set while enabled, if
 # given: the rebuild then takes at least the time that rate needs); then two other servers
 # are killed and every block reads back, now through the restarted server's fragments.
-# With $SEGMENTS set, the disk's max_segments must be that.
+# With $SEGMENTS set, the disk's max_segments must be that; with $WANT_LOG set (an extended
+# regular expression), the kernel log must have such a line.
 resync_test() {
 	local code=$1 groups=$2 mbps=${3:-} why= dirty resynced took k=${1%+*} blocks
 	blocks=$((groups * 8))
@@ -470,6 +471,8 @@ resync_test() {
 	took=$(dmesg | awk -F'[][]' -v n="$groups" '$0 ~ "leg1: back: rebuilding the " n " groups" { b = $2 }
 		$0 ~ "leg1: in sync: " n " groups rebuilt" { e = $2 } END { if (b != "" && e != "") printf "%.3f", e - b }')
 	[ -n "$took" ] || why+="no 'back' and 'in sync' lines: $(dmesg | grep 'leg1' | tail -3 | tr '\n' ' '); "
+	[ -z "${WANT_LOG:-}" ] || dmesg | grep -qE "$WANT_LOG" \
+		|| why+="no '$WANT_LOG' line: $(dmesg | grep 'leg1' | tail -3 | tr '\n' ' '); "
 	# GROUPS groups of 32 KiB / k each on leg 1 at MBPS MiB/s, between the log's two lines.
 	if [ -n "$mbps" ]; then
 		awk -v t="${took:-0}" -v need="$(awk -v g="$groups" -v k="$k" -v m="$mbps" 'BEGIN { print 0.9 * g * 32 / k / 1024 / m }')" \
@@ -559,6 +562,23 @@ t_resync_rate() {
 	reload || ktap_diag "reloading rswap.ko without fault_max_sge failed"
 }
 ktap_test "ec 1+2 on queues of 6 SGEs (rswap.ko fault_max_sge=6, as soft-iWARP): the rebuild of a restarted server goes in work requests that fit, keeps to rebuild_mbps, set to 1 MiB/s while enabled; every block then reads back from it alone" t_resync_rate
+
+# A rebuild whose queues stay busy for over a second (the disk's own I/O filling them)
+# leaves its group dirty; nothing else starts the rebuild again (the leg is back, and
+# writes to a group dirty already mark nothing new): the work must try again on its own.
+# rswap.ko's fault_busy_waited_ios=250 refuses the rebuild's first 250 I/Os as busy: the
+# first group fails twice (101 tries a time) and is rebuilt at the third, 1 s and then 2 s
+# later (before, the leg stayed dirty for good).
+t_resync_busy() {
+	if ! reload fault_busy_waited_ios=250; then
+		ktap_fail "reloading rswap.ko with fault_busy_waited_ios=250 failed"; return
+	fi
+	# The error's name where the kernel has CONFIG_SYMBOLIC_ERRNAME (Debian's), else its number.
+	WANT_LOG="leg1: rebuilding group 8 failed \((EBUSY|Error\(16\))\); 8 groups left dirty, trying again in 2000 ms" \
+		resync_test 4+2 8
+	reload || ktap_diag "reloading rswap.ko without fault_busy_waited_ios failed"
+}
+ktap_test "ec 4+2: a rebuild whose queues stay busy for over a second (rswap.ko fault_busy_waited_ios=250) leaves its group dirty and tries again on its own, 1 s then 2 s later; all 8 groups rebuilt, every block then reads back through the leg" t_resync_busy
 
 # replaced_cleanup: stops the server that replaced leg 1's ($npid) and starts the servers
 # of legs 0 to 2 again.
