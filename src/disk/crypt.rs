@@ -437,6 +437,28 @@ impl DiskCrypt {
         }
     }
 
+    /// Whether `page`, the ciphertext of block `block` (the `i`th of a read whose nonces
+    /// [`Self::read_begin`] noted in `rc`), is what the disk last wrote there, for a
+    /// rebuild that copies it to another server: the page is opened in place (it holds
+    /// the plaintext or garbage after) and nothing is counted. A block never written, one
+    /// whose last write failed and one written since the read began are taken as they are
+    /// (`true`): none of them is read back as data, or the write that changed it rewrites
+    /// the copy.
+    pub(super) fn verifies(
+        &self,
+        rc: &mut RequestCrypt,
+        page: &impl IoSink,
+        block: u64,
+        i: usize,
+    ) -> core::result::Result<bool, CryptError> {
+        match self.open_block(rc, page, block, i) {
+            Ok(()) | Err(CryptError::Raced) => Ok(true),
+            Err(CryptError::Forged { .. }) => Ok(false),
+            Err(_) if self.seal(block).is_some_and(|s| s.load().0 == WRITE_FAILED) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Counts `n` blocks opened since `start`.
     pub(super) fn opened(&self, n: usize, start: Instant<Monotonic>) {
         self.opened.fetch_add(n as u64, Ordering::Relaxed);

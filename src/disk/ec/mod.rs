@@ -213,14 +213,6 @@ impl EcDriver {
             // page-contiguous range (iWARP), fragments are read into the areas.
             areas: code.k() > 1 && legs.iter().any(|l: &Leg| l.session.reads_registered()),
         };
-        let resync = Resync::new(
-            &legs,
-            layout,
-            &out,
-            pq.as_ref(),
-            settings.rebuild_mbps,
-            max_segments(&legs),
-        )?;
         let crypt = match crypt {
             None => None,
             Some(disk) => Some(Arc::new(
@@ -231,6 +223,15 @@ impl EcDriver {
                 GFP_KERNEL,
             )?),
         };
+        let resync = Resync::new(
+            &legs,
+            layout,
+            &out,
+            pq.as_ref(),
+            crypt.as_ref(),
+            settings.rebuild_mbps,
+            max_segments(&legs),
+        )?;
         let queues = request::hw_queues(
             &legs,
             layout,

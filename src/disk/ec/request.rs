@@ -744,8 +744,9 @@ fn after_open(
     }
 }
 
-/// Leg alterations logged so far (all disks): the first 20 and every 1000th after that.
-static ALTERED: AtomicU64 = AtomicU64::new(0);
+/// Leg alterations logged so far (all disks, by reads and rebuilds): the first 20 and
+/// every 1000th after that.
+pub(super) static ALTERED: AtomicU64 = AtomicU64::new(0);
 
 /// Rebuilds each block of encrypted read `rq` that does not verify from the fragments
 /// its legs read (every leg that has the group: the read was issued again so), leaving

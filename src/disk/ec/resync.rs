@@ -16,6 +16,15 @@
 //! and the work runs again after [`RETRY_MS`], doubled while it keeps failing: nothing
 //! else might start it (a write to a group dirty already does not).
 //!
+//! On an encrypted disk the blocks put together are checked against their seals before
+//! the leg's fragment is computed from them: a block that does not verify (a server
+//! altered its memory) is put together again from every other current leg, leaving out
+//! one leg at a time, then two, up to r, as a read does; the legs left out of the first
+//! that verifies are named and their group marked dirty (rebuilt in turn), and a group
+//! that no such set verifies is not written. So one lying server's fragments are never
+//! copied to the leg being rebuilt, which would leave the block short of one more honest
+//! fragment.
+//!
 //! A write that races the rebuild of its group must not be overwritten by it. The resync
 //! names the group it rebuilds (`busy`) before clearing its bit, and a write or read
 //! checks the bit and then `busy` (all sequentially consistent): either it sees the group
@@ -44,11 +53,14 @@ use kernel::{
 
 use super::{
     dirty::DirtyMap,
-    request::{area_of, LegsOut},
+    request::{area_of, EcCrypt, LegsOut, ALTERED},
     Leg, Pq, EC_SEGMENTS,
 };
 use crate::{
-    disk::ec_layout::{Decode, Layout, LegMask, BLOCK, GROUP_BLOCKS},
+    disk::{
+        crypt::{RequestCrypt, CRYPT_PAGES},
+        ec_layout::{Decode, Layout, LegMask, BLOCK, GROUP_BLOCKS},
+    },
     kernel_ext::{
         flush_delayed_work, Combine, Fragment, IoSink, Lost, NoIoScope, ReclaimWorkqueue, SgTable,
     },
@@ -65,6 +77,10 @@ const IDLE: u64 = u64::MAX;
 /// Blocks of a group, as a count of pages.
 const GROUP_PAGES: usize = GROUP_BLOCKS as usize;
 
+// The crypto state of a request notes the seals of as many blocks as it opens at most: a
+// rebuild's run of a group is one such read.
+const _: () = assert!(GROUP_PAGES <= CRYPT_PAGES);
+
 /// How often, and how far apart, a rebuild is tried again on a queue that is out of a
 /// resource (its send queue full of the disk's I/O) before the group is left dirty.
 const BUSY_TRIES: u32 = 100;
@@ -77,6 +93,18 @@ const PACE_MAX_MS: u64 = 100;
 /// such pass after it doubles the wait, up to [`RETRY_MAX_MS`]; one without resets it.
 const RETRY_MS: u32 = 1000;
 const RETRY_MAX_MS: u32 = 32_000;
+
+/// Blocks of a group that one work request of each leg moves: the group's, or as many as
+/// the legs' queues take pages in one.
+struct Run {
+    group: u64,
+    /// Its first block, and how many.
+    first: u64,
+    blocks: usize,
+    /// Where each leg holds its fragments of them, and their bytes.
+    offset: u64,
+    bytes: u32,
+}
 
 /// What a pass did.
 struct Passed {
@@ -119,13 +147,16 @@ impl LegResync {
 
 /// Where a resync puts a group together: a waited I/O per leg, whose pages hold that
 /// leg's fragment of each block of the group, the group's blocks, and a page for a P
-/// that is computed only to get Q.
+/// that is computed only to get Q; on an encrypted disk, the crypto state and a page that
+/// blocks are opened in to check them.
 ///
 /// Boxed tables keep it `Unpin`, so that its lock's guard lends it mutably.
 struct Buffers {
     io: KVec<WaitedIo<EC_SEGMENTS>>,
     blocks: KBox<SgTable<GROUP_PAGES>>,
     p: KBox<SgTable<1>>,
+    rc: Option<RequestCrypt>,
+    opened: KBox<SgTable<1>>,
 }
 
 /// The resynchronisation of a disk's legs.
@@ -138,6 +169,8 @@ pub(super) struct Resync {
     layout: Layout,
     out: Arc<LegsOut>,
     pq: Option<Arc<Pq>>,
+    /// The disk's encryption, if it is encrypted: what checks the blocks put together.
+    crypt: Option<Arc<EcCrypt>>,
     /// MiB/s the rebuild writes at most (`rebuild_mbps`).
     rate: AtomicU32,
     /// Blocks of a group one work request moves: all of them, or as many as the legs'
@@ -168,13 +201,15 @@ impl_has_delayed_work! {
 
 impl Resync {
     /// The resynchronisation of `legs`, of a disk of `layout` with `pq` for two parity
-    /// fragments, writing at most `mbps` MiB/s in work requests of at most `max_pages`
-    /// pages. Its buffers are allocated now (nothing is allocated once it runs). Sleeps.
+    /// fragments and `crypt` if it is encrypted, writing at most `mbps` MiB/s in work
+    /// requests of at most `max_pages` pages. Its buffers are allocated now (nothing is
+    /// allocated once it runs). Sleeps.
     pub(super) fn new(
         legs: &[Leg],
         layout: Layout,
         out: &Arc<LegsOut>,
         pq: Option<&Arc<Pq>>,
+        crypt: Option<&Arc<EcCrypt>>,
         mbps: u32,
         max_pages: u32,
     ) -> Result<Arc<Self>> {
@@ -212,9 +247,15 @@ impl Resync {
         }
         let mut blocks = KBox::new(SgTable::new(), GFP_KERNEL)?;
         let mut p = KBox::new(SgTable::new(), GFP_KERNEL)?;
+        let mut opened = KBox::new(SgTable::new(), GFP_KERNEL)?;
+        let mut rc = None;
         if groups > 0 {
             blocks.reserve_own_pages(GROUP_PAGES)?;
             p.reserve_own_pages(1)?;
+            if let Some(c) = crypt {
+                opened.reserve_own_pages(1)?;
+                rc = Some(c.disk.request_state()?);
+            }
         }
         let wq = Arc::new(ReclaimWorkqueue::new(c"rswap_resync")?, GFP_KERNEL)?;
         Arc::pin_init(
@@ -223,9 +264,19 @@ impl Resync {
                 layout,
                 out: out.clone(),
                 pq: pq.cloned(),
+                crypt: crypt.cloned(),
                 rate: AtomicU32::new(mbps.max(1)),
                 run_blocks,
-                bufs <- new_mutex!(Buffers { io, blocks, p }, "rswap::disk::ec::Resync::bufs"),
+                bufs <- new_mutex!(
+                    Buffers {
+                        io,
+                        blocks,
+                        p,
+                        rc,
+                        opened
+                    },
+                    "rswap::disk::ec::Resync::bufs"
+                ),
                 stopped <- new_spinlock_irq!(false, "rswap::disk::ec::Resync::stopped"),
                 retry_ms: AtomicU32::new(RETRY_MS),
                 wq,
@@ -431,8 +482,10 @@ impl Resync {
             }
             let (mut group, mut done) = (Some(first), 0u64);
             let (start, mut written) = (Instant::now(), 0u64);
-            // Groups that too few other legs hold current now: how many, the first.
+            // Groups that too few other legs hold current now, and groups of an
+            // encrypted disk that verify from no set of them: how many, the first.
             let (mut short, mut first_short) = (0u64, None);
+            let (mut unverified, mut first_unverified) = (0u64, None);
             while let Some(g) = group {
                 if self.is_stopped() {
                     return passed;
@@ -461,6 +514,16 @@ impl Resync {
                     leg.dirty.mark(g);
                 }
                 leg.busy.store(IDLE, Ordering::SeqCst);
+                // Its blocks do not verify from the legs read (more of them lie than the
+                // code leaves out): the leg's other groups are rebuilt, this one is tried
+                // again later.
+                if rebuilt == Err(EBADMSG) {
+                    unverified += 1;
+                    first_unverified.get_or_insert(g);
+                    passed.failed = true;
+                    group = leg.dirty.next(g + 1);
+                    continue;
+                }
                 if let Err(e) = rebuilt {
                     if let Some(name) = name {
                         pr_warn!(
@@ -480,6 +543,16 @@ impl Resync {
                 written += self.group_bytes(g);
                 self.pace(start, written);
                 group = leg.dirty.next(g + 1);
+            }
+            if let (Some(name), Some(g)) = (name, first_unverified) {
+                pr_warn!(
+                    "{}: {} groups verify from no set of the other legs now, from group {}; {} groups left dirty, trying again in {} ms\n",
+                    name,
+                    unverified,
+                    g,
+                    leg.dirty.count(),
+                    self.retry_ms.load(Ordering::Relaxed)
+                );
             }
             if let (Some(name), Some(g)) = (name, first_short) {
                 pr_warn!(
@@ -518,55 +591,168 @@ impl Resync {
         self.group_blocks(g) * self.layout.code().fragment_bytes()
     }
 
-    /// The legs to read group `g` from to rebuild it on leg `l`: k of those in the disk,
-    /// back and current there; `None` if fewer are.
-    fn plan(&self, l: usize, g: u64) -> Option<LegMask> {
-        let others = self
-            .legs
+    /// The legs but `l` that may give their fragments of group `g`: in the disk, back and
+    /// current there.
+    fn sources(&self, l: usize, g: u64) -> LegMask {
+        self.legs
             .iter()
             .enumerate()
             .filter(|&(m, leg)| {
                 m != l && self.out.mask() & (1 << m) == 0 && leg.is_back() && leg.is_current(g)
             })
-            .fold(0, |mask: LegMask, (m, _)| mask | 1 << m);
-        self.layout.read_plan(g, others, 0)
+            .fold(0, |mask: LegMask, (m, _)| mask | 1 << m)
+    }
+
+    /// The legs to read group `g` from to rebuild it on leg `l`: k of its
+    /// [`Resync::sources`]; `None` if fewer are.
+    fn plan(&self, l: usize, g: u64) -> Option<LegMask> {
+        self.layout.read_plan(g, self.sources(l, g), 0)
+    }
+
+    /// The queue of leg `m` that carries the resync.
+    fn queue(&self, m: usize) -> Result<&Arc<Queue>> {
+        self.legs
+            .get(m)
+            .and_then(|leg| leg.queues.first())
+            .ok_or(EINVAL)
     }
 
     /// Rebuilds leg `l`'s fragment of every block of group `g` from the legs
     /// [`Resync::plan`] names now (each try asks again: legs come and go), a run of
-    /// [`Resync::run_blocks`] blocks at a time.
+    /// [`Resync::run_blocks`] blocks at a time. `EBADMSG` if blocks of an encrypted disk
+    /// do not verify from any set of legs [`Resync::without_liars`] tries.
     fn rebuild(&self, bufs: &mut Buffers, l: usize, g: u64) -> Result {
         let layout = &self.layout;
         let f = layout.code().fragment_bytes() as usize;
-        let plan = self.plan(l, g).ok_or(EIO)?;
-        let decode = layout.decode(g, plan);
         let fragment = layout.fragment_on(g, l as u8);
-        let queue = |m: usize| {
-            self.legs
-                .get(m)
-                .and_then(|leg| leg.queues.first())
-                .ok_or(EINVAL)
-        };
         let (blocks, mut done) = (self.group_blocks(g) as usize, 0);
         while done < blocks {
-            let run = (blocks - done).min(self.run_blocks);
-            let offset = layout.remote_offset(g * GROUP_BLOCKS + done as u64);
-            let bytes = u32::try_from(run * f).map_err(|_| EINVAL)?;
-            for m in (0..self.legs.len()).filter(|m| plan & (1 << m) != 0) {
-                bufs.io
-                    .get_mut(m)
-                    .ok_or(EINVAL)?
-                    .run(queue(m)?, Dir::Read, offset, bytes)?;
+            let n = (blocks - done).min(self.run_blocks);
+            let first = g * GROUP_BLOCKS + done as u64;
+            let run = Run {
+                group: g,
+                first,
+                blocks: n,
+                offset: layout.remote_offset(first),
+                bytes: u32::try_from(n * f).map_err(|_| EINVAL)?,
+            };
+            // The seals first, then the legs to read: a write that skipped a leg marked
+            // the group dirty there before it committed its seals, so a leg read as
+            // current holds what the noted seals say, or the block was written since (a
+            // race, not a lie). A leg found lying in an earlier run is dirty now.
+            self.note_seals(bufs, &run)?;
+            let sources = self.sources(l, g);
+            let plan = layout.read_plan(g, sources, 0).ok_or(EIO)?;
+            self.read_run(bufs, plan, &run)?;
+            self.put_together(bufs, g, layout.decode(g, plan), n)?;
+            if !self.verified(bufs, &run)? {
+                self.without_liars(bufs, l, sources, plan, &run)?;
             }
-            self.put_together(bufs, g, decode, run)?;
-            self.fragment_of(bufs, l, fragment, run)?;
-            bufs.io
-                .get_mut(l)
-                .ok_or(EINVAL)?
-                .run(queue(l)?, Dir::Write, offset, bytes)?;
-            done += run;
+            self.fragment_of(bufs, l, fragment, n)?;
+            bufs.io.get_mut(l).ok_or(EINVAL)?.run(
+                self.queue(l)?,
+                Dir::Write,
+                run.offset,
+                run.bytes,
+            )?;
+            done += n;
         }
         Ok(())
+    }
+
+    /// Reads the fragments of `run` from each leg of `legs` into its pages.
+    fn read_run(&self, bufs: &mut Buffers, legs: LegMask, run: &Run) -> Result {
+        for m in (0..self.legs.len()).filter(|m| legs & (1 << m) != 0) {
+            bufs.io.get_mut(m).ok_or(EINVAL)?.run(
+                self.queue(m)?,
+                Dir::Read,
+                run.offset,
+                run.bytes,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// On an encrypted disk, notes the seals of the blocks of `run` before they are read,
+    /// to tell one a write changed meanwhile from one a server altered; `EBUSY` while a
+    /// write of one is under way.
+    fn note_seals(&self, bufs: &mut Buffers, run: &Run) -> Result {
+        let (Some(crypt), Some(rc)) = (&self.crypt, bufs.rc.as_mut()) else {
+            return Ok(());
+        };
+        let bytes = u32::try_from(run.blocks as u64 * BLOCK).map_err(|_| EINVAL)?;
+        crypt
+            .disk
+            .read_begin(rc, run.first * BLOCK, bytes)
+            .map_err(|_| EBUSY)
+    }
+
+    /// Whether the blocks of `run` put together in `bufs.blocks` are what the disk last
+    /// wrote ([`DiskCrypt::verifies`](crate::disk::crypt::DiskCrypt::verifies)), each
+    /// opened in a page of its own; always on a disk that is not encrypted.
+    fn verified(&self, bufs: &mut Buffers, run: &Run) -> Result<bool> {
+        let Some(crypt) = &self.crypt else {
+            return Ok(true);
+        };
+        let Buffers {
+            blocks, rc, opened, ..
+        } = bufs;
+        let rc = rc.as_mut().ok_or(EINVAL)?;
+        let copy = opened.own_pages().next().ok_or(EINVAL)?;
+        for (i, block) in blocks.own_pages().take(run.blocks).enumerate() {
+            copy.combine(0, IoSink::page(&block), 0, BLOCK as usize, Combine::Copy)?;
+            let verifies = crypt
+                .disk
+                .verifies(rc, &copy, run.first + i as u64, i)
+                .map_err(|_| EIO)?;
+            if !verifies {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Blocks of `run`, read from the legs of `plan` and rebuilt for leg `l`, do not
+    /// verify: reads `run` from the other legs of `sources` too, and puts it together from
+    /// them without one leg at a time, then two, up to r ([`Layout::exclusions`]). The
+    /// legs left out of the first set that verifies altered their memory: each is named
+    /// and the group marked dirty on it. `EBADMSG` if no set verifies.
+    fn without_liars(
+        &self,
+        bufs: &mut Buffers,
+        l: usize,
+        sources: LegMask,
+        plan: LegMask,
+        run: &Run,
+    ) -> Result {
+        let g = run.group;
+        self.read_run(bufs, sources & !plan, run)?;
+        // Leaving none out puts together what did not verify.
+        for leave_out in self.layout.exclusions(g, sources).filter(|&out| out != 0) {
+            let decode = self.layout.decode(g, sources & !leave_out);
+            self.put_together(bufs, g, decode, run.blocks)?;
+            if !self.verified(bufs, run)? {
+                continue;
+            }
+            for (m, leg) in self.legs.iter().enumerate() {
+                if leave_out & (1 << m) == 0 {
+                    continue;
+                }
+                leg.dirty.mark(g);
+                let n = ALTERED.fetch_add(1, Ordering::Relaxed);
+                if let (Some(q), true) = (leg.queues.first(), n < 20 || n % 1000 == 0) {
+                    pr_warn!(
+                        "{}: group {} did not verify with its fragments when rebuilding leg \
+                         {}; rebuilt without them: its server altered its memory\n",
+                        q.name(),
+                        g,
+                        l
+                    );
+                }
+            }
+            return Ok(());
+        }
+        Err(EBADMSG)
     }
 
     /// Puts the first `blocks` blocks of group `g` together in `bufs.blocks` from the
@@ -665,6 +851,7 @@ impl Resync {
             io,
             blocks: data,
             p,
+            ..
         } = bufs;
         let io = io.get_mut(l).ok_or(EINVAL)?;
         for (i, block) in data.own_pages().take(blocks).enumerate() {
