@@ -676,29 +676,55 @@ replace_leg1() {
 		|| why+="leg 1 not rebuilt: $(grep '^leg1 ' $T/stats) $(grep '^leg1 ' $T/state); "
 }
 
-# 4+2 with encrypt=1 (4 MiB, every block written): leg 1's server SIGKILLed for good and
-# replaced by an empty one, whose groups are rebuilt from the other legs' ciphertext
-# fragments and parity (no key needed); then the servers of legs 0 and 2 are SIGKILLed
-# and every block reads back, verified, through the new server's fragments.
-t_enc_replace() {
-	local code=4+2 why= mb=4 npid groups=$((4 * 32))
+# enc_replace_test [LIAR]: 4+2 with encrypt=1 (4 MiB, every block written): leg 1's
+# server SIGKILLed for good and replaced by an empty one, whose groups are rebuilt from
+# the other legs' ciphertext fragments and parity (no key needed); then the servers of
+# legs 0 and 2 are SIGKILLed and every block reads back, verified, through the new
+# server's fragments. With LIAR, that leg's server alters a fragment of every block (one
+# byte each) before the rebuild: the rebuild must check the blocks it puts together
+# against their seals, leave LIAR's fragments out of those that do not verify, name LIAR
+# and have its groups rebuilt in turn; legs 0 and LIAR are then the ones killed (before,
+# leg 1 got fragments computed from LIAR's bytes, and with four legs left no read of
+# those blocks could leave them out: EIO).
+enc_replace_test() {
+	local code=4+2 why= mb=4 npid groups=$((4 * 32)) liar=${1:-} gone=2 i
+	[ -z "$liar" ] || gone=$liar
 	ENCRYPT=1 ec_enable $code $mb || { ktap_fail "enable: $(cat $T/last_error 2>&1)"; rmdir $T 2>/dev/null; return; }
 	dev=/dev/$(cat $T/device)
 	head -c $((mb << 20)) /dev/urandom > "$OUT/enc-replace"
 	dd if="$OUT/enc-replace" of=$dev bs=1M oflag=direct status=none || why+="write failed; "
+	if [ -n "$liar" ]; then
+		flip_fragments "$(leg_region $liar)" 0 $((mb * 256)) || why+="flipping failed; "
+	fi
 	replace_leg1 $groups
-	kill -KILL "${PIDS[0]}" "${PIDS[2]}"; wait "${PIDS[0]}" "${PIDS[2]}" 2>/dev/null
-	dd if=$dev of="$OUT/enc-replace-back" bs=1M iflag=direct status=none || why+="read without legs 0 and 2 failed; "
+	if [ -n "$liar" ]; then
+		for _ in $(seq 300); do
+			[ "$(leg_field $liar dirty)" = 0 ] && break
+			sleep 0.1
+		done
+		[ "$(leg_field $liar dirty)" = 0 ] || why+="leg $liar has $(leg_field $liar dirty) dirty groups; "
+		[ "$(leg_field $liar resynced)" -gt 0 ] 2>/dev/null \
+			|| why+="leg $liar's groups were not rebuilt: $(grep "^leg$liar " $T/stats); "
+		dmesg | grep -qE "leg$liar: group [0-9]+ did not verify with its fragments when rebuilding leg 1; rebuilt without them" \
+			|| why+="leg $liar not named: $(dmesg | grep -E "leg[1$liar]" | tail -3 | tr '\n' ' '); "
+	fi
+	kill -KILL "${PIDS[0]}" "${PIDS[$gone]}"; wait "${PIDS[0]}" "${PIDS[$gone]}" 2>/dev/null
+	dd if=$dev of="$OUT/enc-replace-back" bs=1M iflag=direct status=none || why+="read without legs 0 and $gone failed; "
 	cmp -s "$OUT/enc-replace-back" "$OUT/enc-replace" \
 		|| why+="blocks read through the new server differ: $(cmp "$OUT/enc-replace-back" "$OUT/enc-replace" | head -1); "
 	[ "$(enc_field auth_failures)" = 0 ] || why+="$(grep '^encryption' $T/stats); "
 	no_failed_io
-	st=$(grep '^leg1' $T/stats)
+	st=$(grep "^leg[1$liar] " $T/stats | tr '\n' ' ')
 	ec_disable || why+="disable failed; "
-	replaced_cleanup
-	verdict "$code encrypted: leg 1 replaced, rebuilt, then legs 0 and 2 killed: every block verified; $st"
+	[ -z "${npid:-}" ] || { kill -KILL "$npid"; wait "$npid" 2>/dev/null; }
+	for i in 0 1 $gone; do start_clean $i || why+="server $i does not restart; "; done
+	verdict "$code encrypted: leg 1 replaced, rebuilt${liar:+ without the altered fragments of leg $liar (rebuilt in turn)}, then legs 0 and $gone killed: every block verified; $st"
 }
+t_enc_replace() { enc_replace_test; }
 ktap_test "ec 4+2 with encrypt=1: a lost server replaced by an empty one, rebuilt from ciphertext fragments and parity (no key); with two others killed every block reads back and verifies" t_enc_replace
+
+t_enc_replace_liar() { enc_replace_test 3; }
+ktap_test "ec 4+2 with encrypt=1: a server altering its fragments while a replaced one is rebuilt: the rebuild leaves its fragments out and names it, and it is rebuilt too; with it and another killed every block reads back and verifies" t_enc_replace_liar
 
 t_lose_pq() { EXTRA=0 ec_lose 4+2; }
 ktap_test "ec 4+2, extra_reads=0: two servers SIGKILLed one after the other: every block reads back (rebuilt from P and Q), writes and fio verify go on (0 errors); a third killed: EIO, never wrong bytes" t_lose_pq
