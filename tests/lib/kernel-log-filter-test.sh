@@ -67,4 +67,44 @@ t_other() {
 }
 ktap_test "kernel-log filter: after the race, any other soft-RoCE report (KASAN, another WARNING) is kept" t_other
 
+# kasan TIME FREED-FRAME...: a KASAN use-after-free report in rxe_sched_task as the debug
+# kernel prints it (serial console: CR LF), its QP freed by FREED-FRAMEs.
+kasan() {
+	local t=$1 f
+	shift
+	printf '[%12s] ==================================================================\r\n' "$t"
+	printf '[%12s] BUG: KASAN: slab-use-after-free in rxe_sched_task+0x3c/0x230 [rdma_rxe]\r\n' "$t"
+	printf '[%12s] Call Trace:\r\n[%12s]  rxe_rcv+0xad9/0x1340 [rdma_rxe]\r\n' "$t" "$t"
+	printf '[%12s] Freed by task 4776:\r\n' "$t"
+	for f; do printf '[%12s]  %s\r\n' "$t" "$f"; done
+	printf '[%12s] ==================================================================\r\n' "$t"
+}
+UVERBS_FREE=("kfree+0x172/0x4a0" "ib_destroy_qp_user+0x326/0x3e0 [ib_core]" "ib_uverbs_ioctl+0x105/0x150 [ib_uverbs]")
+# kasan_kept LOG: the KASAN reports the filter lets through.
+kasan_kept() { awk -f "$filter" <<<"$1" | grep -c 'BUG: KASAN' || true; }
+
+t_kasan() {
+	local log out
+	log=$(line 1.0 "before"; kasan 2.0 "${UVERBS_FREE[@]}"; line 3.0 "after"; race 3.1)
+	out=$(awk -f "$filter" <<<"$log")
+	[ "$(kasan_kept "$log")" = 0 ] && [ "$(dropped "$log")" = 2 ] && grep -q before <<<"$out" \
+		&& grep -q after <<<"$out" && ! grep -q '====' <<<"$out" && ktap_pass \
+		|| ktap_fail "dropped $(dropped "$log"); left: $out"
+}
+ktap_test "kernel-log filter: the race caught by KASAN (rxe_sched_task, its QP freed through uverbs), with no rswap frame, is dropped and counted with its separators" t_kasan
+
+t_kasan_kept() {
+	local log
+	log=$(kasan 2.0 "${UVERBS_FREE[@]}" "rswap_queue_rq+0x10/0x20 [rswap]"
+		kasan 3.0 "kfree+0x172/0x4a0" "ib_destroy_qp+0x1/0x2 [ib_core]" "rswap_qp_drop+0x1/0x2 [rswap]"
+		kasan 4.0 "kfree+0x172/0x4a0" "ib_destroy_qp+0x1/0x2 [ib_core]"
+		line 5.0 "=================================================================="
+		line 5.1 "BUG: KASAN: slab-use-after-free in rxe_completer+0x1/0x2 [rdma_rxe]"
+		line 5.2 "==================================================================")
+	[ "$(kasan_kept "$log")" = 4 ] && [ "$(dropped "$log")" = 0 ] \
+		&& [ "$(awk -f "$filter" <<<"$log" | grep -c '====')" = 8 ] && ktap_pass \
+		|| ktap_fail "kept $(kasan_kept "$log") of 4, dropped $(dropped "$log"): $(awk -f "$filter" <<<"$log")"
+}
+ktap_test "kernel-log filter: a KASAN report with an rswap frame, of a QP not freed through uverbs, or elsewhere than rxe_sched_task is kept whole" t_kasan_kept
+
 ktap_run

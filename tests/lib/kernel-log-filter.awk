@@ -16,6 +16,41 @@
 # a task run more often than scheduled ("rxe_task.c:NNN at do_work") are that race's
 # aftermath. They are dropped only after a dropped rxe_sched_task report, only with a
 # soft-RoCE frame ("[rdma_rxe]") and, like it, none in rswap.
+#
+# On a kernel with KASAN the same race may be caught as a use-after-free instead: a
+# report between two lines of "=", "BUG: KASAN: slab-use-after-free in rxe_sched_task",
+# whose QP was freed through uverbs ("ib_destroy_qp_user" called from "ib_uverbs"): a
+# userspace QP, the memory server's, which rswap's QPs never are. It is dropped likewise,
+# only with a soft-RoCE frame and none in rswap.
+inkasan {
+	buf = buf $0 "\n"
+	if ($0 ~ /^(\[ *[0-9.]+\] )?=+\r?$/) {
+		if (buf !~ /\[rswap\]/ && buf ~ /\[rdma_rxe\]/ && buf ~ /ib_destroy_qp_user/ && buf ~ /ib_uverbs/) {
+			dropped++
+			raced = 1
+		} else if (!count) {
+			printf "%s", buf
+		}
+		inkasan = 0
+		buf = ""
+	}
+	next
+}
+held != "" {
+	if (!inreport && $0 ~ /BUG: KASAN: slab-use-after-free in rxe_sched_task/) {
+		inkasan = 1
+		buf = held "\n" $0 "\n"
+		held = ""
+		next
+	}
+	if (!count)
+		print held
+	held = ""
+}
+!inreport && /^(\[ *[0-9.]+\] )?=+\r?$/ {
+	held = $0
+	next
+}
 /WARNING: drivers\/infiniband\/sw\/rxe\/rxe_task\.c:[0-9]+ at rxe_sched_task/ {
 	start_report(1)
 	next
@@ -41,7 +76,9 @@ inreport {
 }
 !count { print }
 END {
-	if (inreport && !count)
+	if (held != "" && !count)
+		print held
+	if ((inreport || inkasan) && !count)
 		printf "%s", buf
 	if (count)
 		print dropped + 0
