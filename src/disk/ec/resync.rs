@@ -643,32 +643,25 @@ impl Resync {
             self.note_seals(bufs, &run)?;
             let sources = self.sources(l, g);
             let plan = layout.read_plan(g, sources, 0).ok_or(EIO)?;
-            self.read_run(bufs, plan, &run)?;
+            self.move_run(bufs, plan, Dir::Read, &run)?;
             self.put_together(bufs, g, layout.decode(g, plan), n)?;
             if !self.verified(bufs, &run)? {
                 self.without_liars(bufs, l, sources, plan, &run)?;
             }
             self.fragment_of(bufs, l, fragment, n)?;
-            bufs.io.get_mut(l).ok_or(EINVAL)?.run(
-                self.queue(l)?,
-                Dir::Write,
-                run.offset,
-                run.bytes,
-            )?;
+            self.move_run(bufs, 1 << l, Dir::Write, &run)?;
             done += n;
         }
         Ok(())
     }
 
-    /// Reads the fragments of `run` from each leg of `legs` into its pages.
-    fn read_run(&self, bufs: &mut Buffers, legs: LegMask, run: &Run) -> Result {
+    /// Moves the fragments of `run` `dir` between each leg of `legs` and its pages.
+    fn move_run(&self, bufs: &mut Buffers, legs: LegMask, dir: Dir, run: &Run) -> Result {
         for m in (0..self.legs.len()).filter(|m| legs & (1 << m) != 0) {
-            bufs.io.get_mut(m).ok_or(EINVAL)?.run(
-                self.queue(m)?,
-                Dir::Read,
-                run.offset,
-                run.bytes,
-            )?;
+            bufs.io
+                .get_mut(m)
+                .ok_or(EINVAL)?
+                .run(self.queue(m)?, dir, run.offset, run.bytes)?;
         }
         Ok(())
     }
@@ -726,7 +719,7 @@ impl Resync {
         run: &Run,
     ) -> Result {
         let g = run.group;
-        self.read_run(bufs, sources & !plan, run)?;
+        self.move_run(bufs, sources & !plan, Dir::Read, run)?;
         // Leaving none out puts together what did not verify.
         for leave_out in self.layout.exclusions(g, sources).filter(|&out| out != 0) {
             let decode = self.layout.decode(g, sources & !leave_out);
