@@ -435,7 +435,7 @@ impl EcDriver {
         for (i, leg) in self.legs.iter().enumerate() {
             let h = leg.session.health();
             let d = leg.session.current_descriptor();
-            let (dirty, _) = self.resync.counts(i);
+            let (dirty, _, _) = self.resync.counts(i);
             writeln!(
                 w,
                 "leg{} {} {} queues={}/{} region={} epoch={} dirty={}",
@@ -477,7 +477,7 @@ impl EcDriver {
     /// One line per leg for `stats`: its I/O that came back with success, that failed,
     /// its reads back after their read had ended, its queues' transport counters, its
     /// groups waiting to be rebuilt and rebuilt so far, and (encrypted disk) the blocks
-    /// that verified only once rebuilt without its fragment.
+    /// that verified only once put together without its fragment, by a read or a rebuild.
     pub(super) fn write_leg_stats(&self, w: &mut impl Write) -> core::fmt::Result {
         for (i, leg) in self.legs.iter().enumerate() {
             let mut t = request::LegTotals::default();
@@ -488,7 +488,7 @@ impl EcDriver {
             for q in leg.session.queues() {
                 c.add(&q.counters());
             }
-            let (dirty, resynced) = self.resync.counts(i);
+            let (dirty, resynced, rebuild_altered) = self.resync.counts(i);
             writeln!(
                 w,
                 "leg{} reads={} writes={} errors={} late={} requeues={} recoveries={} \
@@ -503,7 +503,7 @@ impl EcDriver {
                 c.inflight,
                 dirty,
                 resynced,
-                t.altered
+                t.altered + rebuild_altered
             )?;
         }
         Ok(())

@@ -121,6 +121,9 @@ struct LegResync {
     busy: AtomicU64,
     /// Groups rebuilt so far.
     resynced: AtomicU64,
+    /// Blocks a rebuild found altered in the leg's memory: they verified only once put
+    /// together without its fragment.
+    altered: AtomicU64,
     /// Whether a resync of the leg was announced and has not ended yet.
     syncing: AtomicBool,
     /// Set by [`Resync::replace`]: the leg's server is being replaced, and the leg is out
@@ -237,6 +240,7 @@ impl Resync {
                     dirty: DirtyMap::new(groups)?,
                     busy: AtomicU64::new(IDLE),
                     resynced: AtomicU64::new(0),
+                    altered: AtomicU64::new(0),
                     syncing: AtomicBool::new(false),
                     adopting: AtomicBool::new(false),
                     new_server: AtomicBool::new(false),
@@ -441,10 +445,15 @@ impl Resync {
         this.out.bring_in(leg);
     }
 
-    /// Leg `leg`'s groups dirty now and rebuilt so far.
-    pub(super) fn counts(&self, leg: usize) -> (u64, u64) {
-        self.legs.get(leg).map_or((0, 0), |l| {
-            (l.dirty.count(), l.resynced.load(Ordering::Relaxed))
+    /// Leg `leg`'s groups dirty now and rebuilt so far, and the blocks its rebuilds found
+    /// altered in its memory.
+    pub(super) fn counts(&self, leg: usize) -> (u64, u64, u64) {
+        self.legs.get(leg).map_or((0, 0, 0), |l| {
+            (
+                l.dirty.count(),
+                l.resynced.load(Ordering::Relaxed),
+                l.altered.load(Ordering::Relaxed),
+            )
         })
     }
 
@@ -645,8 +654,9 @@ impl Resync {
             let plan = layout.read_plan(g, sources, 0).ok_or(EIO)?;
             self.move_run(bufs, plan, Dir::Read, &run)?;
             self.put_together(bufs, g, layout.decode(g, plan), n)?;
-            if !self.verified(bufs, &run)? {
-                self.without_liars(bufs, l, sources, plan, &run)?;
+            let altered = self.unverified(bufs, &run)?;
+            if altered != 0 {
+                self.without_liars(bufs, l, sources, plan, &run, altered)?;
             }
             self.fragment_of(bufs, l, fragment, n)?;
             self.move_run(bufs, 1 << l, Dir::Write, &run)?;
@@ -680,18 +690,19 @@ impl Resync {
             .map_err(|_| EBUSY)
     }
 
-    /// Whether the blocks of `run` put together in `bufs.blocks` are what the disk last
-    /// wrote ([`DiskCrypt::verifies`](crate::disk::crypt::DiskCrypt::verifies)), each
-    /// opened in a page of its own; always on a disk that is not encrypted.
-    fn verified(&self, bufs: &mut Buffers, run: &Run) -> Result<bool> {
+    /// How many of the blocks of `run` put together in `bufs.blocks` are not what the disk
+    /// last wrote ([`DiskCrypt::verifies`](crate::disk::crypt::DiskCrypt::verifies)),
+    /// each opened in a page of its own; none on a disk that is not encrypted.
+    fn unverified(&self, bufs: &mut Buffers, run: &Run) -> Result<u64> {
         let Some(crypt) = &self.crypt else {
-            return Ok(true);
+            return Ok(0);
         };
         let Buffers {
             blocks, rc, opened, ..
         } = bufs;
         let rc = rc.as_mut().ok_or(EINVAL)?;
         let copy = opened.own_pages().next().ok_or(EINVAL)?;
+        let mut bad = 0;
         for (i, block) in blocks.own_pages().take(run.blocks).enumerate() {
             copy.combine(0, IoSink::page(&block), 0, BLOCK as usize, Combine::Copy)?;
             let verifies = crypt
@@ -699,17 +710,17 @@ impl Resync {
                 .verifies(rc, &copy, run.first + i as u64, i)
                 .map_err(|_| EIO)?;
             if !verifies {
-                return Ok(false);
+                bad += 1;
             }
         }
-        Ok(true)
+        Ok(bad)
     }
 
-    /// Blocks of `run`, read from the legs of `plan` and rebuilt for leg `l`, do not
-    /// verify: reads `run` from the other legs of `sources` too, and puts it together from
-    /// them without one leg at a time, then two, up to r ([`Layout::exclusions`]). The
-    /// legs left out of the first set that verifies altered their memory: each is named
-    /// and the group marked dirty on it. `EBADMSG` if no set verifies.
+    /// `altered` blocks of `run`, read from the legs of `plan` and rebuilt for leg `l`, do
+    /// not verify: reads `run` from the other legs of `sources` too, and puts it together
+    /// from them without one leg at a time, then two, up to r ([`Layout::exclusions`]).
+    /// The legs left out of the first set that verifies altered their memory: each is
+    /// named, counted and the group marked dirty on it. `EBADMSG` if no set verifies.
     fn without_liars(
         &self,
         bufs: &mut Buffers,
@@ -717,6 +728,7 @@ impl Resync {
         sources: LegMask,
         plan: LegMask,
         run: &Run,
+        altered: u64,
     ) -> Result {
         let g = run.group;
         self.move_run(bufs, sources & !plan, Dir::Read, run)?;
@@ -724,7 +736,7 @@ impl Resync {
         for leave_out in self.layout.exclusions(g, sources).filter(|&out| out != 0) {
             let decode = self.layout.decode(g, sources & !leave_out);
             self.put_together(bufs, g, decode, run.blocks)?;
-            if !self.verified(bufs, run)? {
+            if self.unverified(bufs, run)? != 0 {
                 continue;
             }
             for (m, leg) in self.legs.iter().enumerate() {
@@ -732,6 +744,7 @@ impl Resync {
                     continue;
                 }
                 leg.dirty.mark(g);
+                leg.altered.fetch_add(altered, Ordering::Relaxed);
                 let n = ALTERED.fetch_add(1, Ordering::Relaxed);
                 if let (Some(q), true) = (leg.queues.first(), n < 20 || n % 1000 == 0) {
                     pr_warn!(
