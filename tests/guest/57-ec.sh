@@ -683,9 +683,10 @@ replace_leg1() {
 # server's fragments. With LIAR, that leg's server alters a fragment of every block (one
 # byte each) before the rebuild: the rebuild must check the blocks it puts together
 # against their seals, leave LIAR's fragments out of those that do not verify, name LIAR
-# and have its groups rebuilt in turn; legs 0 and LIAR are then the ones killed (before,
-# leg 1 got fragments computed from LIAR's bytes, and with four legs left no read of
-# those blocks could leave them out: EIO).
+# (in the log and in altered= of its line of stats) and have its groups rebuilt in
+# turn; legs 0 and LIAR are then the ones killed (before, leg 1 got fragments computed
+# from LIAR's bytes, and with four legs left no read of those blocks could leave them
+# out: EIO).
 enc_replace_test() {
 	local code=4+2 why= mb=4 npid groups=$((4 * 32)) liar=${1:-} gone=2 i
 	[ -z "$liar" ] || gone=$liar
@@ -707,6 +708,8 @@ enc_replace_test() {
 			|| why+="leg $liar's groups were not rebuilt: $(grep "^leg$liar " $T/stats); "
 		dmesg | grep -qE "leg$liar: group [0-9]+ did not verify with its fragments when rebuilding leg 1; rebuilt without them" \
 			|| why+="leg $liar not named: $(dmesg | grep -E "leg[1$liar]" | tail -3 | tr '\n' ' '); "
+		[ "$(leg_field $liar altered)" -gt 0 ] 2>/dev/null \
+			|| why+="leg $liar not counted: $(grep "^leg$liar " $T/stats); "
 	fi
 	kill -KILL "${PIDS[0]}" "${PIDS[$gone]}"; wait "${PIDS[0]}" "${PIDS[$gone]}" 2>/dev/null
 	dd if=$dev of="$OUT/enc-replace-back" bs=1M iflag=direct status=none || why+="read without legs 0 and $gone failed; "
