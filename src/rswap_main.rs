@@ -91,6 +91,11 @@ module! {
             description: "For tests: refuse this many of a rebuild's RDMA READs and WRITEs \
                           as busy, as a queue full of the disk's own I/O does",
         },
+        fault_busy_probes: u32 {
+            default: 0,
+            description: "For tests: refuse this many keep-alive probes as busy, as a QP \
+                          does while another poster registers its fence region",
+        },
     },
 }
 
@@ -123,6 +128,8 @@ impl kernel::InPlaceModule for RswapModule {
         );
         #[cfg(rswap_fault_injection)]
         transport::fault::busy_waited_ios(module_parameters::fault_busy_waited_ios.value());
+        #[cfg(rswap_fault_injection)]
+        transport::fault::busy_probes(module_parameters::fault_busy_probes.value());
         try_pin_init!(Self {
             client <- ib::Registration::new(c"rswap", rdma_client::RswapClient),
             configfs <- configfs::subsystem(settings::ModuleContext {

@@ -4,8 +4,10 @@
 //! (`make RSWAP_FAULT_INJECTION=y`) takes `fault_fail_reconnect_allocs=N`, and the next N
 //! allocating steps of queue recoveries fail with `ENOMEM`, as they would when even the
 //! memory reserves are gone; and `fault_busy_waited_ios=N`, and the next N waited I/Os (a
-//! rebuild's) are refused as busy, as on a queue full of the disk's own I/O. Without fault
-//! injection nothing fails here.
+//! rebuild's) are refused as busy, as on a queue full of the disk's own I/O; and
+//! `fault_busy_probes=N`, and the next N keep-alive probes are refused as busy, as while
+//! another poster registers a QP's fence region. Without fault injection nothing fails
+//! here.
 //!
 //! Only allocations made in a recovery (the current task in a
 //! [`ReserveScope`](crate::kernel_ext::ReserveScope)) are failed, never those of `enable`;
@@ -43,6 +45,8 @@ mod inject {
 
     /// Waited I/Os still to refuse as busy.
     static BUSY_WAITED: Countdown = Countdown::new();
+    /// Keep-alive probes still to refuse as busy.
+    static BUSY_PROBES: Countdown = Countdown::new();
 
     /// Makes the next `n` allocating steps of recoveries fail.
     pub(crate) fn fail_reconnect_allocs(n: u32) {
@@ -57,6 +61,16 @@ mod inject {
     /// Whether this waited I/O is to come back busy.
     pub(super) fn waited_busy() -> bool {
         BUSY_WAITED.take()
+    }
+
+    /// Makes the next `n` keep-alive probes come back busy without being posted.
+    pub(crate) fn busy_probes(n: u32) {
+        BUSY_PROBES.set(n);
+    }
+
+    /// Whether this probe is to come back busy.
+    pub(super) fn probe_busy() -> bool {
+        BUSY_PROBES.take()
     }
 
     /// Whether `step` of the current connection attempt is to fail: the first step the
@@ -74,7 +88,7 @@ mod inject {
 }
 
 #[cfg(rswap_fault_injection)]
-pub(crate) use inject::{busy_waited_ios, fail_reconnect_allocs};
+pub(crate) use inject::{busy_probes, busy_waited_ios, fail_reconnect_allocs};
 
 /// `Err(ENOMEM)` if a test asked for `step` of this connection attempt to fail (see the
 /// module's documentation); `Ok` otherwise, and always without fault injection.
@@ -95,6 +109,17 @@ pub(crate) fn alloc(step: AllocStep) -> Result {
 pub(crate) fn waited_io() -> Result {
     #[cfg(rswap_fault_injection)]
     if inject::waited_busy() {
+        return Err(EBUSY);
+    }
+    Ok(())
+}
+
+/// `Err(EBUSY)` if a test asked for this keep-alive probe to be refused as busy (see the
+/// module's documentation); `Ok` otherwise, and always without fault injection.
+#[inline]
+pub(crate) fn probe() -> Result {
+    #[cfg(rswap_fault_injection)]
+    if inject::probe_busy() {
         return Err(EBUSY);
     }
     Ok(())

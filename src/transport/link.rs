@@ -864,14 +864,20 @@ impl Link {
         }
         // Zero bytes: the server's device checks neither the address nor the key, but
         // they are the region's anyway.
-        let posted = PostedProbe(self.probe.clone());
-        match qp.post_write(posted, self.region.addr, self.region.rkey) {
-            Ok(()) => ProbeOutcome::Sent,
-            Err(_) => {
-                self.probe.posted.store(false, Ordering::Release);
-                ProbeOutcome::NotPosted
+        let refused = match fault::probe() {
+            Err(e) => Some(e),
+            Ok(()) => {
+                let posted = PostedProbe(self.probe.clone());
+                qp.post_write(posted, self.region.addr, self.region.rkey)
+                    .err()
+                    .map(|(e, _)| e)
             }
+        };
+        if refused.is_none() {
+            return ProbeOutcome::Sent;
         }
+        self.probe.posted.store(false, Ordering::Release);
+        ProbeOutcome::NotPosted
     }
 
     /// Runs the completions waiting on a polled link (see [`Qp::poll`]); how many ran (0
