@@ -479,6 +479,10 @@ pub(crate) enum ProbeOutcome {
     Unanswered,
     /// The probe could not be posted: the connection is gone or its QP refuses work.
     NotPosted,
+    /// The probe could not be posted now: the send queue is full, or another poster is
+    /// registering the QP's fence region. The link's posted work requests say whether
+    /// the server is there (they fail if it is gone); the next period probes again.
+    Busy,
 }
 
 /// The keep-alive probe of a link: a zero-length RDMA WRITE. Allocated with the link; a
@@ -873,11 +877,15 @@ impl Link {
                     .map(|(e, _)| e)
             }
         };
-        if refused.is_none() {
+        let Some(e) = refused else {
             return ProbeOutcome::Sent;
-        }
+        };
         self.probe.posted.store(false, Ordering::Release);
-        ProbeOutcome::NotPosted
+        if e == EBUSY || e == ENOMEM {
+            ProbeOutcome::Busy
+        } else {
+            ProbeOutcome::NotPosted
+        }
     }
 
     /// Runs the completions waiting on a polled link (see [`Qp::poll`]); how many ran (0

@@ -478,9 +478,10 @@ impl Queue {
     /// The keep-alive: probes the live link, and fails the queue (recovery starts) when
     /// the previous probe is still unanswered and nothing else completed on the queue since
     /// the last call (the probe waits behind the data path's work requests, so completions
-    /// show the server is there), or when the probe cannot be posted. A probe that fails
-    /// fails the queue from its completion. Nothing happens on a queue that is not live.
-    /// Does not sleep.
+    /// show the server is there), or when the QP refuses the probe for good. A probe the
+    /// QP refuses as busy ([`ProbeOutcome::Busy`]) is tried again at the next period. A
+    /// probe that fails fails the queue from its completion. Nothing happens on a queue
+    /// that is not live. Does not sleep.
     pub(crate) fn keep_alive(this: &Arc<Self>) {
         let succeeded = this.io.succeeded();
         let progress = this.succeeded_seen.swap(succeeded, Ordering::Relaxed) != succeeded;
@@ -492,7 +493,7 @@ impl Queue {
             Ok(ProbeOutcome::NotPosted) => {
                 let _ = Self::fail(this, c"keep-alive probe not posted", 0);
             }
-            Ok(_) | Err(_) => {}
+            Ok(ProbeOutcome::Sent | ProbeOutcome::Unanswered | ProbeOutcome::Busy) | Err(_) => {}
         }
     }
 
