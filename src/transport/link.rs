@@ -479,10 +479,13 @@ pub(crate) enum ProbeOutcome {
     Unanswered,
     /// The probe could not be posted: the connection is gone or its QP refuses work.
     NotPosted,
-    /// The probe could not be posted now: the send queue is full, or another poster is
-    /// registering the QP's fence region. The link's posted work requests say whether
-    /// the server is there (they fail if it is gone); the next period probes again.
+    /// The probe could not be posted now: another poster is registering the QP's fence
+    /// region (soft-iWARP, around a QP's first WRITE), or the send queue is full. The next
+    /// period probes again.
     Busy,
+    /// The probe was refused as busy at the previous period too: the refusal was not
+    /// one of a moment.
+    StillBusy,
 }
 
 /// The keep-alive probe of a link: a zero-length RDMA WRITE. Allocated with the link; a
@@ -493,6 +496,8 @@ struct Probe {
     /// Whether its work request is posted: set by [`Link::probe`], cleared by the
     /// completion.
     posted: AtomicBool,
+    /// Whether the QP refused it as busy at the last period ([`ProbeOutcome::Busy`]).
+    refused: AtomicBool,
     /// Set when its link is being torn down: a probe flushed then says nothing new.
     closing: AtomicBool,
     /// Told when the probe fails.
@@ -706,6 +711,7 @@ impl Link {
                     Probe {
                         cqe: Cqe::new(),
                         posted: AtomicBool::new(false),
+                        refused: AtomicBool::new(false),
                         closing: AtomicBool::new(false),
                         watcher: events.watcher.clone(),
                     },
@@ -878,13 +884,16 @@ impl Link {
             }
         };
         let Some(e) = refused else {
+            self.probe.refused.store(false, Ordering::Relaxed);
             return ProbeOutcome::Sent;
         };
         self.probe.posted.store(false, Ordering::Release);
-        if e == EBUSY || e == ENOMEM {
-            ProbeOutcome::Busy
-        } else {
+        if e != EBUSY && e != ENOMEM {
             ProbeOutcome::NotPosted
+        } else if self.probe.refused.swap(true, Ordering::Relaxed) {
+            ProbeOutcome::StillBusy
+        } else {
+            ProbeOutcome::Busy
         }
     }
 

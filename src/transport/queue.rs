@@ -479,9 +479,10 @@ impl Queue {
     /// the previous probe is still unanswered and nothing else completed on the queue since
     /// the last call (the probe waits behind the data path's work requests, so completions
     /// show the server is there), or when the QP refuses the probe for good. A probe the
-    /// QP refuses as busy ([`ProbeOutcome::Busy`]) is tried again at the next period. A
-    /// probe that fails fails the queue from its completion. Nothing happens on a queue
-    /// that is not live. Does not sleep.
+    /// QP refuses as busy ([`ProbeOutcome::Busy`]) is tried again at the next period; a
+    /// second refusal in a row fails the queue unless something else completed on it
+    /// meanwhile. A probe that fails fails the queue from its completion. Nothing happens
+    /// on a queue that is not live. Does not sleep.
     pub(crate) fn keep_alive(this: &Arc<Self>) {
         let succeeded = this.io.succeeded();
         let progress = this.succeeded_seen.swap(succeeded, Ordering::Relaxed) != succeeded;
@@ -493,7 +494,10 @@ impl Queue {
             Ok(ProbeOutcome::NotPosted) => {
                 let _ = Self::fail(this, c"keep-alive probe not posted", 0);
             }
-            Ok(ProbeOutcome::Sent | ProbeOutcome::Unanswered | ProbeOutcome::Busy) | Err(_) => {}
+            Ok(ProbeOutcome::StillBusy) if !progress => {
+                let _ = Self::fail(this, c"keep-alive probe refused twice", 0);
+            }
+            Ok(_) | Err(_) => {}
         }
     }
 
