@@ -439,44 +439,70 @@ ktap_test "recovery: RDMA posts the QP refuses (rswap.ko fault_fail_posts=4, as 
 
 # A keep-alive probe the QP refuses for now: soft-iWARP refuses a WRITE posted while
 # another poster registers the QP's fence region (its first WRITE), as any device does on
-# a full send queue. rswap.ko's fault_busy_probes=6 refuses the first six probes as busy
-# (three periods of both queues at keepalive_ms=1000): each is posted again at the next
-# period, and the idle disk keeps its connections (before, each took its queue down:
-# "keep-alive probe not posted: reconnecting").
-t_probe_busy() {
-	local since why= rec notposted
-	dmesg_mark "45-recovery: probe busy"
-	if rswap_load fault_busy_probes=6 && start_server && mkdir $T; then
-		echo 1000 > $T/keepalive_ms
-		enable_with 60000 0x450b
-		for _ in $(seq 100); do [ -b $DEV ] && break; sleep 0.1; done
+# a full send queue. rswap.ko's fault_busy_probes=N refuses the next N probes as busy.
+# probe_busy_test N: loads rswap.ko with it, keepalive_ms=1000, two queues, and sets
+# $why, $rec (recoveries) and $lines (the keep-alive lines of the log since the test
+# began). The disk is idle (nothing written) for 6 s, then 1 MiB is written and read back.
+probe_busy_test() {
+	local since
+	why= rec= lines=
+	dmesg_mark "45-recovery: probe busy $1"
+	if rswap_load fault_busy_probes=$1 && start_server && mkdir $T \
+		&& echo 1000 > $T/keepalive_ms && enable_with 60000 0x450b; then
+		sleep 6
+		for _ in $(seq 100); do [ "$(state_field $T recovering)" = 0 ] && break; sleep 0.1; done
 		head -c 1M /dev/urandom > "$OUT/probe-busy"
 		dd if="$OUT/probe-busy" of=$DEV bs=64k oflag=direct status=none || why+="write failed; "
-		sleep 6
 		dd if=$DEV of="$OUT/probe-busy-back" bs=64k count=16 iflag=direct status=none || why+="read failed; "
 		cmp -s "$OUT/probe-busy" "$OUT/probe-busy-back" || why+="read back differs; "
 		rec=$(recoveries)
-		since=$(dmesg | sed -n '/rswap-test-mark: 45-recovery: probe busy/,$p')
-		notposted=$(printf '%s\n' "$since" | grep -c 'keep-alive probe')
-		[ "$rec" = 0 ] || why+="recoveries=$rec; "
-		[ "$notposted" = 0 ] || why+="$(printf '%s\n' "$since" | grep 'keep-alive probe' | head -2 | tr '\n' ' '); "
+		since=$(dmesg | sed -n "/rswap-test-mark: 45-recovery: probe busy $1\$/,\$p")
+		lines=$(printf '%s\n' "$since" | grep 'keep-alive probe')
 		st=$(cat $T/state)
 		echo 0 > $T/enable || why+="disable failed; "
 		rmdir $T
 		rmmod rswap || why+="rmmod failed; "
-		if [ -z "$why" ]; then
-			ktap_pass
-			ktap_diag "six probes refused as busy, posted again at the next period: 0 recoveries, 1 MiB read back; state was: $st"
-		else
-			ktap_fail "$why state $st"
-		fi
 	else
-		ktap_fail "could not set up: $(dmesg | grep rswap | tail -3)"
+		why+="could not set up: $(dmesg | grep rswap | tail -3 | tr '\n' ' '); "
 		rmdir $T 2>/dev/null; rmmod rswap 2>/dev/null
 	fi
 	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
 }
-ktap_test "recovery: keep-alive probes the QP refuses as busy (rswap.ko fault_busy_probes=6, as soft-iWARP while its fence region is registered) are posted again at the next period; the idle disk does not reconnect" t_probe_busy
+
+# One refusal of each queue's probe (fault_busy_probes=2, the first period): posted again
+# at the next period, and the idle disk keeps its connections (before, each refusal took
+# its queue down: "keep-alive probe not posted: reconnecting").
+t_probe_busy() {
+	local st
+	probe_busy_test 2
+	[ "$rec" = 0 ] || why+="recoveries=$rec; "
+	[ -z "$lines" ] || why+="$(head -2 <<<"$lines" | tr '\n' ' '); "
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "each queue's first probe refused as busy, posted again at the next period: 0 recoveries, 1 MiB read back; state was: $st"
+	else
+		ktap_fail "$why state $st"
+	fi
+}
+ktap_test "recovery: a keep-alive probe the QP refuses as busy (rswap.ko fault_busy_probes=2, as soft-iWARP while its fence region is registered) is posted again at the next period; the idle disk does not reconnect" t_probe_busy
+
+# Refusals that last (fault_busy_probes=6: three periods of both queues): refused again
+# at the next period with nothing completed meanwhile, a queue recovers ("keep-alive
+# probe refused twice: reconnecting"), reconnects to the same region, and the disk works.
+t_probe_busy_twice() {
+	local st n
+	probe_busy_test 6
+	n=$(grep -c 'keep-alive probe refused twice: reconnecting' <<<"$lines")
+	[ "$n" -ge 1 ] || why+="no queue recovered: $(head -2 <<<"$lines" | tr '\n' ' '); "
+	[ "${rec:-0}" -ge 1 ] || why+="recoveries=$rec; "
+	if [ -z "$why" ]; then
+		ktap_pass
+		ktap_diag "probes refused as busy at two periods in a row: $n queue recoveries, then 1 MiB written and read back; state was: $st"
+	else
+		ktap_fail "$why state $st"
+	fi
+}
+ktap_test "recovery: keep-alive probes the QP refuses as busy at two periods in a row (rswap.ko fault_busy_probes=6) take the idle queue down; it reconnects to the same region and the disk works" t_probe_busy_twice
 
 # Allocations fail while the queues reconnect under a swap load: rswap.ko's
 # fault_fail_reconnect_allocs=8 fails the next 8 allocating steps of recoveries (the
