@@ -20,10 +20,10 @@
 //! the leg's fragment is computed from them: a block that does not verify (a server
 //! altered its memory) is put together again from every other current leg, leaving out
 //! one leg at a time, then two, up to r, as a read does; the legs left out of the first
-//! that verifies are named and their group marked dirty (rebuilt in turn), and a group
-//! that no such set verifies is not written. So one lying server's fragments are never
-//! copied to the leg being rebuilt, which would leave the block short of one more honest
-//! fragment.
+//! that verifies are named, counted (`altered=` in `stats`) and their group marked dirty
+//! (rebuilt in turn), and a group that no such set verifies is not written. So one lying
+//! server's fragments are never copied to the leg being rebuilt, which would leave the
+//! block short of one more honest fragment.
 //!
 //! A write that races the rebuild of its group must not be overwritten by it. The resync
 //! names the group it rebuilds (`busy`) before clearing its bit, and a write or read
@@ -122,7 +122,7 @@ struct LegResync {
     /// Groups rebuilt so far.
     resynced: AtomicU64,
     /// Blocks a rebuild found altered in the leg's memory: they verified only once put
-    /// together without its fragment.
+    /// together without its fragment (each leg so left out counts them, as reads count).
     altered: AtomicU64,
     /// Whether a resync of the leg was announced and has not ended yet.
     syncing: AtomicBool,
@@ -654,7 +654,7 @@ impl Resync {
             let plan = layout.read_plan(g, sources, 0).ok_or(EIO)?;
             self.move_run(bufs, plan, Dir::Read, &run)?;
             self.put_together(bufs, g, layout.decode(g, plan), n)?;
-            let altered = self.unverified(bufs, &run)?;
+            let altered = self.unverified(bufs, &run, u64::MAX)?;
             if altered != 0 {
                 self.without_liars(bufs, l, sources, plan, &run, altered)?;
             }
@@ -692,8 +692,9 @@ impl Resync {
 
     /// How many of the blocks of `run` put together in `bufs.blocks` are not what the disk
     /// last wrote ([`DiskCrypt::verifies`](crate::disk::crypt::DiskCrypt::verifies)),
-    /// each opened in a page of its own; none on a disk that is not encrypted.
-    fn unverified(&self, bufs: &mut Buffers, run: &Run) -> Result<u64> {
+    /// each opened in a page of its own, counting up to `limit`; none on a disk that is
+    /// not encrypted.
+    fn unverified(&self, bufs: &mut Buffers, run: &Run, limit: u64) -> Result<u64> {
         let Some(crypt) = &self.crypt else {
             return Ok(0);
         };
@@ -711,6 +712,9 @@ impl Resync {
                 .map_err(|_| EIO)?;
             if !verifies {
                 bad += 1;
+                if bad >= limit {
+                    break;
+                }
             }
         }
         Ok(bad)
@@ -736,7 +740,7 @@ impl Resync {
         for leave_out in self.layout.exclusions(g, sources).filter(|&out| out != 0) {
             let decode = self.layout.decode(g, sources & !leave_out);
             self.put_together(bufs, g, decode, run.blocks)?;
-            if self.unverified(bufs, run)? != 0 {
+            if self.unverified(bufs, run, 1)? != 0 {
                 continue;
             }
             for (m, leg) in self.legs.iter().enumerate() {
