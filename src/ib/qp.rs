@@ -374,6 +374,13 @@ impl Qp {
         self.post_rdma(owner, RdmaOp::Write, remote_addr, rkey)
     }
 
+    /// Whether `e`, from a post, refused the work request only for now: the send queue
+    /// is full (`ENOMEM`), or what it needs is another poster's a moment longer (`EBUSY`:
+    /// every READ slot in use, the fence region being registered). Post it again soon.
+    pub(crate) fn refused_for_now(e: Error) -> bool {
+        e == EBUSY || e == ENOMEM
+    }
+
     /// Posts one signalled RDMA READ or WRITE of the SGEs of `owner`'s target at
     /// `remote_addr`/`rkey`; the work request owns `owner` until its completion hands it
     /// to `T::complete`. On failure nothing was posted and `owner` comes back with the

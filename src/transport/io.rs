@@ -30,7 +30,7 @@ use crate::{
         dma::{Direction, MappedSg, SgDma, Sge},
         pd::Pd,
         qp::RdmaOp,
-        Device,
+        Device, Qp,
     },
     kernel_ext::{IntoRaw, SgTable},
 };
@@ -356,7 +356,7 @@ fn post<R: IoOwner>(
         Err((e, InFlight(mut io))) => {
             IoCounters::count(&counters.completed);
             io.slot().unmap(conn.rdma_device().device());
-            if e == ENOMEM || e == EBUSY {
+            if Qp::refused_for_now(e) {
                 return Err((Refusal::Busy, io));
             }
             // The QP would not take it: the device has put it in the error state, as when

@@ -888,7 +888,7 @@ impl Link {
             return ProbeOutcome::Sent;
         };
         self.probe.posted.store(false, Ordering::Release);
-        if e != EBUSY && e != ENOMEM {
+        if !Qp::refused_for_now(e) {
             ProbeOutcome::NotPosted
         } else if self.probe.refused.swap(true, Ordering::Relaxed) {
             ProbeOutcome::StillBusy
